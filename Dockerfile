@@ -1,0 +1,20 @@
+# cybs-etl: the scheduler image. Build: docker build -t cybs-etl .
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY pipelines ./pipelines
+COPY sql ./sql
+RUN npm ci --no-audit --no-fund && npm prune --omit=dev
+
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json config.yaml ./
+COPY sql ./sql
+USER node
+EXPOSE 9464
+ENTRYPOINT ["node", "dist/src/cli.js"]
+CMD ["schedule"]

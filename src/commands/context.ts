@@ -1,0 +1,108 @@
+import type { Command } from 'commander';
+import { readEnv, secretValues } from '../config/env.js';
+import type { EnvSettings } from '../config/env.js';
+import { loadConfig } from '../config/load-config.js';
+import type { Config } from '../config/schema.js';
+import { migrateToLatest } from '../load/migrate.js';
+import { openWarehouse } from '../load/warehouse.js';
+import type { Warehouse } from '../load/warehouse.js';
+import { createLogger } from '../observability/logger.js';
+import type { Logger } from '../observability/logger.js';
+
+export interface OutputStream {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  stdout: OutputStream;
+  stderr: OutputStream;
+  cwd: string;
+}
+
+export interface GlobalOptions {
+  config: string;
+  verbose: boolean;
+  pretty: boolean;
+  logLevel?: string;
+}
+
+/**
+ * What every command may need, built lazily once per invocation: the validated config, the env
+ * settings (credentials), the logger and the warehouse. Commands never read process.env themselves.
+ */
+export class CliContext {
+  private configPromise?: Promise<Config>;
+  private envSettings?: EnvSettings;
+  private loggerInstance?: Logger;
+  private readonly closers: (() => Promise<void>)[] = [];
+
+  constructor(
+    readonly io: CliIo,
+    private readonly program: Command,
+  ) {}
+
+  globals(): GlobalOptions {
+    return this.program.opts<GlobalOptions>();
+  }
+
+  config(): Promise<Config> {
+    this.configPromise ??= loadConfig(this.globals().config);
+    return this.configPromise;
+  }
+
+  env(): EnvSettings {
+    this.envSettings ??= readEnv(this.io.env);
+    return this.envSettings;
+  }
+
+  /** Secret values to scrub from any output. */
+  secrets(): string[] {
+    try {
+      return secretValues(this.env());
+    } catch {
+      return [];
+    }
+  }
+
+  async logger(): Promise<Logger> {
+    if (this.loggerInstance) return this.loggerInstance;
+    const g = this.globals();
+    let level = g.logLevel;
+    if (!level) {
+      try {
+        level = (await this.config()).log.level;
+      } catch {
+        level = 'info';
+      }
+    }
+    this.loggerInstance = createLogger({
+      level: g.verbose && level === 'info' ? 'debug' : level,
+      pretty: g.pretty || this.io.stderr.isTTY === true,
+      secrets: this.secrets(),
+    });
+    return this.loggerInstance;
+  }
+
+  /** Open the warehouse named by DATABASE_URL, warehouse.url or warehouse.path, migrated to the latest schema. */
+  async warehouse(options: { migrate?: boolean } = {}): Promise<Warehouse> {
+    const config = await this.config();
+    const url = this.env().databaseUrl ?? config.warehouse.url;
+    const warehouse = await openWarehouse({ url, path: config.warehouse.path });
+    this.closers.push(() => warehouse.close());
+    if (options.migrate !== false) await migrateToLatest(warehouse.db);
+    return warehouse;
+  }
+
+  onClose(fn: () => Promise<void>): void {
+    this.closers.push(fn);
+  }
+
+  async close(): Promise<void> {
+    while (this.closers.length > 0) {
+      const fn = this.closers.pop()!;
+      await fn().catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,19 @@
+import type { Command } from 'commander';
+import { migrateToLatest } from '../load/migrate.js';
+import type { CliContext } from './context.js';
+
+export function registerMigrateCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('migrate')
+    .description('create or upgrade the warehouse schemas (etl, cybs); safe to run again')
+    .action(async () => {
+      const warehouse = await ctx.warehouse({ migrate: false });
+      const result = await migrateToLatest(warehouse.db);
+      const where = `${warehouse.kind === 'pglite' ? 'embedded warehouse' : 'PostgreSQL'} ${warehouse.location}`;
+      ctx.io.stdout.write(
+        result.applied.length === 0
+          ? `Warehouse ${where} is up to date (${result.alreadyApplied} migrations applied earlier).\n`
+          : `Applied ${result.applied.length} migration(s) to ${where}: ${result.applied.join(', ')}.\n`,
+      );
+    });
+}

@@ -1,0 +1,26 @@
+/** Defaults of every setting, in one place, so that docs, schema and code agree. */
+export const DEFAULT_CONFIG_PATH = './config.yaml';
+export const DEFAULT_WAREHOUSE_PATH = './data/warehouse';
+export const DEFAULT_ENVIRONMENT = 'test';
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_HEADERS_TIMEOUT_MS = 60_000;
+export const DEFAULT_BODY_TIMEOUT_MS = 120_000;
+export const DEFAULT_CONNECTIONS_PER_HOST = 4;
+export const DEFAULT_RETRY_ATTEMPTS = 6;
+export const DEFAULT_RETRY_MIN_DELAY_MS = 500;
+export const DEFAULT_RETRY_MAX_DELAY_MS = 30_000;
+export const DEFAULT_RETRY_MAX_TOTAL_MS = 300_000;
+export const DEFAULT_LOG_LEVEL = 'info';
+export const DEFAULT_LOOKBACK_DAYS = 3;
+export const DEFAULT_WINDOW_DAYS = 1;
+export const MAX_WINDOW_DAYS = 31;
+export const DEFAULT_PIPELINE_CONCURRENCY = 2;
+export const DEFAULT_GLOBAL_CONCURRENCY = 4;
+export const DEFAULT_READY_AFTER_HOURS = 6;
+export const DEFAULT_NOT_READY_HORIZON_HOURS = 72;
+export const DEFAULT_REJECT_THRESHOLD = 0.01;
+export const DEFAULT_PAGE_LIMIT = 2000;
+export const DEFAULT_LEASE_SECONDS = 900;
+export const DEFAULT_METRICS_PORT = 9464;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 60_000;
+export const DEFAULT_START_DATE_DAYS_AGO = 30;

@@ -1,0 +1,90 @@
+import { readFile } from 'node:fs/promises';
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { configError } from '../errors.js';
+import { configSchema } from './schema.js';
+import type { Config } from './schema.js';
+
+/** Keys that would put a secret in the file; they are refused with a pointer to the env variable. */
+const SECRET_KEYS: Record<string, string> = {
+  sharedSecret: 'CYBS_SHARED_SECRET',
+  shared_secret: 'CYBS_SHARED_SECRET',
+  secret: 'CYBS_SHARED_SECRET',
+  keyId: 'CYBS_KEY_ID',
+  p12Password: 'CYBS_P12_PASSWORD',
+  password: 'CYBS_P12_PASSWORD or the DATABASE_URL',
+};
+
+/** Read, parse and validate a config file. Errors name the file, the key path and the expected form. */
+export async function loadConfig(path: string): Promise<Config> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw configError(
+      code === 'ENOENT'
+        ? `Config file ${path} does not exist; pass --config PATH or create it (see config.yaml in the repository).`
+        : `Config file ${path} cannot be read (${code ?? 'error'}).`,
+      { file: path },
+    );
+  }
+  return parseConfig(text, path);
+}
+
+/** Parse and validate config text (pure). */
+export function parseConfig(text: string, file = 'config.yaml'): Config {
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  if (doc.errors.length > 0) {
+    const first = doc.errors[0]!;
+    const line = first.linePos?.[0]?.line;
+    throw configError(
+      `${file}${line ? `:${line}` : ''}: not valid YAML: ${first.message.split('\n')[0] ?? first.message}`,
+      { file, line },
+    );
+  }
+  const raw: unknown = doc.toJS() ?? {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw configError(`${file}: expected a mapping of settings at the top level.`, { file });
+  }
+  rejectSecrets(raw, [], file);
+  const result = configSchema.safeParse(raw);
+  if (!result.success) throw configError(formatIssues(result.error.issues, file), { file });
+  return deepFreeze(result.data);
+}
+
+function rejectSecrets(value: unknown, path: (string | number)[], file: string): void {
+  if (!value || typeof value !== 'object') return;
+  for (const [key, item] of Object.entries(value)) {
+    const env = SECRET_KEYS[key];
+    if (env) {
+      throw configError(
+        `${file}: key "${[...path, key].join('.')}" would hold a secret; secrets are read only from the environment (${env}).`,
+        { file, key: [...path, key].join('.') },
+      );
+    }
+    rejectSecrets(item, [...path, key], file);
+  }
+}
+
+/** One sentence per issue, key path first. */
+export function formatIssues(issues: readonly z.core.$ZodIssue[], file: string): string {
+  const lines = issues.slice(0, 5).map((issue) => {
+    const path = issue.path.map(String).join('.') || '(top level)';
+    if (issue.code === 'unrecognized_keys') {
+      const keys = issue.keys.map((k) => (path === '(top level)' ? k : `${path}.${k}`));
+      return `unknown key ${keys.map((k) => `"${k}"`).join(', ')}`;
+    }
+    return `key "${path}": ${issue.message}`;
+  });
+  const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : '';
+  return `${file}: ${lines.join('; ')}${more}.`;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}

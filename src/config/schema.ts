@@ -1,0 +1,97 @@
+import { z } from 'zod';
+import * as D from './defaults.js';
+
+export const DEPLOYMENTS = ['test', 'production', 'production-india'] as const;
+export type Deployment = (typeof DEPLOYMENTS)[number];
+
+const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected a date written YYYY-MM-DD');
+const positiveInt = z.number().int().positive();
+const organizationId = z
+  .string()
+  .regex(/^[a-zA-Z0-9_-]{1,32}$/, 'expected an organizationId of 1-32 letters, digits, "-" or "_"');
+
+export const scheduleSettingsSchema = z.strictObject({
+  cron: z.string().min(9, 'expected a cron expression such as "0 7 * * *"'),
+  timezone: z.string().default('UTC'),
+});
+
+/** Per-pipeline settings; every key is optional and falls back to `defaults`. */
+export const pipelineSettingsSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** Partner use: the merchants to load. Omitted: the credential's own organization. */
+  organizations: z.array(organizationId).min(1).optional(),
+  /** Subscription report name (report-file pipelines). */
+  reportName: z.string().min(1).max(128).optional(),
+  schedule: scheduleSettingsSchema.optional(),
+  startDate: isoDate.optional(),
+  lookbackDays: z.number().int().min(0).max(90).optional(),
+  windowDays: z.number().int().min(1).max(D.MAX_WINDOW_DAYS).optional(),
+  concurrency: positiveInt.max(32).optional(),
+  pageLimit: z.number().int().min(1).max(2000).optional(),
+});
+export type PipelineSettings = z.infer<typeof pipelineSettingsSchema>;
+
+export const configSchema = z.strictObject({
+  warehouse: z
+    .strictObject({
+      /** PostgreSQL URL; DATABASE_URL wins. Omit both for the embedded PGlite warehouse. */
+      url: z.string().url().optional(),
+      path: z.string().min(1).default(D.DEFAULT_WAREHOUSE_PATH),
+    })
+    .prefault({}),
+  api: z
+    .strictObject({
+      environment: z.enum(DEPLOYMENTS).default(D.DEFAULT_ENVIRONMENT),
+      connectTimeoutMs: positiveInt.default(D.DEFAULT_CONNECT_TIMEOUT_MS),
+      headersTimeoutMs: positiveInt.default(D.DEFAULT_HEADERS_TIMEOUT_MS),
+      bodyTimeoutMs: positiveInt.default(D.DEFAULT_BODY_TIMEOUT_MS),
+      connectionsPerHost: positiveInt.max(64).default(D.DEFAULT_CONNECTIONS_PER_HOST),
+      retry: z
+        .strictObject({
+          attempts: z.number().int().min(1).max(20).default(D.DEFAULT_RETRY_ATTEMPTS),
+          minDelayMs: z.number().int().min(0).default(D.DEFAULT_RETRY_MIN_DELAY_MS),
+          maxDelayMs: positiveInt.default(D.DEFAULT_RETRY_MAX_DELAY_MS),
+          maxTotalMs: positiveInt.default(D.DEFAULT_RETRY_MAX_TOTAL_MS),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  log: z
+    .strictObject({
+      level: z
+        .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+        .default(D.DEFAULT_LOG_LEVEL),
+    })
+    .prefault({}),
+  defaults: z
+    .strictObject({
+      startDate: isoDate.optional(),
+      lookbackDays: z.number().int().min(0).max(90).default(D.DEFAULT_LOOKBACK_DAYS),
+      windowDays: z.number().int().min(1).max(D.MAX_WINDOW_DAYS).default(D.DEFAULT_WINDOW_DAYS),
+      concurrency: positiveInt.max(32).default(D.DEFAULT_PIPELINE_CONCURRENCY),
+      globalConcurrency: positiveInt.max(64).default(D.DEFAULT_GLOBAL_CONCURRENCY),
+      readyAfterHours: z.number().min(0).max(240).default(D.DEFAULT_READY_AFTER_HOURS),
+      notReadyHorizonHours: z
+        .number()
+        .min(1)
+        .max(24 * 60)
+        .default(D.DEFAULT_NOT_READY_HORIZON_HOURS),
+      rejectThreshold: z.number().min(0).max(1).default(D.DEFAULT_REJECT_THRESHOLD),
+      leaseSeconds: positiveInt.default(D.DEFAULT_LEASE_SECONDS),
+      organizations: z.array(organizationId).min(1).optional(),
+    })
+    .prefault({}),
+  schedule: z
+    .strictObject({
+      metricsPort: z.number().int().min(0).max(65535).default(D.DEFAULT_METRICS_PORT),
+      metricsHost: z.string().default('127.0.0.1'),
+      shutdownTimeoutMs: positiveInt.default(D.DEFAULT_SHUTDOWN_TIMEOUT_MS),
+    })
+    .prefault({}),
+  pipelines: z
+    .record(z.string().regex(/^[a-z][a-z0-9_]*$/, 'expected a pipeline name'), pipelineSettingsSchema)
+    .default({}),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;

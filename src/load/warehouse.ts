@@ -1,0 +1,182 @@
+import { mkdir } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { from as copyFromStream } from 'pg-copy-streams';
+import { CybsError } from '../errors.js';
+import { redactUrlPasswords } from '../observability/redact.js';
+import { Mutex, PGliteDialect } from './pglite-dialect.js';
+
+/** Kysely over an untyped schema: table shapes come from data (report headers), not from code. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Db = Kysely<any>;
+
+export type WarehouseKind = 'postgres' | 'pglite';
+
+/** One connection, held for a unit of work: its `db` and its `copyFrom` share one session. */
+export interface WarehouseSession {
+  readonly db: Db;
+  /**
+   * Run `COPY … FROM STDIN` with the given bytes. Each chunk must end on a row boundary (the embedded
+   * warehouse copies in slices). Resolves to the number of rows copied.
+   */
+  copyFrom(
+    statement: string,
+    chunks: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>,
+  ): Promise<number>;
+}
+
+export interface Warehouse {
+  readonly kind: WarehouseKind;
+  /** A pool-level Kysely instance for ordinary queries. */
+  readonly db: Db;
+  /** Where the data is, without credentials (for messages). */
+  readonly location: string;
+  /** Run `fn` on one dedicated connection (needed for COPY + merge in one transaction). */
+  session<T>(fn: (session: WarehouseSession) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface WarehouseConfig {
+  /** PostgreSQL URL; when absent, the embedded PGlite database at `path`. */
+  url?: string | undefined;
+  path: string;
+  /** Pool size on PostgreSQL. */
+  maxConnections?: number;
+  applicationName?: string;
+}
+
+const DATE_OID = 1082;
+
+/** Open the warehouse: PostgreSQL through pg when a URL is given, embedded PGlite otherwise. */
+export async function openWarehouse(config: WarehouseConfig): Promise<Warehouse> {
+  return config.url ? openPostgres(config.url, config) : openPglite(config.path);
+}
+
+function openPostgres(url: string, config: WarehouseConfig): Warehouse {
+  const types = {
+    getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+      oid === DATE_OID ? (value: string) => value : pg.types.getTypeParser(oid, format),
+  };
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: config.maxConnections ?? 10,
+    application_name: config.applicationName ?? 'cybs-etl',
+    types,
+  });
+  // An idle client that loses its server must not crash the process; the next query reports it.
+  pool.on('error', () => {});
+  const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kind: 'postgres',
+    db,
+    location: redactUrlPasswords(url),
+    async session(fn) {
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (error) {
+        throw new CybsError(
+          'LOAD_CONNECT',
+          `Cannot connect to PostgreSQL at ${redactUrlPasswords(url)}: ${(error as Error).message}`,
+          { stage: 'load', retryable: true, cause: error },
+        );
+      }
+      const pinned = {
+        // Kysely only calls query() and release(); release is a no-op because the session owns the client.
+        connect: async () =>
+          ({ query: client.query.bind(client), release: () => {} }) as unknown as pg.PoolClient,
+        end: async () => {},
+      };
+      const sessionDb: Db = new Kysely({ dialect: new PostgresDialect({ pool: pinned }) });
+      let broken = false;
+      try {
+        return await fn({
+          db: sessionDb,
+          async copyFrom(statement, chunks) {
+            const stream = client.query(copyFromStream(statement));
+            await pipeline(Readable.from(chunks, { objectMode: false }), stream);
+            return Number(stream.rowCount ?? 0);
+          },
+        });
+      } catch (error) {
+        broken = isConnectionLevelError(error);
+        throw error;
+      } finally {
+        client.release(broken ? true : undefined);
+      }
+    },
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+async function openPglite(path: string): Promise<Warehouse> {
+  await mkdir(path, { recursive: true });
+  const pglite = new PGlite({ dataDir: path, parsers: { [DATE_OID]: (value: string) => value } });
+  try {
+    await pglite.waitReady;
+  } catch (error) {
+    throw new CybsError(
+      'LOAD_CONNECT',
+      `Cannot open the embedded warehouse at ${path}: ${(error as Error).message}`,
+      {
+        stage: 'load',
+        cause: error,
+      },
+    );
+  }
+  const mutex = new Mutex();
+  const db: Db = new Kysely({ dialect: new PGliteDialect(pglite, mutex) });
+  return {
+    kind: 'pglite',
+    db,
+    location: path,
+    async session(fn) {
+      const release = await mutex.acquire();
+      const sessionDb: Db = new Kysely({ dialect: new PGliteDialect(pglite, null) });
+      try {
+        return await fn({
+          db: sessionDb,
+          async copyFrom(statement, chunks) {
+            let rows = 0;
+            let buffered: (Uint8Array | string)[] = [];
+            let size = 0;
+            const flush = async () => {
+              if (size === 0) return;
+              const blob = new Blob(buffered as (string | Uint8Array<ArrayBuffer>)[]);
+              buffered = [];
+              size = 0;
+              const result = await pglite.query(
+                statement.replace(/\bFROM\s+STDIN\b/i, "FROM '/dev/blob'"),
+                [],
+                { blob },
+              );
+              rows += result.affectedRows ?? 0;
+            };
+            for await (const chunk of chunks) {
+              buffered.push(chunk);
+              size += typeof chunk === 'string' ? chunk.length : chunk.byteLength;
+              if (size >= 8 * 1024 * 1024) await flush();
+            }
+            await flush();
+            return rows;
+          },
+        });
+      } finally {
+        release();
+      }
+    },
+    async close() {
+      await pglite.close();
+    },
+  };
+}
+
+function isConnectionLevelError(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === '57P01' || code === '08006';
+}

@@ -1,0 +1,90 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+
+describe('cybs-etl command line (foundation)', () => {
+  let dir: string;
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'cybs-cli-'));
+    database = await createTestDatabase('cli');
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+    await database.drop();
+  });
+
+  it('lists every command in --help, and each command has its own --help', async () => {
+    const help = await cli(['--help']);
+    expect(help.code).toBe(0);
+    for (const name of [
+      'run',
+      'backfill',
+      'schedule',
+      'status',
+      'import',
+      'subscriptions',
+      'simulator',
+      'api',
+      'pipelines',
+      'migrate',
+    ]) {
+      expect(help.stdout).toContain(name);
+      const sub = await cli([name, '--help']);
+      expect(sub.code).toBe(0);
+      expect(sub.stdout).toContain(`Usage: cybs-etl ${name}`);
+    }
+  });
+
+  it('exits 2 on a usage error', async () => {
+    const r = await cli(['no-such-command']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown command 'no-such-command'");
+  });
+
+  it('migrates PostgreSQL named by DATABASE_URL, twice without change', async () => {
+    const config = join(dir, 'pg.yaml');
+    await writeFile(config, 'log:\n  level: silent\n');
+    const first = await cli(['--config', config, 'migrate'], { env: { DATABASE_URL: database.url } });
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/Applied 1 migration/);
+    const second = await cli(['--config', config, 'migrate'], { env: { DATABASE_URL: database.url } });
+    expect(second.stdout).toMatch(/up to date/);
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    const r = await client.query(
+      "select count(*)::int as n from information_schema.tables where table_schema = 'etl'",
+    );
+    await client.end();
+    expect(r.rows[0].n).toBeGreaterThanOrEqual(4);
+  });
+
+  it('migrates the embedded warehouse when no DATABASE_URL is set', async () => {
+    const config = join(dir, 'lite.yaml');
+    await writeFile(config, `warehouse:\n  path: ${join(dir, 'wh')}\n`);
+    const r = await cli(['--config', config, 'migrate']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('embedded warehouse');
+  });
+
+  it('fails with exit 2 and the key path on a typo in the config file', async () => {
+    const config = join(dir, 'typo.yaml');
+    await writeFile(config, 'warehouse:\n  pth: ./x\n');
+    const r = await cli(['--config', config, 'migrate']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('cybs-etl: ' + config + ': unknown key "warehouse.pth".\n');
+  });
+
+  it('says one sentence for a missing config file, with no stack trace', async () => {
+    const r = await cli(['--config', join(dir, 'missing.yaml'), 'migrate']);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { parseConfig } from '../../src/config/load-config.js';
+import { readEnv, secretValues } from '../../src/config/env.js';
+import { isCybsError } from '../../src/errors.js';
+
+function configErrorOf(text: string): string {
+  try {
+    parseConfig(text, 'config.yaml');
+  } catch (error) {
+    expect(isCybsError(error) && error.exitCode === 2).toBe(true);
+    return (error as Error).message;
+  }
+  throw new Error('expected a config error');
+}
+
+describe('config', () => {
+  it('accepts the committed example config and applies defaults', () => {
+    const config = parseConfig(readFileSync('config.yaml', 'utf8'));
+    expect(config.api.environment).toBe('test');
+    expect(config.defaults.lookbackDays).toBe(3);
+    expect(config.warehouse.path).toBe('./data/warehouse');
+    expect(Object.isFrozen(config.api)).toBe(true);
+  });
+
+  it('accepts an empty file', () => {
+    expect(parseConfig('').defaults.windowDays).toBe(1);
+  });
+
+  it('names the key path of a typo', () => {
+    expect(configErrorOf('defaults:\n  lookbakDays: 3\n')).toContain('unknown key "defaults.lookbakDays"');
+    expect(configErrorOf('warehous:\n  path: x\n')).toContain('unknown key "warehous"');
+  });
+
+  it('names the key path and expected form of a bad value', () => {
+    const message = configErrorOf('api:\n  environment: staging\n');
+    expect(message).toContain('key "api.environment"');
+    expect(message).toMatch(/test.*production.*production-india/);
+    expect(configErrorOf('defaults:\n  windowDays: 45\n')).toContain('key "defaults.windowDays"');
+    expect(configErrorOf('defaults:\n  startDate: 2024/01/01\n')).toContain('YYYY-MM-DD');
+  });
+
+  it('refuses secrets in the file and points to the environment variable', () => {
+    expect(configErrorOf('api:\n  sharedSecret: abc\n')).toContain('CYBS_SHARED_SECRET');
+  });
+
+  it('reports YAML syntax errors with the line', () => {
+    expect(configErrorOf('api:\n  environment: [test\n')).toMatch(/config\.yaml:\d+: not valid YAML/);
+  });
+});
+
+describe('env', () => {
+  it('returns no credentials when none are set (simulator mode)', () => {
+    expect(readEnv({}).credentials).toBeUndefined();
+  });
+
+  it('reads credentials and the deployment', () => {
+    const s = readEnv({
+      CYBS_MERCHANT_ID: 'm1',
+      CYBS_KEY_ID: 'k1',
+      CYBS_SHARED_SECRET: 'c2VjcmV0c2VjcmV0',
+      CYBS_ENVIRONMENT: 'production-india',
+      DATABASE_URL: 'postgres://u:pw1234@h/db',
+    });
+    expect(s.credentials).toMatchObject({ auth: 'jwt', merchantId: 'm1', keyId: 'k1' });
+    expect(s.target.environment).toBe('production-india');
+    expect(secretValues(s)).toEqual(['c2VjcmV0c2VjcmV0', 'pw1234']);
+  });
+
+  it('rejects incomplete or malformed credentials with one clear sentence', () => {
+    expect(() => readEnv({ CYBS_MERCHANT_ID: 'm1' })).toThrow(/CYBS_KEY_ID/);
+    expect(() =>
+      readEnv({ CYBS_MERCHANT_ID: 'm', CYBS_KEY_ID: 'k', CYBS_SHARED_SECRET: 'not base64!' }),
+    ).toThrow(/base64/);
+    expect(() => readEnv({ CYBS_AUTH: 'basic' })).toThrow(/CYBS_AUTH/);
+    expect(() => readEnv({ CYBS_AUTH: 'jwt-p12', CYBS_MERCHANT_ID: 'm' })).toThrow(/CYBS_P12_PATH/);
+  });
+});
