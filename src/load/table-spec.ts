@@ -1,0 +1,87 @@
+/**
+ * Declarations of warehouse tables (made by pipelines/ from the catalog) and of what a load gets
+ * from a parser. The loader knows nothing of CSV, XML, JSON or HTTP: only these shapes.
+ */
+
+/** A data column of a cybs.* table. `pgType` is a PostgreSQL type such as `text`, `numeric`, `timestamptz`. */
+export interface ColumnDecl {
+  name: string;
+  pgType: string;
+  description?: string;
+}
+
+/** The lineage columns every cybs.* table has, after its data columns. */
+export const LINEAGE_COLUMNS: readonly ColumnDecl[] = [
+  {
+    name: '_organization_id',
+    pgType: 'text',
+    description: 'CyberSource organization (merchant) the row belongs to.',
+  },
+  {
+    name: '_source',
+    pgType: 'text',
+    description:
+      'Where the row came from, stable across re-fetches: report name + report date, endpoint + time window, or file name for imports.',
+  },
+  {
+    name: '_source_row',
+    pgType: 'bigint',
+    description: 'Line (CSV) or record (XML, JSON) number within the source.',
+  },
+  { name: '_run_id', pgType: 'bigint', description: 'etl.runs.id of the run that last wrote the row.' },
+  { name: '_loaded_at', pgType: 'timestamptz', description: 'When the row was last written.' },
+];
+
+export interface TableDecl {
+  schema: string;
+  name: string;
+  description: string;
+  /** Data columns known up front (more may be added by schema evolution). */
+  columns: ColumnDecl[];
+  /**
+   * Columns whose values identify a row. Always starts with `_organization_id`. Where the data has
+   * no natural key, `['_organization_id', '_source', '_source_row']`.
+   */
+  naturalKey: string[];
+  /** One sentence saying why this key identifies a row (shown in COMMENT ON TABLE and docs). */
+  keyDescription: string;
+}
+
+export type LoadValue = string | number | boolean | null;
+
+/** One typed record; `values` is aligned with the source's `columns`. */
+export interface LoadRecord {
+  recordNumber: number;
+  raw: string;
+  values: LoadValue[];
+}
+
+/** A record the parser could not type: it goes to etl.rejects with its raw text. */
+export interface LoadReject {
+  recordNumber: number;
+  raw: string;
+  code: string;
+  message: string;
+}
+
+export interface LoadBatch {
+  records: LoadRecord[];
+  rejects: LoadReject[];
+}
+
+/** A column as it arrives from a source (a report header or a JSON key), mapped to a warehouse column. */
+export interface SourceColumn {
+  name: string;
+  pgType: string;
+  description?: string;
+  /** True when the header is not in the catalog (added as text, reported as unknown). */
+  unknown?: boolean;
+}
+
+/** The rows of one table from one source (a report file, all pages of an on-demand section). */
+export interface LoadSource {
+  /** Lineage key, stable when the same data is fetched again. */
+  source: string;
+  columns: SourceColumn[];
+  batches: AsyncIterable<LoadBatch>;
+}
