@@ -32,6 +32,7 @@ create table etl.windows (
   window_end          timestamptz not null,
   status              text        not null default 'pending'
                       check (status in ('pending', 'running', 'loaded', 'no_data', 'failed')),
+  status_before_claim text,                                  -- what a re-load falls back to if it does not finish
   attempts            integer     not null default 0,
   rows_loaded         bigint      not null default 0,
   rows_rejected       bigint      not null default 0,

@@ -1,0 +1,273 @@
+import { sql } from 'kysely';
+import type { Db } from '../load/warehouse.js';
+
+export const WINDOW_STATUSES = ['pending', 'running', 'loaded', 'no_data', 'failed'] as const;
+export type WindowStatus = (typeof WINDOW_STATUSES)[number];
+
+export interface WindowRef {
+  pipeline: string;
+  organizationId: string;
+  windowKey: string;
+}
+
+export interface PlannedWindow extends WindowRef {
+  start: Date;
+  end: Date;
+}
+
+export interface WindowRow extends WindowRef {
+  id: number;
+  start: Date;
+  end: Date;
+  status: WindowStatus;
+  attempts: number;
+  rowsLoaded: number;
+  rowsRejected: number;
+  sourceRef: string | null;
+  lastErrorCode: string | null;
+  lastErrorMessage: string | null;
+  notReadySince: Date | null;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  loadedAt: Date | null;
+  updatedAt: Date;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function toWindowRow(r: any): WindowRow {
+  return {
+    id: Number(r.id),
+    pipeline: r.pipeline,
+    organizationId: r.organization_id,
+    windowKey: r.window_key,
+    start: new Date(r.window_start),
+    end: new Date(r.window_end),
+    status: r.status,
+    attempts: Number(r.attempts),
+    rowsLoaded: Number(r.rows_loaded),
+    rowsRejected: Number(r.rows_rejected),
+    sourceRef: r.source_ref,
+    lastErrorCode: r.last_error_code,
+    lastErrorMessage: r.last_error_message,
+    notReadySince: r.not_ready_since ? new Date(r.not_ready_since) : null,
+    leaseOwner: r.lease_owner,
+    leaseExpiresAt: r.lease_expires_at ? new Date(r.lease_expires_at) : null,
+    loadedAt: r.loaded_at ? new Date(r.loaded_at) : null,
+    updatedAt: new Date(r.updated_at),
+  };
+}
+
+/** Make sure a row exists for every planned window (new ones are `pending`); existing rows are kept. */
+export async function ensureWindows(db: Db, windows: readonly PlannedWindow[]): Promise<void> {
+  for (let i = 0; i < windows.length; i += 500) {
+    const slice = windows.slice(i, i + 500);
+    await db
+      .insertInto('etl.windows')
+      .values(
+        slice.map((w) => ({
+          pipeline: w.pipeline,
+          organization_id: w.organizationId,
+          window_key: w.windowKey,
+          window_start: w.start,
+          window_end: w.end,
+        })),
+      )
+      .onConflict((oc) => oc.columns(['pipeline', 'organization_id', 'window_key']).doNothing())
+      .execute();
+  }
+}
+
+export async function listWindows(
+  db: Db,
+  filter: { pipeline?: string; organizationId?: string; statuses?: readonly WindowStatus[] } = {},
+): Promise<WindowRow[]> {
+  let q = db.selectFrom('etl.windows').selectAll();
+  if (filter.pipeline) q = q.where('pipeline', '=', filter.pipeline);
+  if (filter.organizationId) q = q.where('organization_id', '=', filter.organizationId);
+  if (filter.statuses) q = q.where('status', 'in', [...filter.statuses]);
+  const rows = await q.orderBy('pipeline').orderBy('organization_id').orderBy('window_start').execute();
+  return rows.map(toWindowRow);
+}
+
+export async function getWindow(db: Db, ref: WindowRef): Promise<WindowRow | undefined> {
+  const row = await db
+    .selectFrom('etl.windows')
+    .selectAll()
+    .where('pipeline', '=', ref.pipeline)
+    .where('organization_id', '=', ref.organizationId)
+    .where('window_key', '=', ref.windowKey)
+    .executeTakeFirst();
+  return row ? toWindowRow(row) : undefined;
+}
+
+export interface ClaimOptions {
+  owner: string;
+  leaseSeconds: number;
+  runId: number | null;
+  /** Statuses that may be (re)claimed; a `running` window is claimable only once its lease expired. */
+  claimable: readonly WindowStatus[];
+}
+
+/**
+ * Claim a window with a lease, atomically: only one process gets it. A window in `running` whose lease
+ * has expired (its loader died) is claimable again. Returns undefined when someone else holds it or its
+ * status is not claimable.
+ */
+export async function claimWindow(
+  db: Db,
+  ref: WindowRef,
+  options: ClaimOptions,
+): Promise<WindowRow | undefined> {
+  const row = await db
+    .updateTable('etl.windows')
+    .set({
+      status: 'running',
+      status_before_claim: sql`case when status = 'running' then status_before_claim else status end`,
+      lease_owner: options.owner,
+      lease_expires_at: sql`now() + make_interval(secs => ${options.leaseSeconds})`,
+      attempts: sql`attempts + 1`,
+      run_id: options.runId,
+      updated_at: sql`now()`,
+    })
+    .where('pipeline', '=', ref.pipeline)
+    .where('organization_id', '=', ref.organizationId)
+    .where('window_key', '=', ref.windowKey)
+    .where((eb) =>
+      eb.or([
+        eb('status', 'in', [...options.claimable.filter((s) => s !== 'running')]),
+        eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', sql<Date>`now()`)]),
+      ]),
+    )
+    .returningAll()
+    .executeTakeFirst();
+  return row ? toWindowRow(row) : undefined;
+}
+
+/** Extend the lease of a window this owner holds; false when the lease was lost. */
+export async function renewLease(
+  db: Db,
+  ref: WindowRef,
+  owner: string,
+  leaseSeconds: number,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('etl.windows')
+    .set({ lease_expires_at: sql`now() + make_interval(secs => ${leaseSeconds})` })
+    .where('pipeline', '=', ref.pipeline)
+    .where('organization_id', '=', ref.organizationId)
+    .where('window_key', '=', ref.windowKey)
+    .where('status', '=', 'running')
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** A window given back unfinished returns to what it was before the claim (loaded, no_data) or pending. */
+const FALL_BACK_STATUS = sql<WindowStatus>`case when status_before_claim in ('loaded', 'no_data', 'failed') then status_before_claim else 'pending' end`;
+
+export interface WindowOutcome {
+  status: 'loaded' | 'no_data';
+  rowsLoaded: number;
+  rowsRejected: number;
+  counts: Record<string, number>;
+  sourceRef: string | null;
+}
+
+/**
+ * Mark a window loaded or no_data. Called inside the load transaction (exactly-once), so the window
+ * state commits with its rows. Only the lease owner may complete it.
+ */
+export async function completeWindow(
+  db: Db,
+  ref: WindowRef,
+  owner: string,
+  outcome: WindowOutcome,
+): Promise<void> {
+  await db
+    .updateTable('etl.windows')
+    .set({
+      status: outcome.status,
+      rows_loaded: outcome.rowsLoaded,
+      rows_rejected: outcome.rowsRejected,
+      counts: JSON.stringify(outcome.counts),
+      source_ref: outcome.sourceRef,
+      last_error_code: null,
+      last_error_message: null,
+      not_ready_since: null,
+      lease_owner: null,
+      lease_expires_at: null,
+      loaded_at: sql`now()`,
+      updated_at: sql`now()`,
+    })
+    .where('pipeline', '=', ref.pipeline)
+    .where('organization_id', '=', ref.organizationId)
+    .where('window_key', '=', ref.windowKey)
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+/**
+ * Release a window that is not ready yet (report still QUEUED/RUNNING): back to `pending` (or to the
+ * status it had, for a re-load), remembering since when it has not been ready.
+ */
+export async function releaseNotReady(db: Db, ref: WindowRef, owner: string, message: string): Promise<void> {
+  await db
+    .updateTable('etl.windows')
+    .set({
+      status: sql`case when status_before_claim in ('loaded', 'no_data') then status_before_claim else 'pending' end`,
+      last_error_code: 'NOT_READY',
+      last_error_message: message,
+      not_ready_since: sql`coalesce(not_ready_since, now())`,
+      lease_owner: null,
+      lease_expires_at: null,
+      updated_at: sql`now()`,
+    })
+    .where('pipeline', '=', ref.pipeline)
+    .where('organization_id', '=', ref.organizationId)
+    .where('window_key', '=', ref.windowKey)
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+/**
+ * Record a failure. A window that was loaded before keeps its rows and its `loaded` status when a
+ * re-load fails (nothing of the failed attempt committed); the error is kept for `status`.
+ */
+export async function failWindow(
+  db: Db,
+  ref: WindowRef,
+  owner: string,
+  error: { code: string; message: string },
+): Promise<void> {
+  await db
+    .updateTable('etl.windows')
+    .set({
+      status: sql`case when status_before_claim in ('loaded', 'no_data') then status_before_claim else 'failed' end`,
+      last_error_code: error.code,
+      last_error_message: error.message.slice(0, 2000),
+      lease_owner: null,
+      lease_expires_at: null,
+      updated_at: sql`now()`,
+    })
+    .where('pipeline', '=', ref.pipeline)
+    .where('organization_id', '=', ref.organizationId)
+    .where('window_key', '=', ref.windowKey)
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+/** Give back every lease this owner holds (shutdown): windows return to pending. */
+export async function releaseLeases(db: Db, owner: string): Promise<number> {
+  const r = await db
+    .updateTable('etl.windows')
+    .set({
+      status: FALL_BACK_STATUS,
+      lease_owner: null,
+      lease_expires_at: null,
+      updated_at: sql`now()`,
+    })
+    .where('status', '=', 'running')
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
