@@ -81,3 +81,13 @@ create table etl.schema_changes (
   run_id        bigint references etl.runs (id),
   changed_at    timestamptz not null default now()
 );
+
+-- Scheduled fires claimed by `cybs-etl schedule` instances (node-cron run coordinator): the first
+-- instance to insert a fire's key runs it; the others skip it. One row per task and cron slot.
+create table etl.schedule_fires (
+  fire_key      text        primary key,                     -- <task name>:<slot ISO-8601>
+  owner         text        not null,                        -- host:pid of the instance that runs it
+  claimed_at    timestamptz not null default now(),
+  completed_at  timestamptz,
+  run_id        bigint references etl.runs (id)
+);
