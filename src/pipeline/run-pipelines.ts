@@ -1,0 +1,282 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../load/warehouse.js';
+import { isCybsError } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import {
+  claimWindow,
+  ensureWindows,
+  failWindow,
+  listWindows,
+  releaseLeases,
+  releaseNotReady,
+  renewLease,
+} from '../state/windows.js';
+import type { WindowRow, WindowStatus } from '../state/windows.js';
+import { createLimiter } from './limiter.js';
+import { planDueWindows, windowsBetween } from './plan-windows.js';
+import type { CalendarWindow } from './plan-windows.js';
+import type { ResolvedPipeline } from './resolve-pipelines.js';
+
+/** What one window needs to run: which pipeline, which window, claimed under which lease. */
+export interface WindowTask {
+  pipeline: ResolvedPipeline;
+  window: CalendarWindow;
+  /** The claimed state row (attempts, not_ready_since, previous status). */
+  state: WindowRow;
+  owner: string;
+  runId: number | null;
+  signal: AbortSignal;
+}
+
+/**
+ * The outcome of one window. `loaded` and `no_data` have been committed by the executor inside its
+ * load transaction (rows and window state together); `not_ready` and `failed` are recorded here.
+ */
+export type WindowResult =
+  | { kind: 'loaded'; rowsLoaded: number; rowsRejected: number }
+  | { kind: 'no_data' }
+  | { kind: 'not_ready'; message: string };
+
+export type WindowExecutor = (task: WindowTask) => Promise<WindowResult>;
+
+export interface RunSummary {
+  windows: { loaded: number; no_data: number; not_ready: number; failed: number; skipped: number };
+  rowsLoaded: number;
+  rowsRejected: number;
+  failures: { pipeline: string; organizationId: string; windowKey: string; code: string; message: string }[];
+  interrupted: boolean;
+}
+
+export interface ProgressEvent {
+  type: 'planned' | 'window';
+  total: number;
+  done: number;
+  rowsLoaded: number;
+  pipeline?: string;
+  windowKey?: string;
+  outcome?: string;
+}
+
+export interface RunPipelinesOptions {
+  pipelines: readonly ResolvedPipeline[];
+  /** Restrict to one organization (`--organization-id`). */
+  organizationId?: string;
+  /** Backfill range of local days; absent: the due windows of a nightly run. */
+  range?: { from: string; to: string };
+  /** Re-load windows that are already loaded (backfill --force). */
+  force?: boolean;
+  globalConcurrency: number;
+  leaseSeconds: number;
+  runId: number | null;
+  now: () => Date;
+  signal?: AbortSignal;
+  onProgress?: (event: ProgressEvent) => void;
+}
+
+export interface RunPipelinesDeps {
+  db: Db;
+  logger: Logger;
+  execute: WindowExecutor;
+}
+
+/** An identifier for this process's leases. */
+export function leaseOwner(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+interface Job {
+  pipeline: ResolvedPipeline;
+  window: CalendarWindow;
+  claimable: WindowStatus[];
+}
+
+/**
+ * One pass over the windows of the given pipelines: plan, claim each window with a lease, run it
+ * through the executor with bounded concurrency (global and per pipeline), and record outcomes.
+ * Interrupting (signal) stops claiming new windows; windows in flight finish or roll back, and
+ * leases are released, so the next invocation continues where this one stopped.
+ */
+export async function runPipelines(
+  deps: RunPipelinesDeps,
+  options: RunPipelinesOptions,
+): Promise<RunSummary> {
+  const owner = leaseOwner();
+  const summary: RunSummary = {
+    windows: { loaded: 0, no_data: 0, not_ready: 0, failed: 0, skipped: 0 },
+    rowsLoaded: 0,
+    rowsRejected: 0,
+    failures: [],
+    interrupted: false,
+  };
+  const jobs = await planJobs(deps.db, options);
+  let done = 0;
+  options.onProgress?.({ type: 'planned', total: jobs.length, done: 0, rowsLoaded: 0 });
+
+  const global = createLimiter(options.globalConcurrency);
+  const perPipeline = new Map(options.pipelines.map((p) => [p.name, createLimiter(p.concurrency)]));
+  const signal = options.signal ?? new AbortController().signal;
+
+  const runJob = async (job: Job): Promise<void> => {
+    if (signal.aborted) {
+      summary.interrupted = true;
+      return;
+    }
+    const ref = {
+      pipeline: job.pipeline.name,
+      organizationId: job.window.organizationId,
+      windowKey: job.window.windowKey,
+    };
+    const log = deps.logger.child({
+      pipeline: ref.pipeline,
+      organizationId: ref.organizationId,
+      window: ref.windowKey,
+    });
+    const state = await claimWindow(deps.db, ref, {
+      owner,
+      leaseSeconds: options.leaseSeconds,
+      runId: options.runId,
+      claimable: job.claimable,
+    });
+    if (!state) {
+      summary.windows.skipped++;
+      log.debug('window is held by another process or already done; skipped');
+      return;
+    }
+    const renew = setInterval(
+      () => void renewLease(deps.db, ref, owner, options.leaseSeconds).catch(() => {}),
+      Math.max(1000, (options.leaseSeconds * 1000) / 3),
+    );
+    renew.unref();
+    let outcome: string;
+    try {
+      const result = await deps.execute({
+        pipeline: job.pipeline,
+        window: job.window,
+        state,
+        owner,
+        runId: options.runId,
+        signal,
+      });
+      if (result.kind === 'not_ready') {
+        const since = state.notReadySince ?? options.now();
+        const horizonMs = job.pipeline.notReadyHorizonHours * 3_600_000;
+        if (options.now().getTime() - since.getTime() > horizonMs) {
+          const message = `${result.message}; still not ready ${job.pipeline.notReadyHorizonHours} hours after it was first expected`;
+          await failWindow(deps.db, ref, owner, { code: 'NOT_READY_TIMEOUT', message });
+          summary.windows.failed++;
+          summary.failures.push({ ...ref, code: 'NOT_READY_TIMEOUT', message });
+          outcome = 'failed';
+        } else {
+          await releaseNotReady(deps.db, ref, owner, result.message);
+          summary.windows.not_ready++;
+          outcome = 'not_ready';
+        }
+      } else if (result.kind === 'no_data') {
+        summary.windows.no_data++;
+        outcome = 'no_data';
+      } else {
+        summary.windows.loaded++;
+        summary.rowsLoaded += result.rowsLoaded;
+        summary.rowsRejected += result.rowsRejected;
+        outcome = 'loaded';
+      }
+      log.info(
+        {
+          outcome,
+          ...(result.kind === 'loaded' ? { rows: result.rowsLoaded, rejected: result.rowsRejected } : {}),
+        },
+        'window done',
+      );
+    } catch (error) {
+      const code = isCybsError(error) ? error.code : 'UNEXPECTED';
+      const message = error instanceof Error ? error.message : String(error);
+      if (signal.aborted) {
+        summary.interrupted = true;
+        outcome = 'interrupted';
+      } else {
+        summary.windows.failed++;
+        summary.failures.push({ ...ref, code, message });
+        outcome = 'failed';
+        log.warn({ code, err: message }, 'window failed');
+      }
+      // Interrupted windows are given back by releaseLeases below (to their pre-claim status).
+      if (!signal.aborted) {
+        await failWindow(deps.db, ref, owner, { code, message }).catch((e) =>
+          log.error({ err: e }, 'could not record the window failure'),
+        );
+      }
+    } finally {
+      clearInterval(renew);
+    }
+    done++;
+    options.onProgress?.({
+      type: 'window',
+      total: jobs.length,
+      done,
+      rowsLoaded: summary.rowsLoaded,
+      pipeline: ref.pipeline,
+      windowKey: ref.windowKey,
+      outcome,
+    });
+  };
+
+  try {
+    await Promise.all(
+      jobs.map((job) => global(() => perPipeline.get(job.pipeline.name)!(() => runJob(job)))),
+    );
+  } finally {
+    await releaseLeases(deps.db, owner).catch(() => 0);
+  }
+  if (signal.aborted) summary.interrupted = true;
+  return summary;
+}
+
+/** The windows to attempt, oldest first, with the statuses that make each one claimable. */
+async function planJobs(db: Db, options: RunPipelinesOptions): Promise<Job[]> {
+  const jobs: Job[] = [];
+  for (const pipeline of options.pipelines) {
+    const organizations = options.organizationId ? [options.organizationId] : pipeline.organizations;
+    for (const organizationId of organizations) {
+      const shape = {
+        pipeline: pipeline.name,
+        organizationId,
+        timeZone: pipeline.timeZone,
+        windowDays: pipeline.windowDays,
+      };
+      let windows: CalendarWindow[];
+      let reload = new Set<string>();
+      if (options.range) {
+        windows = windowsBetween(shape, options.range.from, options.range.to);
+      } else {
+        const plan = planDueWindows(shape, {
+          startDate: pipeline.startDate,
+          now: options.now(),
+          readyAfterHours: pipeline.readyAfterHours,
+          lookbackDays: pipeline.lookbackDays,
+        });
+        windows = plan.due;
+        reload = plan.lookbackKeys;
+      }
+      if (windows.length === 0) continue;
+      await ensureWindows(db, windows);
+      const states = new Map(
+        (await listWindows(db, { pipeline: pipeline.name, organizationId })).map((w) => [
+          w.windowKey,
+          w.status,
+        ]),
+      );
+      for (const window of windows) {
+        const again = options.force === true || reload.has(window.windowKey);
+        const claimable: WindowStatus[] = again
+          ? ['pending', 'failed', 'loaded', 'no_data']
+          : ['pending', 'failed'];
+        const status = states.get(window.windowKey);
+        if (status && status !== 'running' && !claimable.includes(status)) continue;
+        jobs.push({ pipeline, window, claimable });
+      }
+    }
+  }
+  jobs.sort((a, b) => a.window.start.getTime() - b.window.start.getTime());
+  return jobs;
+}

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load-config.js';
+import { migrateToLatest } from '../../src/load/migrate.js';
+import { openWarehouse } from '../../src/load/warehouse.js';
+import type { Warehouse } from '../../src/load/warehouse.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { definePipeline } from '../../src/pipeline/define-pipeline.js';
+import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
+import { runPipelines } from '../../src/pipeline/run-pipelines.js';
+import type { WindowExecutor } from '../../src/pipeline/run-pipelines.js';
+import { completeWindow, listWindows } from '../../src/state/windows.js';
+import { createTestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+
+const table = {
+  schema: 'cybs',
+  name: 't',
+  description: '',
+  columns: [],
+  naturalKey: ['_organization_id'],
+  keyDescription: '',
+};
+const defs = [
+  definePipeline({
+    kind: 'on-demand',
+    name: 'alpha',
+    description: 'a',
+    endpoint: 'net-fundings',
+    tables: { s: table },
+    paged: false,
+    defaultSchedule: { cron: '0 7 * * *', timezone: 'UTC' },
+    defaultLookbackDays: 3,
+  }),
+  definePipeline({
+    kind: 'on-demand',
+    name: 'beta',
+    description: 'b',
+    endpoint: 'conversion-details',
+    tables: { s: table },
+    paged: false,
+    defaultSchedule: { cron: '0 7 * * *', timezone: 'America/Chicago' },
+    defaultLookbackDays: 3,
+  }),
+];
+
+describe('runPipelines', () => {
+  let database: TestDatabase;
+  let warehouse: Warehouse;
+  const now = () => new Date('2026-11-21T12:00:00Z');
+  const config = parseConfig('defaults:\n  startDate: "2026-11-10"\n  lookbackDays: 2\n');
+  const pipelines = resolvePipelines(defs, config, { defaultOrganizations: ['org1', 'org2'], now: now() });
+
+  beforeAll(async () => {
+    database = await createTestDatabase('orch');
+    warehouse = await openWarehouse({ url: database.url, path: '' });
+    await migrateToLatest(warehouse.db);
+  });
+  afterAll(async () => {
+    await warehouse.close();
+    await database.drop();
+  });
+
+  const base = { pipelines, globalConcurrency: 3, leaseSeconds: 60, runId: null, now };
+
+  it('loads every due window once, with bounded concurrency, then only lookback windows', async () => {
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const seen: string[] = [];
+    const execute: WindowExecutor = async (task) => {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      seen.push(`${task.pipeline.name}/${task.window.organizationId}/${task.window.windowKey}`);
+      await new Promise((r) => setTimeout(r, 2));
+      if (
+        task.window.windowKey === '2026-11-12' &&
+        task.pipeline.name === 'alpha' &&
+        task.window.organizationId === 'org1'
+      ) {
+        inFlight--;
+        throw new Error('simulated failure');
+      }
+      if (task.window.windowKey === '2026-11-13' && task.pipeline.name === 'beta') {
+        inFlight--;
+        return { kind: 'not_ready', message: 'report RUNNING' };
+      }
+      await completeWindow(
+        warehouse.db,
+        {
+          pipeline: task.pipeline.name,
+          organizationId: task.window.organizationId,
+          windowKey: task.window.windowKey,
+        },
+        task.owner,
+        {
+          status: 'loaded',
+          rowsLoaded: 5,
+          rowsRejected: 0,
+          counts: {},
+          sourceRef: null,
+        },
+      );
+      inFlight--;
+      return { kind: 'loaded', rowsLoaded: 5, rowsRejected: 0 };
+    };
+    const first = await runPipelines({ db: warehouse.db, logger: silentLogger(), execute }, base);
+    // alpha (UTC): 11-10..11-20 = 11 days; beta (Chicago): 11-10..11-20 (ends 11-21T06:00Z, ready 12:00Z) = 11 days.
+    expect(seen).toHaveLength(2 * 2 * 11);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(maxInFlight).toBeLessThanOrEqual(3);
+    expect(first.windows).toEqual({ loaded: 44 - 3, no_data: 0, not_ready: 2, failed: 1, skipped: 0 });
+    expect(first.failures[0]).toMatchObject({
+      pipeline: 'alpha',
+      organizationId: 'org1',
+      windowKey: '2026-11-12',
+      message: 'simulated failure',
+    });
+
+    seen.length = 0;
+    const second = await runPipelines({ db: warehouse.db, logger: silentLogger(), execute }, base);
+    // the failed and not-ready windows again, plus the 2 lookback days of each pipeline x organization
+    expect(seen.sort()).toEqual(
+      [
+        'alpha/org1/2026-11-12',
+        'beta/org1/2026-11-13',
+        'beta/org2/2026-11-13',
+        ...['alpha', 'beta'].flatMap((p) =>
+          ['org1', 'org2'].flatMap((o) => [`${p}/${o}/2026-11-19`, `${p}/${o}/2026-11-20`]),
+        ),
+      ].sort(),
+    );
+    expect(second.windows.failed).toBe(1);
+    const states = await listWindows(warehouse.db, { pipeline: 'beta', organizationId: 'org1' });
+    expect(states.find((w) => w.windowKey === '2026-11-13')).toMatchObject({
+      status: 'pending',
+      lastErrorCode: 'NOT_READY',
+    });
+  });
+
+  it('stops claiming on interrupt and leaves nothing running', async () => {
+    const controller = new AbortController();
+    let calls = 0;
+    const execute: WindowExecutor = async () => {
+      calls++;
+      controller.abort();
+      throw new Error('aborted mid-window');
+    };
+    const summary = await runPipelines(
+      { db: warehouse.db, logger: silentLogger(), execute },
+      {
+        ...base,
+        range: { from: '2026-10-01', to: '2026-10-31' },
+        signal: controller.signal,
+        globalConcurrency: 1,
+      },
+    );
+    expect(summary.interrupted).toBe(true);
+    expect(calls).toBe(1);
+    const running = await listWindows(warehouse.db, { statuses: ['running'] });
+    expect(running).toEqual([]);
+    const failed = await listWindows(warehouse.db, { statuses: ['failed'] });
+    expect(failed.some((w) => w.windowKey.startsWith('2026-10'))).toBe(false);
+  });
+});
