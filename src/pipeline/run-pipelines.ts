@@ -70,7 +70,10 @@ export interface RunPipelinesOptions {
   leaseSeconds: number;
   runId: number | null;
   now: () => Date;
+  /** Aborts windows in flight (their transactions roll back) and stops claiming. */
   signal?: AbortSignal;
+  /** Stops claiming new windows; windows in flight finish (graceful shutdown). */
+  drain?: AbortSignal;
   onProgress?: (event: ProgressEvent) => void;
 }
 
@@ -118,7 +121,7 @@ export async function runPipelines(
   const signal = options.signal ?? new AbortController().signal;
 
   const runJob = async (job: Job): Promise<void> => {
-    if (signal.aborted) {
+    if (signal.aborted || options.drain?.aborted) {
       summary.interrupted = true;
       return;
     }
@@ -228,7 +231,7 @@ export async function runPipelines(
   } finally {
     await releaseLeases(deps.db, owner).catch(() => 0);
   }
-  if (signal.aborted) summary.interrupted = true;
+  if (signal.aborted || (options.drain?.aborted && done < jobs.length)) summary.interrupted = true;
   return summary;
 }
 

@@ -1,0 +1,175 @@
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import cron from 'node-cron';
+import type { RunCoordinator, ScheduledTask } from 'node-cron';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
+
+/** Runs one pass over the given pipelines (a run row, windows, summary); provided by the command. */
+export type RunPass = (
+  pipelines: ResolvedPipeline[],
+  trigger: string,
+  signals: { abort: AbortSignal; drain: AbortSignal },
+) => Promise<void>;
+
+export interface SchedulerOptions {
+  pipelines: readonly ResolvedPipeline[];
+  coordinator: RunCoordinator;
+  /** Run every pipeline once at start, to catch up windows missed while the daemon was down. */
+  catchUp: boolean;
+  metricsPort: number;
+  metricsHost: string;
+  shutdownTimeoutMs: number;
+}
+
+export interface SchedulerDeps {
+  logger: Logger;
+  metrics: Metrics;
+  runPass: RunPass;
+  /** Refresh gauges (windows by status, lag) before /metrics answers. */
+  refreshGauges?: () => Promise<void>;
+}
+
+export interface RunningScheduler {
+  /** Port the health and metrics server listens on. */
+  port: number;
+  tasks: Map<string, ScheduledTask>;
+  /** Stop the cron tasks, let in-flight passes finish (or abort them after the timeout), close the server. */
+  stop(): Promise<void>;
+  /** Resolves when stop() has finished. */
+  stopped: Promise<void>;
+}
+
+/**
+ * The `cybs-etl schedule` daemon: a node-cron task per pipeline in its time zone, no overlapping
+ * passes of one pipeline, every fire run by exactly one instance (the PostgreSQL run coordinator),
+ * catch-up at start, /healthz and Prometheus /metrics.
+ */
+export async function startScheduler(
+  deps: SchedulerDeps,
+  options: SchedulerOptions,
+): Promise<RunningScheduler> {
+  const controller = new AbortController();
+  const draining = new AbortController();
+  const inFlight = new Set<Promise<void>>();
+  const tasks = new Map<string, ScheduledTask>();
+  const track = (p: Promise<void>) => {
+    inFlight.add(p);
+    void p.finally(() => inFlight.delete(p));
+    return p;
+  };
+  const busy = new Set<string>();
+  const pass = (pipeline: ResolvedPipeline, trigger: string) => {
+    if (busy.has(pipeline.name)) {
+      deps.logger.warn({ pipeline: pipeline.name }, 'previous pass still running; this fire is skipped');
+      return Promise.resolve();
+    }
+    busy.add(pipeline.name);
+    return track(
+      deps
+        .runPass([pipeline], trigger, { abort: controller.signal, drain: draining.signal })
+        .catch((error) => deps.logger.error({ err: error, pipeline: pipeline.name }, 'scheduled pass failed'))
+        .finally(() => busy.delete(pipeline.name)),
+    );
+  };
+
+  for (const pipeline of options.pipelines) {
+    const task = cron.createTask(pipeline.schedule.cron, () => pass(pipeline, 'schedule'), {
+      name: `cybs-etl:${pipeline.name}`,
+      timezone: pipeline.schedule.timezone,
+      noOverlap: true,
+      distributed: true,
+      runCoordinator: options.coordinator,
+      suppressMissedWarning: true,
+    });
+    task.on('execution:skipped', (ctx) =>
+      deps.logger.debug({ pipeline: pipeline.name, reason: ctx.reason }, 'fire taken by another instance'),
+    );
+    await task.start();
+    tasks.set(pipeline.name, task);
+    deps.logger.info(
+      {
+        pipeline: pipeline.name,
+        cron: pipeline.schedule.cron,
+        timezone: pipeline.schedule.timezone,
+        next: task.getNextRun(),
+      },
+      'scheduled',
+    );
+  }
+
+  const server: Server = createServer((req, res) => {
+    const url = req.url ?? '/';
+    if (url.startsWith('/healthz')) {
+      res.writeHead(draining.signal.aborted ? 503 : 200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          status: draining.signal.aborted ? 'stopping' : 'ok',
+          tasks: [...tasks].map(([name, t]) => ({
+            pipeline: name,
+            status: t.getStatus(),
+            next: t.getNextRun(),
+          })),
+          running: [...busy],
+        }),
+      );
+      return;
+    }
+    if (url.startsWith('/metrics')) {
+      void (async () => {
+        try {
+          await deps.refreshGauges?.();
+          res.writeHead(200, { 'content-type': deps.metrics.registry.contentType });
+          res.end(await deps.metrics.registry.metrics());
+        } catch (error) {
+          res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end(`metrics unavailable: ${(error as Error).message}\n`);
+        }
+      })();
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' });
+    res.end('not found\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.metricsPort, options.metricsHost, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.metricsPort;
+  deps.logger.info(
+    { url: `http://${options.metricsHost}:${port}/metrics` },
+    'health and metrics server listening',
+  );
+
+  if (options.catchUp) {
+    for (const pipeline of options.pipelines) void pass(pipeline, 'catch-up');
+  }
+
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((r) => (resolveStopped = r));
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      deps.logger.info({ inFlight: inFlight.size }, 'stopping: no new fires; waiting for current windows');
+      for (const task of tasks.values()) await task.stop();
+      draining.abort();
+      const all = Promise.allSettled([...inFlight]);
+      const timer = setTimeout(() => {
+        deps.logger.warn('shutdown timeout: aborting current windows (they roll back and are released)');
+        controller.abort();
+      }, options.shutdownTimeoutMs);
+      timer.unref();
+      // Windows stop being claimed immediately; in-flight ones finish unless the timeout aborts them.
+      await all;
+      clearTimeout(timer);
+      controller.abort();
+      for (const task of tasks.values()) await task.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+      resolveStopped();
+    })();
+    return stopping;
+  };
+  return { port, tasks, stop, stopped };
+}
