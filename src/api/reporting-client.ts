@@ -299,6 +299,7 @@ export function createReportingClient(
       ...(deps.readKeyFile ? { readKeyFile: deps.readKeyFile } : {}),
     });
   const ownsDispatcher = deps.dispatcher === undefined;
+  let closed = false;
   const dispatcher = deps.dispatcher ?? createApiDispatcher(config.api);
   const transport: Transport = createTransport(
     {
@@ -739,7 +740,9 @@ export function createReportingClient(
     },
 
     async close() {
-      if (ownsDispatcher) await dispatcher.close();
+      if (!ownsDispatcher || closed) return;
+      closed = true;
+      await dispatcher.close();
     },
   };
   return client;

@@ -7,7 +7,8 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from '../observability/logger.js';
 import type { Authenticator } from './auth/types.js';
 import type { ResolvedTarget } from './deployments.js';
-import { ApiError, createHttpError, createTransportError, isApiError } from './errors.js';
+import { CybsError } from '../errors.js';
+import { createHttpError, createTransportError, isApiError } from './errors.js';
 import { decideRetry } from './retry.js';
 import type { RetryConfig } from './retry.js';
 
@@ -270,7 +271,8 @@ export function createTransport(config: TransportConfig, deps: TransportDeps): T
           try {
             return await attemptOnce(request, attempt, handle);
           } catch (error) {
-            if (error instanceof ApiError) throw error;
+            // Our own errors (HTTP status, credentials, key file) keep their code and exit code.
+            if (error instanceof CybsError) throw error;
             if (request.signal?.aborted) throw error;
             // Anything unexpected becomes an ApiError so that p-retry never treats it specially.
             throw createTransportError({

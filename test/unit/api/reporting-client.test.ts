@@ -7,8 +7,8 @@ import { isApiError } from '../../../src/api/errors.js';
 import { createMockApi, TEST_SECRET } from '../../helpers/mock-api.js';
 import type { MockApi } from '../../helpers/mock-api.js';
 
-const fixture = (name: string): unknown =>
-  JSON.parse(readFileSync(new URL(`../../fixtures/api/${name}`, import.meta.url), 'utf8'));
+const fixture = (name: string): object =>
+  JSON.parse(readFileSync(new URL(`../../fixtures/api/${name}`, import.meta.url), 'utf8')) as object;
 
 let api: MockApi;
 afterEach(async () => {
