@@ -618,7 +618,9 @@ export function createReportingClient(
         try {
           return await consumer({ ...response, attempt });
         } catch (error) {
-          const broken = bodyError ?? (isTransientTransportError(error) ? error : undefined);
+          // Only a break of the download stream itself restarts; the consumer's own failures
+          // (including its database connection dropping) are its business and are rethrown.
+          const broken = bodyError;
           if (broken === undefined || !isTransientTransportError(broken) || options?.signal?.aborted)
             throw error;
           const apiError = isApiError(broken)
@@ -664,11 +666,14 @@ export function createReportingClient(
         const result = await client.withDownload(
           params,
           async (download) => {
-            let bytes = 0;
-            download.body.on('data', (chunk: Buffer) => (bytes += chunk.length));
             // flags 'w' truncates: a restarted download never appends to a broken one.
-            await pipeline(download.body, createWriteStream(partPath, { flags: 'w' }));
-            return { bytes, contentType: download.contentType, attempts: download.attempt };
+            const file = createWriteStream(partPath, { flags: 'w' });
+            await pipeline(download.body, file);
+            return {
+              bytes: file.bytesWritten,
+              contentType: download.contentType,
+              attempts: download.attempt,
+            };
           },
           options,
         );

@@ -145,6 +145,15 @@ describe('streamed downloads over a real socket', () => {
       }),
     ).rejects.toThrow('consumer bug');
     expect(calls).toBe(1);
+    // Even a transient-looking failure of the consumer's own (its database dropping) is not a download break.
+    await expect(
+      client.withDownload({ reportName: 'daily', reportDate: '2024-03-09' }, async (d) => {
+        calls++;
+        await text(d.body);
+        throw Object.assign(new Error('warehouse connection reset'), { code: 'ECONNRESET' });
+      }),
+    ).rejects.toThrow('warehouse connection reset');
+    expect(calls).toBe(2);
   });
 
   it('downloadReportToFile writes the complete file only (no .part left behind), restarting on breaks', async () => {
