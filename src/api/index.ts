@@ -1,0 +1,38 @@
+/** The CyberSource REST API client: deployments, auth, typed endpoints, errors, retries. */
+export {
+  createReportingClient,
+  defaultUserAgent,
+  DOWNLOAD_ACCEPT,
+  isJsonContentType,
+  splitPathAndQuery,
+} from './reporting-client.js';
+export type {
+  DownloadToFileResult,
+  GenericRequest,
+  GenericResponse,
+  ReportDownload,
+  ReportingClient,
+  ReportingClientConfig,
+  ReportingClientDeps,
+  StreamedResponse,
+} from './reporting-client.js';
+export { DEPLOYMENT_BASE_URLS, isLoopbackHost, resolveTarget } from './deployments.js';
+export type { ResolvedTarget } from './deployments.js';
+export {
+  API_ERROR_CODES,
+  ApiError,
+  createHttpError,
+  decodeErrorBody,
+  describeErrorBody,
+  isApiError,
+  RETRYABLE_STATUSES,
+} from './errors.js';
+export type { ApiErrorBody, ApiErrorCode } from './errors.js';
+export { computeRetryDelay, decideRetry, isRetryableError, parseRetryAfter } from './retry.js';
+export type { RetryConfig, RetryDecision } from './retry.js';
+export { buildRequestTarget, createApiDispatcher, HTTP_METHODS, JSON_ACCEPT } from './transport.js';
+export type { ApiEvent, HttpMethod, QueryEntry } from './transport.js';
+export { formatBatchSummaryTime, formatReportDate, formatTimeParam } from './params.js';
+export { createAuthenticator } from './auth/index.js';
+export type { Authenticator, AuthenticatorDeps, SignableRequest } from './auth/index.js';
+export * from './types.js';

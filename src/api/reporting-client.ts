@@ -1,0 +1,756 @@
+import { createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Dispatcher } from 'undici';
+import type { z } from 'zod';
+import type { ApiTarget, Credentials } from '../config/env.js';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../observability/logger.js';
+import { packageVersion } from '../paths.js';
+import { createAuthenticator } from './auth/index.js';
+import type { Authenticator, AuthenticatorDeps } from './auth/index.js';
+import { resolveTarget } from './deployments.js';
+import type { ResolvedTarget } from './deployments.js';
+import { ApiError, createTransportError, isApiError, isTransientTransportError } from './errors.js';
+import {
+  encodePathSegment,
+  formatBatchSummaryTime,
+  formatReportDate,
+  formatTimeParam,
+  requireText,
+} from './params.js';
+import { decideRetry } from './retry.js';
+import { buildRequestTarget, createApiDispatcher, createTransport, JSON_ACCEPT } from './transport.js';
+import type { ApiEvent, ApiRequest, HttpMethod, QueryEntry, RawResponse, Transport } from './transport.js';
+import {
+  conversionDetailsResponseSchema,
+  netFundingsResponseSchema,
+  notificationOfChangesResponseSchema,
+  ON_DEMAND_REPORTS,
+  paymentBatchSummariesResponseSchema,
+  purchaseRefundDetailsResponseSchema,
+  reportDefinitionDetailSchema,
+  reportDefinitionsResponseSchema,
+  reportDetailSchema,
+  reportSearchResponseSchema,
+  reportSubscriptionSchema,
+  reportSubscriptionsResponseSchema,
+} from './types.js';
+import type {
+  ConversionDetailsResponse,
+  CreateReportRequest,
+  DownloadReportParams,
+  GetReportDefinitionParams,
+  ListReportDefinitionsParams,
+  NetFundingsParams,
+  NotificationOfChangesResponse,
+  NetFundingsResponse,
+  OnDemandReport,
+  OnDemandReportParams,
+  OrganizationOptions,
+  PaymentBatchSummariesParams,
+  PaymentBatchSummariesResponse,
+  PurchaseRefundDetailsParams,
+  PurchaseRefundDetailsResponse,
+  ReportDefinitionDetail,
+  ReportDefinitionsResponse,
+  ReportDetail,
+  ReportMimeType,
+  ReportSearchResponse,
+  ReportSubscription,
+  ReportSubscriptionRequest,
+  ReportSubscriptionsResponse,
+  RequestOptions,
+  SearchReportsParams,
+  TimeRangeParams,
+} from './types.js';
+
+/** Accept of a report download when the caller names no format: either file format. */
+export const DOWNLOAD_ACCEPT = 'application/xml, text/csv';
+
+export interface ReportingClientConfig {
+  credentials: Credentials;
+  /** From the environment: CYBS_BASE_URL or CYBS_ENVIRONMENT; `api.environment` otherwise. */
+  target?: ApiTarget;
+  /** The config's `api` section: deployment, timeouts, connections, retry policy. */
+  api: Config['api'];
+  /** Defaults to `cybs-etl/<version> (+https://github.com/cybs-etl)`. */
+  userAgent?: string;
+}
+
+export interface ReportingClientDeps {
+  /** An undici dispatcher (Agent, Pool, MockAgent); the client creates and owns one when absent. */
+  dispatcher?: Dispatcher;
+  /** Replaces the authenticator built from the credentials. */
+  authenticator?: Authenticator;
+  logger?: Logger;
+  /** Milliseconds since the epoch: signing date / iat, retry budget. */
+  now?: () => number;
+  /** JWT id source. */
+  uuid?: () => string;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  random?: () => number;
+  onEvent?: (event: ApiEvent) => void;
+  readKeyFile?: AuthenticatorDeps['readKeyFile'];
+}
+
+/** A report file being downloaded: the body is a Node Readable that must be consumed or destroyed. */
+export interface ReportDownload {
+  status: number;
+  contentType: string | undefined;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable;
+  /** 1 for the first download, 2 for the first restart, … (withDownload). */
+  attempt: number;
+}
+
+/** A raw request to any path (the `api` command, the token management API under /tms/v2/). */
+export interface GenericRequest {
+  method: HttpMethod;
+  /** Path, optionally with a query string (kept in its order, re-encoded canonically). */
+  path: string;
+  query?: readonly QueryEntry[] | Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  accept?: string;
+  organizationId?: string;
+}
+
+export interface GenericResponse {
+  status: number;
+  contentType: string | undefined;
+  headers: Record<string, string | string[] | undefined>;
+  /** The whole body as text ('' for none). */
+  text: string;
+  /** The parsed body when it is JSON. */
+  json?: unknown;
+}
+
+export interface StreamedResponse {
+  status: number;
+  contentType: string | undefined;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable;
+}
+
+export interface DownloadToFileResult {
+  bytes: number;
+  contentType: string | undefined;
+  attempts: number;
+}
+
+export interface ReportingClient {
+  readonly target: ResolvedTarget;
+  readonly authScheme: Authenticator['scheme'];
+  /** GET /reporting/v3/report-definitions */
+  listReportDefinitions(
+    params?: ListReportDefinitionsParams,
+    options?: RequestOptions,
+  ): Promise<ReportDefinitionsResponse>;
+  /** GET /reporting/v3/report-definitions/{reportDefinitionName} (with attributes) */
+  getReportDefinition(
+    params: GetReportDefinitionParams,
+    options?: RequestOptions,
+  ): Promise<ReportDefinitionDetail>;
+  /** GET /reporting/v3/report-subscriptions */
+  listSubscriptions(
+    params?: OrganizationOptions,
+    options?: RequestOptions,
+  ): Promise<ReportSubscriptionsResponse>;
+  /** GET /reporting/v3/report-subscriptions/{reportName} */
+  getSubscription(
+    reportName: string,
+    params?: OrganizationOptions,
+    options?: RequestOptions,
+  ): Promise<ReportSubscription>;
+  /** PUT /reporting/v3/report-subscriptions: create or update; 304 → 'not-modified'. */
+  putSubscription(
+    subscription: ReportSubscriptionRequest,
+    params?: OrganizationOptions,
+    options?: RequestOptions,
+  ): Promise<'updated' | 'not-modified'>;
+  /** DELETE /reporting/v3/report-subscriptions/{reportName} */
+  deleteSubscription(
+    reportName: string,
+    params?: OrganizationOptions,
+    options?: RequestOptions,
+  ): Promise<void>;
+  /** GET /reporting/v3/reports (404 → ApiError with noData). */
+  searchReports(params: SearchReportsParams, options?: RequestOptions): Promise<ReportSearchResponse>;
+  /** GET /reporting/v3/reports/{reportId}: report metadata. */
+  getReport(reportId: string, params?: OrganizationOptions, options?: RequestOptions): Promise<ReportDetail>;
+  /** POST /reporting/v3/reports: one-time report; 304 → 'not-modified'. */
+  createReport(
+    report: CreateReportRequest,
+    params?: OrganizationOptions,
+    options?: RequestOptions,
+  ): Promise<'created' | 'not-modified'>;
+  /**
+   * GET /reporting/v3/report-downloads, streamed. Retries happen only before the body is handed
+   * out; if the stream breaks later, use withDownload / downloadReportToFile to start over.
+   */
+  downloadReport(params: DownloadReportParams, options?: RequestOptions): Promise<ReportDownload>;
+  /**
+   * Download and hand the stream to `consumer`; when the body breaks mid-way (socket error, body
+   * timeout) the whole download is restarted and `consumer` is called again with a fresh stream.
+   * The consumer MUST start over on every call (write to a temp file it truncates, or a staging
+   * table it empties): rows of a broken attempt must not survive.
+   */
+  withDownload<T>(
+    params: DownloadReportParams,
+    consumer: (download: ReportDownload) => Promise<T>,
+    options?: RequestOptions,
+  ): Promise<T>;
+  /** Download to `filePath` (through `filePath.part`, renamed when complete), restarting on breaks. */
+  downloadReportToFile(
+    params: DownloadReportParams,
+    filePath: string,
+    options?: RequestOptions,
+  ): Promise<DownloadToFileResult>;
+  /** An on-demand report as CSV or XML, streamed (same retry rule as downloadReport). */
+  downloadOnDemandReport(
+    report: OnDemandReport,
+    params: OnDemandReportParams,
+    accept: ReportMimeType,
+    options?: RequestOptions,
+  ): Promise<ReportDownload>;
+  /** GET /reporting/v3/conversion-details */
+  getConversionDetails(params: TimeRangeParams, options?: RequestOptions): Promise<ConversionDetailsResponse>;
+  /** GET /reporting/v3/notification-of-changes */
+  getNotificationOfChanges(
+    params: TimeRangeParams,
+    options?: RequestOptions,
+  ): Promise<NotificationOfChangesResponse>;
+  /** GET /reporting/v3/purchase-refund-details (one page: offset/limit) */
+  getPurchaseRefundDetails(
+    params: PurchaseRefundDetailsParams,
+    options?: RequestOptions,
+  ): Promise<PurchaseRefundDetailsResponse>;
+  /** GET /reporting/v3/net-fundings */
+  getNetFundings(params: NetFundingsParams, options?: RequestOptions): Promise<NetFundingsResponse>;
+  /** GET /reporting/v3/payment-batch-summaries */
+  getPaymentBatchSummaries(
+    params: PaymentBatchSummariesParams,
+    options?: RequestOptions,
+  ): Promise<PaymentBatchSummariesResponse>;
+  /** A signed request to any path; the body is read whole (JSON parsed when JSON). */
+  request(request: GenericRequest, options?: RequestOptions): Promise<GenericResponse>;
+  /** A signed request to any path with the body streamed. */
+  requestStream(request: GenericRequest, options?: RequestOptions): Promise<StreamedResponse>;
+  /** Close the dispatcher when the client created it. */
+  close(): Promise<void>;
+}
+
+/** `cybs-etl/<version> (+https://github.com/cybs-etl)` */
+export function defaultUserAgent(): string {
+  return `cybs-etl/${packageVersion()} (+https://github.com/cybs-etl)`;
+}
+
+/** True for JSON media types (application/json, application/hal+json, …+json). */
+export function isJsonContentType(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/([\w.-]+\+)?json\b/i.test(contentType.trim());
+}
+
+async function readText(response: RawResponse): Promise<string> {
+  return response.body.text();
+}
+
+function organizationEntry(params: OrganizationOptions | undefined): QueryEntry {
+  return ['organizationId', params?.organizationId];
+}
+
+/** Split `path?query` into the path and ordered query entries (pure). */
+export function splitPathAndQuery(path: string): { path: string; query: QueryEntry[] } {
+  const at = path.indexOf('?');
+  if (at < 0) return { path, query: [] };
+  const query: QueryEntry[] = [];
+  for (const [name, value] of new URLSearchParams(path.slice(at + 1))) query.push([name, value]);
+  return { path: path.slice(0, at), query };
+}
+
+function canonicalPath(path: string): string {
+  // Re-encode each segment so that what is signed is what undici sends (no raw spaces, etc.).
+  return path
+    .split('/')
+    .map((segment) => {
+      try {
+        return encodeURIComponent(decodeURIComponent(segment));
+      } catch {
+        return encodeURIComponent(segment);
+      }
+    })
+    .join('/');
+}
+
+export function createReportingClient(
+  config: ReportingClientConfig,
+  deps: ReportingClientDeps = {},
+): ReportingClient {
+  const target = resolveTarget(config.target ?? {}, config.api.environment);
+  const now = deps.now ?? Date.now;
+  const sleep = deps.sleep ?? ((ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal }));
+  const random = deps.random ?? Math.random;
+  const authenticator =
+    deps.authenticator ??
+    createAuthenticator(config.credentials, {
+      now: () => new Date(now()),
+      ...(deps.uuid ? { uuid: deps.uuid } : {}),
+      ...(deps.readKeyFile ? { readKeyFile: deps.readKeyFile } : {}),
+    });
+  const ownsDispatcher = deps.dispatcher === undefined;
+  let closed = false;
+  const dispatcher = deps.dispatcher ?? createApiDispatcher(config.api);
+  const transport: Transport = createTransport(
+    {
+      target,
+      retry: config.api.retry,
+      headersTimeoutMs: config.api.headersTimeoutMs,
+      bodyTimeoutMs: config.api.bodyTimeoutMs,
+      userAgent: config.userAgent ?? defaultUserAgent(),
+    },
+    {
+      dispatcher,
+      authenticator,
+      now,
+      sleep,
+      random,
+      ...(deps.logger ? { logger: deps.logger } : {}),
+      ...(deps.onEvent ? { onEvent: deps.onEvent } : {}),
+    },
+  );
+
+  const withSignal = (request: ApiRequest, options?: RequestOptions): ApiRequest =>
+    options?.signal ? { ...request, signal: options.signal } : request;
+
+  /** Send, read the body inside the attempt, validate outside (a malformed 200 is not retried). */
+  async function getJson<S extends z.ZodType>(
+    request: ApiRequest,
+    schema: S,
+    options?: RequestOptions,
+  ): Promise<z.output<S>> {
+    const req = withSignal(request, options);
+    const text = await transport.execute(req, readText);
+    const where = `${req.method} ${buildRequestTarget(target.basePath, req.path, req.query)}`;
+    let data: unknown;
+    try {
+      data = text.trim() === '' ? {} : JSON.parse(text);
+    } catch (error) {
+      throw new ApiError({
+        code: 'API_INVALID_RESPONSE',
+        method: req.method,
+        path: buildRequestTarget(target.basePath, req.path, req.query),
+        cause: error,
+        message: `CyberSource answered ${where} with a body that is not JSON (${text.slice(0, 80).replace(/\s+/g, ' ')}…).`,
+      });
+    }
+    const parsed = schema.safeParse(data);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const at = issue?.path.map(String).join('.') || '(top level)';
+      throw new ApiError({
+        code: 'API_INVALID_RESPONSE',
+        method: req.method,
+        path: buildRequestTarget(target.basePath, req.path, req.query),
+        message: `CyberSource answered ${where} with an unexpected body: at "${at}" ${issue?.message ?? 'invalid'}.`,
+      });
+    }
+    return parsed.data as z.output<S>;
+  }
+
+  async function sendForStatus(request: ApiRequest, options?: RequestOptions): Promise<number> {
+    return transport.execute(withSignal(request, options), async (response) => {
+      await response.body.dump();
+      return response.status;
+    });
+  }
+
+  async function stream(request: ApiRequest, options?: RequestOptions): Promise<StreamedResponse> {
+    // The handler returns the unread body: retries cover the request up to the response headers.
+    return transport.execute(withSignal(request, options), (response) =>
+      Promise.resolve({
+        status: response.status,
+        contentType: response.contentType,
+        headers: response.headers,
+        body: response.body,
+      }),
+    );
+  }
+
+  function downloadRequest(params: DownloadReportParams): ApiRequest {
+    return {
+      method: 'GET',
+      path: '/reporting/v3/report-downloads',
+      query: [
+        organizationEntry(params),
+        ['reportDate', formatReportDate(params.reportDate)],
+        ['reportName', requireText(params.reportName, 'reportName')],
+      ],
+      accept: params.accept ?? DOWNLOAD_ACCEPT,
+      operation: 'downloadReport',
+      notFoundMeansNoData: true,
+    };
+  }
+
+  function timeRange(params: TimeRangeParams): QueryEntry[] {
+    return [
+      ['startTime', formatTimeParam(params.startTime, 'startTime')],
+      ['endTime', formatTimeParam(params.endTime, 'endTime')],
+    ];
+  }
+
+  function onDemandQuery(report: OnDemandReport, params: OnDemandReportParams): QueryEntry[] {
+    const org = organizationEntry(params);
+    switch (report) {
+      case 'conversion-details':
+      case 'notification-of-changes':
+        return [org, ...timeRange(params)];
+      case 'purchase-refund-details':
+        return [
+          org,
+          ...timeRange(params),
+          ['paymentSubtype', params.paymentSubtype],
+          ['viewBy', params.viewBy],
+          ['groupName', params.groupName],
+          ['offset', params.offset],
+          ['limit', params.limit],
+        ];
+      case 'net-fundings':
+        return [org, ...timeRange(params), ['groupName', params.groupName]];
+      case 'payment-batch-summaries':
+        return [
+          org,
+          ['startTime', formatBatchSummaryTime(params.startTime, 'startTime')],
+          ['endTime', formatBatchSummaryTime(params.endTime, 'endTime')],
+          ['rollUp', params.rollUp],
+          ['breakdown', params.breakdown],
+          ['startDayOfWeek', params.startDayOfWeek],
+        ];
+    }
+  }
+
+  const operationNames: Record<OnDemandReport, string> = {
+    'conversion-details': 'getConversionDetails',
+    'notification-of-changes': 'getNotificationOfChanges',
+    'purchase-refund-details': 'getPurchaseRefundDetails',
+    'net-fundings': 'getNetFundings',
+    'payment-batch-summaries': 'getPaymentBatchSummaries',
+  };
+
+  function onDemandRequest(report: OnDemandReport, params: OnDemandReportParams): ApiRequest {
+    return {
+      method: 'GET',
+      path: ON_DEMAND_REPORTS[report],
+      query: onDemandQuery(report, params),
+      operation: operationNames[report],
+      notFoundMeansNoData: true,
+    };
+  }
+
+  function genericRequest(request: GenericRequest): ApiRequest {
+    const split = splitPathAndQuery(request.path.trim());
+    const extra: QueryEntry[] = Array.isArray(request.query)
+      ? [...(request.query as readonly QueryEntry[])]
+      : Object.entries(request.query ?? {});
+    const query: QueryEntry[] = [...split.query, ...extra];
+    if (request.organizationId !== undefined && !query.some(([name]) => name === 'organizationId')) {
+      query.push(['organizationId', request.organizationId]);
+    }
+    const path = canonicalPath(split.path.startsWith('/') ? split.path : `/${split.path}`);
+    return {
+      method: request.method,
+      path,
+      query,
+      ...(request.body === undefined ? {} : { body: request.body }),
+      ...(request.accept === undefined ? {} : { accept: request.accept }),
+      operation: 'request',
+    };
+  }
+
+  const client: ReportingClient = {
+    target,
+    authScheme: authenticator.scheme,
+
+    listReportDefinitions(params, options) {
+      return getJson(
+        {
+          method: 'GET',
+          path: '/reporting/v3/report-definitions',
+          query: [organizationEntry(params), ['subscriptionType', params?.subscriptionType]],
+          operation: 'listReportDefinitions',
+        },
+        reportDefinitionsResponseSchema,
+        options,
+      );
+    },
+
+    getReportDefinition(params, options) {
+      return getJson(
+        {
+          method: 'GET',
+          path: `/reporting/v3/report-definitions/${encodePathSegment(params.reportDefinitionName, 'reportDefinitionName')}`,
+          query: [
+            organizationEntry(params),
+            ['subscriptionType', params.subscriptionType],
+            ['reportMimeType', params.reportMimeType],
+          ],
+          operation: 'getReportDefinition',
+        },
+        reportDefinitionDetailSchema,
+        options,
+      );
+    },
+
+    listSubscriptions(params, options) {
+      return getJson(
+        {
+          method: 'GET',
+          path: '/reporting/v3/report-subscriptions',
+          query: [organizationEntry(params)],
+          operation: 'listSubscriptions',
+        },
+        reportSubscriptionsResponseSchema,
+        options,
+      );
+    },
+
+    getSubscription(reportName, params, options) {
+      return getJson(
+        {
+          method: 'GET',
+          path: `/reporting/v3/report-subscriptions/${encodePathSegment(reportName, 'reportName')}`,
+          query: [organizationEntry(params)],
+          operation: 'getSubscription',
+        },
+        reportSubscriptionSchema,
+        options,
+      );
+    },
+
+    async putSubscription(subscription, params, options) {
+      const status = await sendForStatus(
+        {
+          method: 'PUT',
+          path: '/reporting/v3/report-subscriptions',
+          query: [organizationEntry(params)],
+          body: subscription,
+          operation: 'putSubscription',
+        },
+        options,
+      );
+      return status === 304 ? 'not-modified' : 'updated';
+    },
+
+    async deleteSubscription(reportName, params, options) {
+      await sendForStatus(
+        {
+          method: 'DELETE',
+          path: `/reporting/v3/report-subscriptions/${encodePathSegment(reportName, 'reportName')}`,
+          query: [organizationEntry(params)],
+          operation: 'deleteSubscription',
+        },
+        options,
+      );
+    },
+
+    searchReports(params, options) {
+      return getJson(
+        {
+          method: 'GET',
+          path: '/reporting/v3/reports',
+          query: [
+            organizationEntry(params),
+            ...timeRange(params),
+            ['timeQueryType', requireText(params.timeQueryType, 'timeQueryType')],
+            ['reportMimeType', params.reportMimeType],
+            ['reportFrequency', params.reportFrequency],
+            ['reportName', params.reportName],
+            ['reportDefinitionId', params.reportDefinitionId],
+            ['reportStatus', params.reportStatus],
+          ],
+          operation: 'searchReports',
+          notFoundMeansNoData: true,
+        },
+        reportSearchResponseSchema,
+        options,
+      );
+    },
+
+    getReport(reportId, params, options) {
+      return getJson(
+        {
+          method: 'GET',
+          path: `/reporting/v3/reports/${encodePathSegment(reportId, 'reportId')}`,
+          query: [organizationEntry(params)],
+          operation: 'getReport',
+        },
+        reportDetailSchema,
+        options,
+      );
+    },
+
+    async createReport(report, params, options) {
+      const status = await sendForStatus(
+        {
+          method: 'POST',
+          path: '/reporting/v3/reports',
+          query: [organizationEntry(params)],
+          body: report,
+          operation: 'createReport',
+        },
+        options,
+      );
+      return status === 304 ? 'not-modified' : 'created';
+    },
+
+    async downloadReport(params, options) {
+      const response = await stream(downloadRequest(params), options);
+      return { ...response, attempt: 1 };
+    },
+
+    async withDownload(params, consumer, options) {
+      const request = withSignal(downloadRequest(params), options);
+      const startedAt = now();
+      for (let attempt = 1; ; attempt++) {
+        const response = await stream(request);
+        let bodyError: unknown;
+        response.body.once('error', (error: unknown) => (bodyError = error));
+        try {
+          return await consumer({ ...response, attempt });
+        } catch (error) {
+          // Only a break of the download stream itself restarts; the consumer's own failures
+          // (including its database connection dropping) are its business and are rethrown.
+          const broken = bodyError;
+          if (broken === undefined || !isTransientTransportError(broken) || options?.signal?.aborted)
+            throw error;
+          const apiError = isApiError(broken)
+            ? broken
+            : createTransportError({
+                method: 'GET',
+                path: buildRequestTarget(target.basePath, request.path, request.query),
+                host: target.host,
+                error: broken,
+              });
+          const decision = decideRetry({
+            error: apiError,
+            attempt,
+            elapsedMs: now() - startedAt,
+            nowMs: now(),
+            policy: config.api.retry,
+            random,
+          });
+          if (!decision.retry) throw apiError;
+          deps.onEvent?.({
+            type: 'retry',
+            operation: 'downloadReport',
+            method: 'GET',
+            path: request.path,
+            attempt,
+            delayMs: decision.delayMs,
+            errorCode: apiError.code,
+          });
+          deps.logger?.info(
+            { path: request.path, attempt, code: apiError.code, delayMs: decision.delayMs },
+            'report download broke mid-stream; starting it over',
+          );
+          await sleep(decision.delayMs, options?.signal);
+        } finally {
+          if (!response.body.destroyed) response.body.destroy();
+        }
+      }
+    },
+
+    async downloadReportToFile(params, filePath, options) {
+      const partPath = `${filePath}.part`;
+      try {
+        const result = await client.withDownload(
+          params,
+          async (download) => {
+            // flags 'w' truncates: a restarted download never appends to a broken one.
+            const file = createWriteStream(partPath, { flags: 'w' });
+            await pipeline(download.body, file);
+            return {
+              bytes: file.bytesWritten,
+              contentType: download.contentType,
+              attempts: download.attempt,
+            };
+          },
+          options,
+        );
+        await rename(partPath, filePath);
+        return result;
+      } catch (error) {
+        await rm(partPath, { force: true });
+        throw error;
+      }
+    },
+
+    async downloadOnDemandReport(report, params, accept, options) {
+      const response = await stream({ ...onDemandRequest(report, params), accept }, options);
+      return { ...response, attempt: 1 };
+    },
+
+    getConversionDetails(params, options) {
+      return getJson(onDemandRequest('conversion-details', params), conversionDetailsResponseSchema, options);
+    },
+
+    getNotificationOfChanges(params, options) {
+      return getJson(
+        onDemandRequest('notification-of-changes', params),
+        notificationOfChangesResponseSchema,
+        options,
+      );
+    },
+
+    getPurchaseRefundDetails(params, options) {
+      return getJson(
+        onDemandRequest('purchase-refund-details', params),
+        purchaseRefundDetailsResponseSchema,
+        options,
+      );
+    },
+
+    getNetFundings(params, options) {
+      return getJson(onDemandRequest('net-fundings', params), netFundingsResponseSchema, options);
+    },
+
+    getPaymentBatchSummaries(params, options) {
+      return getJson(
+        onDemandRequest('payment-batch-summaries', params as OnDemandReportParams),
+        paymentBatchSummariesResponseSchema,
+        options,
+      );
+    },
+
+    async request(request, options) {
+      const req = withSignal(genericRequest(request), options);
+      const response = await transport.execute(req, async (raw) => ({
+        status: raw.status,
+        contentType: raw.contentType,
+        headers: raw.headers,
+        text: await raw.body.text(),
+      }));
+      if (isJsonContentType(response.contentType) && response.text.trim() !== '') {
+        try {
+          return { ...response, json: JSON.parse(response.text) as unknown };
+        } catch {
+          return response;
+        }
+      }
+      return response;
+    },
+
+    requestStream(request, options) {
+      return stream(genericRequest(request), options);
+    },
+
+    async close() {
+      if (!ownsDispatcher || closed) return;
+      closed = true;
+      await dispatcher.close();
+    },
+  };
+  return client;
+}
+
+export { JSON_ACCEPT };

@@ -1,0 +1,341 @@
+import type { Readable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
+import pRetry from 'p-retry';
+import { Agent } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../observability/logger.js';
+import type { Authenticator } from './auth/types.js';
+import type { ResolvedTarget } from './deployments.js';
+import { CybsError } from '../errors.js';
+import { createHttpError, createTransportError, isApiError } from './errors.js';
+import { decideRetry } from './retry.js';
+import type { RetryConfig } from './retry.js';
+
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+/** One query parameter; undefined values are left out. Order is the order on the wire. */
+export type QueryEntry = readonly [name: string, value: string | number | boolean | undefined];
+
+/** Accept for JSON answers: the service produces application/hal+json (facts §1). */
+export const JSON_ACCEPT = 'application/hal+json, application/json';
+
+/** Most bytes of an error body that are read; the rest is discarded. */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/** Emitted for every attempt, so that metrics can count requests and retries. */
+export interface ApiEvent {
+  type: 'request' | 'retry' | 'response';
+  /** Logical operation (`searchReports`, `downloadReport`, `request`, …). */
+  operation: string;
+  method: HttpMethod;
+  /** Path without the query string. */
+  path: string;
+  /** HTTP status (response, retry of an HTTP failure); absent for transport failures. */
+  status?: number;
+  /** Attempt number, starting at 1. */
+  attempt: number;
+  /** Time from sending to the response headers (response events). */
+  durationMs?: number;
+  /** Wait before the next attempt (retry events). */
+  delayMs?: number;
+  /** Error code of a failed attempt (API_TIMEOUT, API_NETWORK, API_HTTP_STATUS, …). */
+  errorCode?: string;
+}
+
+/** A request before signing. */
+export interface ApiRequest {
+  method: HttpMethod;
+  /** Path without query (already percent-encoded where needed), e.g. `/reporting/v3/reports`. */
+  path: string;
+  query?: readonly QueryEntry[];
+  /** JSON body (serialised once; the digest covers exactly these bytes). */
+  body?: unknown;
+  accept?: string;
+  operation?: string;
+  /** A 404 on this endpoint means "no data / not available" (search, downloads, on-demand). */
+  notFoundMeansNoData?: boolean;
+  signal?: AbortSignal;
+}
+
+/** A successful answer whose body has not been read yet. */
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  contentType: string | undefined;
+  /** The undici body: a Node Readable. Read it or call `.dump()`/`.destroy()`. */
+  body: Dispatcher.ResponseData['body'];
+}
+
+export interface TransportConfig {
+  target: ResolvedTarget;
+  retry: RetryConfig;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  userAgent: string;
+}
+
+export interface TransportDeps {
+  dispatcher: Dispatcher;
+  authenticator: Authenticator;
+  logger?: Logger;
+  /** Milliseconds since the epoch (retry budget, Retry-After dates). */
+  now?: () => number;
+  /** Waits between attempts. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** In [0, 1): full-jitter source. */
+  random?: () => number;
+  onEvent?: (event: ApiEvent) => void;
+}
+
+/** Percent-encode one query component so that no value can add or split a parameter. */
+export function encodeQueryComponent(value: string): string {
+  return encodeURIComponent(value);
+}
+
+/** Build `path?query` exactly as it is sent and signed (pure). */
+export function buildRequestTarget(
+  basePath: string,
+  path: string,
+  query: readonly QueryEntry[] = [],
+): string {
+  const pairs = query
+    .filter((entry): entry is readonly [string, string | number | boolean] => entry[1] !== undefined)
+    .map(([name, value]) => `${encodeQueryComponent(name)}=${encodeQueryComponent(String(value))}`);
+  const fullPath = `${basePath}${path.startsWith('/') ? path : `/${path}`}`;
+  return pairs.length > 0 ? `${fullPath}?${pairs.join('&')}` : fullPath;
+}
+
+/** The transport's dispatcher: one keep-alive pool per origin, TLS 1.2+, HTTP/1.1, config timeouts. */
+export function createApiDispatcher(api: Config['api']): Agent {
+  return new Agent({
+    connections: api.connectionsPerHost,
+    connect: { timeout: api.connectTimeoutMs, minVersion: 'TLSv1.2' },
+    headersTimeout: api.headersTimeoutMs,
+    bodyTimeout: api.bodyTimeoutMs,
+    keepAliveTimeout: 4_000,
+    allowH2: false,
+  });
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Read at most `limit` bytes of a body as text, then discard the rest. Never throws. */
+export async function readBodyCapped(body: Readable, limit = MAX_ERROR_BODY_BYTES): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+      chunks.push(buf);
+      size += buf.length;
+      if (size >= limit) break;
+    }
+  } catch {
+    // a broken error body still yields what arrived
+  } finally {
+    if (!body.destroyed) body.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+/** Signed, retried requests to one CyberSource target. */
+export interface Transport {
+  readonly target: ResolvedTarget;
+  /**
+   * Send a request (signed afresh for every attempt) and hand the successful response to `handle`
+   * inside the attempt: an error thrown while handling (e.g. reading the body) is retried like a
+   * failed request when it is transient. Non-success answers become ApiError.
+   */
+  execute<T>(request: ApiRequest, handle: (response: RawResponse) => Promise<T>): Promise<T>;
+}
+
+export function createTransport(config: TransportConfig, deps: TransportDeps): Transport {
+  const now = deps.now ?? Date.now;
+  const sleep = deps.sleep ?? ((ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal }));
+  const random = deps.random ?? Math.random;
+  const { target } = config;
+  const emit = (event: ApiEvent): void => {
+    try {
+      deps.onEvent?.(event);
+    } catch (error) {
+      deps.logger?.warn({ err: error }, 'an API event listener failed');
+    }
+  };
+
+  async function attemptOnce<T>(
+    request: ApiRequest,
+    attempt: number,
+    handle: (response: RawResponse) => Promise<T>,
+  ): Promise<T> {
+    const operation = request.operation ?? 'request';
+    const requestTarget = buildRequestTarget(target.basePath, request.path, request.query);
+    const bodyText = request.body === undefined ? undefined : JSON.stringify(request.body);
+    const headers: Record<string, string> = {
+      'user-agent': config.userAgent,
+      accept: request.accept ?? JSON_ACCEPT,
+    };
+    if (bodyText !== undefined) headers['content-type'] = 'application/json;charset=utf-8';
+    const signed = await deps.authenticator.headersFor({
+      method: request.method,
+      host: target.host,
+      target: requestTarget,
+      ...(bodyText === undefined ? {} : { body: bodyText }),
+    });
+    Object.assign(headers, signed);
+
+    emit({ type: 'request', operation, method: request.method, path: request.path, attempt });
+    deps.logger?.debug({ method: request.method, path: requestTarget, attempt, operation }, 'API request');
+    const started = now();
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await deps.dispatcher.request({
+        origin: target.origin,
+        path: requestTarget,
+        method: request.method,
+        headers,
+        ...(bodyText === undefined ? {} : { body: bodyText }),
+        headersTimeout: config.headersTimeoutMs,
+        bodyTimeout: config.bodyTimeoutMs,
+        ...(request.signal ? { signal: request.signal } : {}),
+      });
+    } catch (error) {
+      const apiError = createTransportError({
+        method: request.method,
+        path: requestTarget,
+        host: target.host,
+        error,
+      });
+      emit({
+        type: 'response',
+        operation,
+        method: request.method,
+        path: request.path,
+        attempt,
+        durationMs: now() - started,
+        errorCode: apiError.code,
+      });
+      throw apiError;
+    }
+    const durationMs = now() - started;
+    const status = response.statusCode;
+    emit({
+      type: 'response',
+      operation,
+      method: request.method,
+      path: request.path,
+      status,
+      attempt,
+      durationMs,
+    });
+    deps.logger?.debug(
+      { method: request.method, path: requestTarget, status, attempt, durationMs },
+      'API response',
+    );
+
+    const contentType = headerValue(response.headers['content-type']);
+    if ((status >= 200 && status < 300) || status === 304) {
+      const raw: RawResponse = { status, headers: response.headers, contentType, body: response.body };
+      try {
+        return await handle(raw);
+      } catch (error) {
+        if (!response.body.destroyed) response.body.destroy();
+        if (isApiError(error)) throw error;
+        throw createTransportError({ method: request.method, path: requestTarget, host: target.host, error });
+      }
+    }
+    const text = await readBodyCapped(response.body);
+    const retryAfter = headerValue(response.headers['retry-after']);
+    throw createHttpError({
+      method: request.method,
+      path: requestTarget,
+      status,
+      bodyText: text,
+      ...(contentType === undefined ? {} : { contentType }),
+      ...(retryAfter === undefined ? {} : { retryAfter }),
+      notFoundMeansNoData: request.notFoundMeansNoData === true,
+      auth: { scheme: deps.authenticator.scheme, merchantId: deps.authenticator.merchantId },
+    });
+  }
+
+  return {
+    target,
+    async execute<T>(request: ApiRequest, handle: (response: RawResponse) => Promise<T>): Promise<T> {
+      const startedAt = now();
+      const operation = request.operation ?? 'request';
+      return pRetry(
+        async (attempt: number) => {
+          try {
+            return await attemptOnce(request, attempt, handle);
+          } catch (error) {
+            // Our own errors (HTTP status, credentials, key file) keep their code and exit code.
+            if (error instanceof CybsError) throw error;
+            if (request.signal?.aborted) throw error;
+            // Anything unexpected becomes an ApiError so that p-retry never treats it specially.
+            throw createTransportError({
+              method: request.method,
+              path: buildRequestTarget(target.basePath, request.path, request.query),
+              host: target.host,
+              error,
+            });
+          }
+        },
+        {
+          retries: Math.max(0, config.retry.attempts - 1),
+          minTimeout: 0,
+          maxTimeout: 0,
+          factor: 1,
+          randomize: false,
+          ...(request.signal ? { signal: request.signal } : {}),
+          shouldRetry: async ({ error, attemptNumber }) => {
+            if (request.signal?.aborted) return false;
+            const decision = decideRetry({
+              error,
+              attempt: attemptNumber,
+              elapsedMs: now() - startedAt,
+              nowMs: now(),
+              policy: config.retry,
+              random,
+            });
+            const apiError = isApiError(error) ? error : undefined;
+            if (!decision.retry) {
+              if (apiError?.retryable) {
+                deps.logger?.debug(
+                  { method: request.method, path: request.path, attempt: attemptNumber, code: apiError.code },
+                  `API request not retried: ${decision.reason}`,
+                );
+              }
+              return false;
+            }
+            emit({
+              type: 'retry',
+              operation,
+              method: request.method,
+              path: request.path,
+              attempt: attemptNumber,
+              delayMs: decision.delayMs,
+              ...(apiError?.status === undefined ? {} : { status: apiError.status }),
+              ...(apiError ? { errorCode: apiError.code } : {}),
+            });
+            deps.logger?.info(
+              {
+                method: request.method,
+                path: request.path,
+                attempt: attemptNumber,
+                status: apiError?.status,
+                code: apiError?.code,
+                delayMs: decision.delayMs,
+              },
+              'API request failed; retrying',
+            );
+            await sleep(decision.delayMs, request.signal);
+            return true;
+          },
+        },
+      );
+    },
+  };
+}
