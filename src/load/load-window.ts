@@ -97,6 +97,11 @@ const CHUNK_CHARS = 1 << 20;
  * line numbers in PostgreSQL's errors relative to one segment.
  */
 const PGLITE_SEGMENT_CHARS = 7 * (1 << 20);
+/**
+ * A COPY segment also ends when its line → record map holds this many runs (record numbers that
+ * jump, e.g. line numbers of multi-line CSV records), which keeps that map bounded.
+ */
+const MAX_LINE_MAP_RUNS = 50_000;
 /** Rejects are buffered up to this many (or REJECT_FLUSH_CHARS) before being copied to etl.rejects. */
 const REJECT_FLUSH_COUNT = 2000;
 const REJECT_FLUSH_CHARS = 1 << 20;
@@ -169,6 +174,10 @@ class LineMap {
   private readonly starts: number[] = [];
   private readonly records: number[] = [];
   lines = 0;
+
+  get runs(): number {
+    return this.starts.length;
+  }
 
   add(recordNumber: number): void {
     this.lines++;
@@ -375,12 +384,25 @@ async function loadTarget(
       with no data`.execute(trx);
 
     const rejectedBefore = ctx.rejects.count;
+    const started = performance.now();
     const stagedCount = await copySource(ctx, decl, source, staged, stagingName);
     ctx.rowsLoaded += stagedCount;
     await sql`analyze ${staging}`.execute(trx);
-
+    const copied = performance.now();
     const merge = await mergeStaging(trx, decl, source, staged, staging, ctx.options);
+    const merged = performance.now();
     const deleted = await deleteVanished(trx, decl, source, staging, ctx.options);
+    ctx.options.logger?.debug(
+      {
+        table: tableName,
+        source: source.source,
+        staged: stagedCount,
+        copyMs: Math.round(copied - started),
+        mergeMs: Math.round(merged - copied),
+        deleteMs: Math.round(performance.now() - merged),
+      },
+      'table load phases',
+    );
     return {
       table: tableName,
       inserted: merge.inserted,
@@ -524,7 +546,17 @@ async function copySource(
   const reject = (recordNumber: number, raw: string, code: string, message: string) =>
     rejects.add(tableName, source.source, recordNumber, raw, code, message);
 
-  while (!done) {
+  try {
+    while (!done) {
+      total += await copySegment();
+    }
+  } finally {
+    // Let the parser close its file or HTTP stream when the load stops early.
+    if (!done) await iterator.return?.().catch(() => undefined);
+  }
+  return total;
+
+  async function copySegment(): Promise<number> {
     const lineMap = new LineMap();
     async function* segment(): AsyncGenerator<string> {
       let parts: string[] = [];
@@ -592,7 +624,7 @@ async function copySource(
             segmentChars += chars;
             parts = [];
             chars = 0;
-            if (segmentChars >= segmentLimit) break fill;
+            if (segmentChars >= segmentLimit || lineMap.runs >= MAX_LINE_MAP_RUNS) break fill;
           }
         }
         pending = null;
@@ -620,10 +652,9 @@ async function copySource(
         { stage: 'load', context: { table: tableName, source: source.source } },
       );
     }
-    total += copied;
     await rejects.flush();
+    return copied;
   }
-  return total;
 }
 
 function describeBadValue(

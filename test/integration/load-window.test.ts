@@ -249,6 +249,59 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
     expect(await count(warehouse.db, 'cybs.shared')).toBe(111);
   });
 
+  it('a source that comes back empty loses all its rows (and only its rows)', async () => {
+    const decl = txnDecl('emptied');
+    await load({
+      targets: [
+        {
+          table: decl,
+          source: generatedSource(
+            'keep',
+            TXN_COLUMNS,
+            range(1, 5).map((i) => txnRow(i)),
+          ),
+        },
+      ],
+    });
+    await load({
+      window: { pipeline: 'test', organizationId: ORG, windowKey: 'emptied' },
+      targets: [
+        {
+          table: decl,
+          source: generatedSource(
+            'gone',
+            TXN_COLUMNS,
+            range(6, 9).map((i) => txnRow(i)),
+          ),
+        },
+      ],
+    });
+    let closed = false;
+    const empty = {
+      source: 'gone',
+      columns: TXN_COLUMNS,
+      batches: (async function* () {
+        try {
+          yield { records: [], rejects: [] };
+        } finally {
+          closed = true;
+        }
+      })(),
+    };
+    const result = await load({
+      window: { pipeline: 'test', organizationId: ORG, windowKey: 'emptied' },
+      targets: [{ table: decl, source: empty }],
+    });
+    expect(closed).toBe(true);
+    expect(tableResult(result, 'emptied')).toMatchObject({
+      inserted: 0,
+      unchanged: 0,
+      deleted: 4,
+      staged: 0,
+    });
+    expect(await count(warehouse.db, 'cybs.emptied')).toBe(5);
+  });
+
   it('duplicate keys within one source: the last occurrence wins', async () => {
     const decl = txnDecl('dups');
     const items = [
