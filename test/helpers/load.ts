@@ -97,10 +97,6 @@ export function generatedSource(
   };
 }
 
-export async function rows<T = Record<string, unknown>>(db: Db, query: ReturnType<typeof sql>): Promise<T[]> {
-  return (await query.execute(db)).rows as T[];
-}
-
 export async function count(db: Db, table: string, where = 'true'): Promise<number> {
   const r = await sql<{
     n: string;
