@@ -1,0 +1,256 @@
+import { sql } from 'kysely';
+import { CybsError } from '../errors.js';
+import { LINEAGE_COLUMNS } from './table-spec.js';
+import type { ColumnDecl, TableDecl } from './table-spec.js';
+import type { Db } from './warehouse.js';
+
+/**
+ * DDL for cybs.* tables, generated from declarations. Pure text generation (unit-tested) plus
+ * `ensureTable`, which applies it idempotently. Identifiers from data (report headers) are always
+ * quoted; types are checked against a strict pattern because they are spliced into DDL unquoted.
+ */
+
+/** PostgreSQL identifiers are at most 63 bytes; longer ones are silently truncated by the server. */
+export const MAX_IDENTIFIER_BYTES = 63;
+
+const LINEAGE_NAMES: ReadonlySet<string> = new Set(LINEAGE_COLUMNS.map((c) => c.name));
+/** Lineage columns that may be part of a natural key (the others change on every write). */
+export const KEY_LINEAGE_COLUMNS: ReadonlySet<string> = new Set([
+  '_organization_id',
+  '_source',
+  '_source_row',
+]);
+
+/** Quote an identifier: always double-quoted, embedded quotes doubled. `x"y` → `"x""y"`. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** `"schema"."name"` */
+export function qualifiedName(schema: string, name: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(name)}`;
+}
+
+/**
+ * Quote a string literal. Quotes are doubled; when the text holds a backslash an `E'…'` literal
+ * with doubled backslashes is used, so the result means the same whatever
+ * `standard_conforming_strings` says. NUL characters (which PostgreSQL text cannot hold) are dropped.
+ */
+export function quoteLiteral(text: string): string {
+  const clean = text.includes('\0') ? text.replace(/\0/g, '') : text;
+  if (clean.includes('\\')) return `E'${clean.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+  return `'${clean.replace(/'/g, "''")}'`;
+}
+
+/**
+ * A type name as it may appear in DDL: one word (optionally schema-qualified) or one of the
+ * multi-word built-in names, optional `(p)` / `(p,s)` modifiers, optional `[]`. Anything else
+ * (`text default now()`, `text references t`) is refused: types are spliced into DDL unquoted.
+ */
+const PG_TYPE_PATTERN =
+  /^(?:[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)?|double precision|character varying|bit varying|(?:timestamp|time)(?:\s*\(\s*\d+\s*\))? with(?:out)? time zone)(?:\s*\(\s*\d+\s*(?:,\s*-?\d+\s*)?\))?(?:\[\])?$/i;
+
+export function assertSafePgType(pgType: string, where: string): void {
+  if (!PG_TYPE_PATTERN.test(pgType.trim())) {
+    throw new CybsError('LOAD_INVALID_DECLARATION', `${where}: "${pgType}" is not a PostgreSQL type name.`, {
+      stage: 'load',
+      context: { pgType, where },
+    });
+  }
+}
+
+export function assertIdentifier(name: string, where: string): void {
+  if (name.length === 0 || Buffer.byteLength(name, 'utf8') > MAX_IDENTIFIER_BYTES || name.includes('\0')) {
+    throw new CybsError(
+      'LOAD_INVALID_IDENTIFIER',
+      `${where}: column name ${JSON.stringify(name)} is empty, holds a NUL character or is longer than ` +
+        `${MAX_IDENTIFIER_BYTES} bytes (PostgreSQL would truncate it); map it to a shorter name in the catalog.`,
+      { stage: 'load', context: { name, where } },
+    );
+  }
+}
+
+/** Check a declaration before any DDL is generated from it. */
+export function validateTableDecl(decl: TableDecl): void {
+  const where = `table ${decl.schema}.${decl.name}`;
+  assertIdentifier(decl.schema, where);
+  assertIdentifier(decl.name, where);
+  const seen = new Set<string>();
+  for (const column of decl.columns) {
+    assertIdentifier(column.name, where);
+    assertSafePgType(column.pgType, `${where}, column ${column.name}`);
+    if (LINEAGE_NAMES.has(column.name)) {
+      throw invalidDecl(`${where}: data column "${column.name}" collides with a lineage column.`);
+    }
+    if (seen.has(column.name)) throw invalidDecl(`${where}: column "${column.name}" is declared twice.`);
+    seen.add(column.name);
+  }
+  if (!decl.naturalKey.includes('_organization_id')) {
+    throw invalidDecl(
+      `${where}: the natural key must include _organization_id (rows of two organizations never merge).`,
+    );
+  }
+  for (const key of decl.naturalKey) {
+    if (!seen.has(key) && !KEY_LINEAGE_COLUMNS.has(key)) {
+      throw invalidDecl(
+        `${where}: natural key column "${key}" is neither a declared column nor _organization_id, _source or _source_row.`,
+      );
+    }
+  }
+  if (new Set(decl.naturalKey).size !== decl.naturalKey.length) {
+    throw invalidDecl(`${where}: the natural key names a column twice.`);
+  }
+}
+
+function invalidDecl(message: string): CybsError {
+  return new CybsError('LOAD_INVALID_DECLARATION', message, { stage: 'load' });
+}
+
+/** Name of the unique index on the natural key (≤ 63 bytes). */
+export function naturalKeyIndexName(decl: TableDecl): string {
+  return indexName(decl.name, '_natural_key');
+}
+
+/** Name of the index on (`_organization_id`, `_source`) used to find a source's rows. */
+export function sourceIndexName(decl: TableDecl): string {
+  return indexName(decl.name, '_source');
+}
+
+function indexName(table: string, suffix: string): string {
+  let base = table;
+  while (Buffer.byteLength(base + suffix, 'utf8') > MAX_IDENTIFIER_BYTES) base = base.slice(0, -1);
+  return base + suffix;
+}
+
+function lineageColumnDdl(column: ColumnDecl): string {
+  switch (column.name) {
+    case '_organization_id':
+    case '_source':
+      return `${quoteIdent(column.name)} text not null`;
+    case '_source_row':
+      return `${quoteIdent(column.name)} bigint not null`;
+    case '_run_id':
+      return `${quoteIdent(column.name)} bigint`;
+    case '_loaded_at':
+      return `${quoteIdent(column.name)} timestamptz not null default now()`;
+    default:
+      return `${quoteIdent(column.name)} ${column.pgType}`;
+  }
+}
+
+export function tableComment(decl: TableDecl): string {
+  const key = decl.naturalKey.join(', ');
+  return `${decl.description.trim()} Natural key (${key}): ${decl.keyDescription.trim()}`;
+}
+
+function columnComment(column: ColumnDecl): string {
+  return column.description?.trim() || `${column.name} (no description in the catalog).`;
+}
+
+export function commentOnColumnDdl(decl: TableDecl, column: ColumnDecl): string {
+  return `comment on column ${qualifiedName(decl.schema, decl.name)}.${quoteIdent(column.name)} is ${quoteLiteral(columnComment(column))}`;
+}
+
+export function addColumnDdl(decl: Pick<TableDecl, 'schema' | 'name'>, column: ColumnDecl): string {
+  return `alter table ${qualifiedName(decl.schema, decl.name)} add column if not exists ${quoteIdent(column.name)} ${column.pgType}`;
+}
+
+/**
+ * Statements that create the table of a declaration, each idempotent: schema, table (data columns,
+ * then lineage columns; natural-key data columns are `not null`), the unique index on the natural
+ * key, an index on (`_organization_id`, `_source`), and comments on the table and every column.
+ */
+export function tableDdl(decl: TableDecl): string[] {
+  validateTableDecl(decl);
+  const table = qualifiedName(decl.schema, decl.name);
+  const keys = new Set(decl.naturalKey);
+  const columns = [
+    ...decl.columns.map(
+      (c) => `  ${quoteIdent(c.name)} ${c.pgType.trim()}${keys.has(c.name) ? ' not null' : ''}`,
+    ),
+    ...LINEAGE_COLUMNS.map((c) => `  ${lineageColumnDdl(c)}`),
+  ];
+  return [
+    `create schema if not exists ${quoteIdent(decl.schema)}`,
+    `create table if not exists ${table} (\n${columns.join(',\n')}\n)`,
+    `create unique index if not exists ${quoteIdent(naturalKeyIndexName(decl))} on ${table} (${decl.naturalKey
+      .map(quoteIdent)
+      .join(', ')})`,
+    `create index if not exists ${quoteIdent(sourceIndexName(decl))} on ${table} ("_organization_id", "_source")`,
+    `comment on table ${table} is ${quoteLiteral(tableComment(decl))}`,
+    ...[...decl.columns, ...LINEAGE_COLUMNS].map((c) => commentOnColumnDdl(decl, c)),
+  ];
+}
+
+export interface ExistingColumn {
+  name: string;
+  /** As `format_type` prints it: `numeric(12,2)`, `timestamp with time zone`, `text`. */
+  type: string;
+}
+
+/** The columns of a table in order, or null when the table does not exist. */
+export async function readTableColumns(
+  db: Db,
+  schema: string,
+  name: string,
+): Promise<ExistingColumn[] | null> {
+  const result = await sql<{ name: string; type: string; exists: boolean }>`
+    select a.attname as name, format_type(a.atttypid, a.atttypmod) as type, true as exists
+      from pg_catalog.pg_attribute a
+     where a.attrelid = to_regclass(${qualifiedName(schema, name)})
+       and a.attnum > 0 and not a.attisdropped
+     order by a.attnum`.execute(db);
+  if (result.rows.length === 0) {
+    const exists = await sql<{
+      oid: unknown;
+    }>`select to_regclass(${qualifiedName(schema, name)}) as oid`.execute(db);
+    return exists.rows[0]?.oid == null ? null : [];
+  }
+  return result.rows.map((r) => ({ name: r.name, type: r.type }));
+}
+
+export interface EnsureTableResult {
+  created: boolean;
+  /** Declared columns that an existing table lacked and that were added. */
+  columnsAdded: ColumnDecl[];
+  /** The table's columns after the change. */
+  columns: ExistingColumn[];
+}
+
+/**
+ * Create the table of `decl` when missing, or add the declared columns an existing table lacks
+ * (with their comments). Never drops or retypes a column. Run it inside the load transaction so a
+ * failed load leaves no half-made table; concurrent callers serialise on an advisory lock per table.
+ */
+export async function ensureTable(db: Db, decl: TableDecl): Promise<EnsureTableResult> {
+  validateTableDecl(decl);
+  let existing = await readTableColumns(db, decl.schema, decl.name);
+  if (existing && decl.columns.every((c) => existing!.some((e) => e.name === c.name))) {
+    return { created: false, columnsAdded: [], columns: existing };
+  }
+  await lockTableDdl(db, decl.schema, decl.name);
+  existing = await readTableColumns(db, decl.schema, decl.name);
+  if (existing === null) {
+    for (const statement of tableDdl(decl)) await sql.raw(statement).execute(db);
+    const columns = (await readTableColumns(db, decl.schema, decl.name)) ?? [];
+    return { created: true, columnsAdded: [], columns };
+  }
+  const have = new Set(existing.map((c) => c.name));
+  const missing = decl.columns.filter((c) => !have.has(c.name));
+  for (const column of missing) {
+    await sql.raw(addColumnDdl(decl, column)).execute(db);
+    await sql.raw(commentOnColumnDdl(decl, column)).execute(db);
+  }
+  const columns = (await readTableColumns(db, decl.schema, decl.name)) ?? [];
+  return { created: false, columnsAdded: missing, columns };
+}
+
+/**
+ * Serialise DDL on one table until the end of the transaction (two windows of one pipeline loading
+ * at once must not both try to create the table or add the same column).
+ */
+export async function lockTableDdl(db: Db, schema: string, name: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`cybs-etl:ddl:${schema}.${name}`}, 0))`.execute(
+    db,
+  );
+}

@@ -1,0 +1,787 @@
+import { sql } from 'kysely';
+import type { RawBuilder } from 'kysely';
+import { CybsError, errorMessage } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import { encoderFor, escapeCopyText, escapeCopyTextLossy, typeFamily } from './copy-text.js';
+import type { CellEncoder } from './copy-text.js';
+import {
+  KEY_LINEAGE_COLUMNS,
+  addColumnDdl,
+  assertIdentifier,
+  assertSafePgType,
+  commentOnColumnDdl,
+  ensureTable,
+  lockTableDdl,
+  quoteIdent,
+  readTableColumns,
+  validateTableDecl,
+} from './ddl.js';
+import type { ExistingColumn } from './ddl.js';
+import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
+import { LINEAGE_COLUMNS } from './table-spec.js';
+import type { ColumnDecl, LoadBatch, LoadSource, LoadValue, TableDecl } from './table-spec.js';
+import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
+
+/**
+ * Exactly-once load of one window into one or more cybs.* tables, in ONE transaction on one
+ * session:
+ *
+ *   advisory lock (pipeline, organization, window) → delete the window's previous rejects →
+ *   for each target: create the table / add columns (recorded in etl.schema_changes) →
+ *   COPY (text format) into a TEMP staging table typed like the target → ANALYZE →
+ *   one INSERT … SELECT DISTINCT ON (key) … ON CONFLICT … DO UPDATE … WHERE … IS DISTINCT FROM …
+ *   → DELETE the source's rows that vanished → reject threshold → beforeCommit → COMMIT.
+ *
+ * Ownership: a row belongs to the source that last wrote it (`_source`). A source that shares a
+ * natural key with an earlier one takes the row over; deleting vanished rows only touches rows
+ * whose `_source` is the source being loaded, so re-loading day 1 never deletes a row that day 2
+ * now owns. Columns of the table that a source does not carry are left as they are on update
+ * (NULL on insert).
+ *
+ * Type drift: when a source column's declared type belongs to another family than the existing
+ * table column's (a `numeric` column now fed from a `text` header), each value is checked in
+ * JavaScript against the column's type before COPY; a value that does not fit rejects its record
+ * (`LOAD_TYPE_MISMATCH`). Columns are never retyped. Values of matching types are trusted (the
+ * parser typed them); if PostgreSQL still refuses one, the window fails with `LOAD_COPY_REJECTED`
+ * naming the table, column and record.
+ */
+
+export interface LoadWindowTarget {
+  table: TableDecl;
+  source: LoadSource;
+}
+
+export interface LoadWindowOptions {
+  window: { pipeline: string; organizationId: string; windowKey: string };
+  /** One or more tables, all committed together. Each table appears at most once. */
+  targets: LoadWindowTarget[];
+  runId: number | null;
+  /** Fraction of the window's records (loaded + rejected) that may be rejected; default 0.01. */
+  rejectThreshold?: number;
+  /** Absolute cap on rejected records; the load stops as soon as it is exceeded. */
+  maxRejects?: number;
+  /** Runs in the load transaction after the data is merged (the caller writes etl.windows here). */
+  beforeCommit?: (trx: Db, result: LoadWindowResult) => Promise<void>;
+  logger?: Logger;
+}
+
+export interface TableLoadResult {
+  /** `schema.name` */
+  table: string;
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  deleted: number;
+  rejected: number;
+  /** Records staged for this table (accepted by the loader), duplicates included. */
+  staged: number;
+  /** Staged records dropped because a later record of the source had the same natural key. */
+  duplicates: number;
+  columnsAdded: string[];
+}
+
+export interface LoadWindowResult {
+  tables: TableLoadResult[];
+  /** Records accepted into the tables (staged), over all targets. */
+  rowsLoaded: number;
+  /** Records written to etl.rejects (parser rejects and loader rejects). */
+  rowsRejected: number;
+}
+
+export const DEFAULT_REJECT_THRESHOLD = 0.01;
+
+/** Size of one COPY chunk, in UTF-16 code units (about a megabyte). */
+const CHUNK_CHARS = 1 << 20;
+/**
+ * On PGlite `copyFrom` runs one COPY per 8 MB slice; ending each COPY segment below that keeps the
+ * line numbers in PostgreSQL's errors relative to one segment.
+ */
+const PGLITE_SEGMENT_CHARS = 7 * (1 << 20);
+/**
+ * A COPY segment also ends when its line → record map holds this many runs (record numbers that
+ * jump, e.g. line numbers of multi-line CSV records), which keeps that map bounded.
+ */
+const MAX_LINE_MAP_RUNS = 50_000;
+/** Rejects are buffered up to this many (or REJECT_FLUSH_CHARS) before being copied to etl.rejects. */
+const REJECT_FLUSH_COUNT = 2000;
+const REJECT_FLUSH_CHARS = 1 << 20;
+const REJECT_SAMPLES = 5;
+const VALUE_PREVIEW = 80;
+
+const REJECT_COPY =
+  'COPY etl.rejects (pipeline, organization_id, window_key, source, record_number, raw_text, error_code, message, run_id) FROM STDIN';
+
+interface RejectSample {
+  table: string;
+  recordNumber: number;
+  code: string;
+  message: string;
+}
+
+/** Rejects of the window, buffered in bounded slices and copied into etl.rejects between COPY segments. */
+class RejectWriter {
+  count = 0;
+  readonly samples: RejectSample[] = [];
+  private lines: string[] = [];
+  private chars = 0;
+  private readonly prefix: string;
+  private readonly suffix: string;
+
+  constructor(
+    private readonly session: WarehouseSession,
+    options: LoadWindowOptions,
+  ) {
+    const w = options.window;
+    this.prefix = [w.pipeline, w.organizationId, w.windowKey].map(escapeCopyTextLossy).join('\t') + '\t';
+    this.suffix = `\t${options.runId === null ? '\\N' : String(options.runId)}\n`;
+  }
+
+  add(table: string, source: string, recordNumber: number, raw: string, code: string, message: string): void {
+    const line =
+      this.prefix +
+      `${escapeCopyTextLossy(source)}\t${Number.isFinite(recordNumber) ? Math.trunc(recordNumber) : '\\N'}\t` +
+      `${escapeCopyTextLossy(raw)}\t${escapeCopyTextLossy(code)}\t${escapeCopyTextLossy(message)}` +
+      this.suffix;
+    this.lines.push(line);
+    this.chars += line.length;
+    this.count++;
+    if (this.samples.length < REJECT_SAMPLES) this.samples.push({ table, recordNumber, code, message });
+  }
+
+  get full(): boolean {
+    return this.lines.length >= REJECT_FLUSH_COUNT || this.chars >= REJECT_FLUSH_CHARS;
+  }
+
+  async flush(): Promise<void> {
+    if (this.lines.length === 0) return;
+    const text = this.lines.join('');
+    const expected = this.lines.length;
+    this.lines = [];
+    this.chars = 0;
+    const copied = await this.session.copyFrom(REJECT_COPY, [text]);
+    if (copied !== expected) {
+      throw new CybsError(
+        LOAD_ERROR_CODES.failed,
+        `COPY into etl.rejects stored ${copied} rows instead of ${expected}; the window was rolled back.`,
+        { stage: 'load' },
+      );
+    }
+  }
+}
+
+/** Maps a line of one COPY statement back to the record number it came from (run-length coded). */
+class LineMap {
+  private readonly starts: number[] = [];
+  private readonly records: number[] = [];
+  lines = 0;
+
+  get runs(): number {
+    return this.starts.length;
+  }
+
+  add(recordNumber: number): void {
+    this.lines++;
+    const k = this.starts.length - 1;
+    if (k >= 0 && this.records[k]! + (this.lines - this.starts[k]!) === recordNumber) return;
+    this.starts.push(this.lines);
+    this.records.push(recordNumber);
+  }
+
+  recordAt(line: number): number | undefined {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.starts[mid]! <= line) {
+        found = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    if (found < 0 || line > this.lines) return undefined;
+    return this.records[found]! + (line - this.starts[found]!);
+  }
+}
+
+interface WindowContext {
+  options: LoadWindowOptions;
+  session: WarehouseSession;
+  kind: Warehouse['kind'];
+  rejects: RejectWriter;
+  rowsLoaded: number;
+  /** An error raised while producing COPY data (source failure, reject cap): it wins over the database's. */
+  abort: unknown;
+}
+
+/**
+ * Load one window into its target tables, all in one transaction. Throws a CybsError when the
+ * window fails; then nothing of it is committed (no rows, no rejects, no schema change, nothing
+ * `beforeCommit` wrote).
+ */
+export async function loadWindow(
+  warehouse: Warehouse,
+  options: LoadWindowOptions,
+): Promise<LoadWindowResult> {
+  validateOptions(options);
+  const log = options.logger?.child({
+    pipeline: options.window.pipeline,
+    organizationId: options.window.organizationId,
+    windowKey: options.window.windowKey,
+  });
+  try {
+    const result = await warehouse.session((session) =>
+      session.db.transaction().execute(async (trx) => {
+        const { pipeline, organizationId, windowKey } = options.window;
+        const lockKey = JSON.stringify(['cybs-etl:window', pipeline, organizationId, windowKey]);
+        await sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`.execute(trx);
+        // The window's rejects are replaced by this load's (a re-run must not double them).
+        await sql`delete from etl.rejects
+                   where pipeline = ${pipeline} and organization_id = ${organizationId}
+                     and window_key = ${windowKey}`.execute(trx);
+        const ctx: WindowContext = {
+          options,
+          session,
+          kind: warehouse.kind,
+          rejects: new RejectWriter(session, options),
+          rowsLoaded: 0,
+          abort: undefined,
+        };
+        const tables: TableLoadResult[] = [];
+        for (const [index, target] of options.targets.entries()) {
+          const tableResult = await loadTarget(ctx, trx, target, index);
+          tables.push(tableResult);
+          log?.debug({ ...tableResult }, 'table merged');
+        }
+        await ctx.rejects.flush();
+        checkRejects(ctx, true);
+        const windowResult: LoadWindowResult = {
+          tables,
+          rowsLoaded: ctx.rowsLoaded,
+          rowsRejected: ctx.rejects.count,
+        };
+        if (options.beforeCommit) await options.beforeCommit(trx, windowResult);
+        return windowResult;
+      }),
+    );
+    log?.info(
+      { rowsLoaded: result.rowsLoaded, rowsRejected: result.rowsRejected, tables: result.tables },
+      'window loaded',
+    );
+    return result;
+  } catch (error) {
+    const loadError = toLoadError(error, { ...options.window });
+    log?.warn({ err: loadError, code: loadError.code }, 'window load rolled back');
+    throw loadError;
+  }
+}
+
+function validateOptions(options: LoadWindowOptions): void {
+  const threshold = options.rejectThreshold ?? DEFAULT_REJECT_THRESHOLD;
+  if (!(threshold >= 0 && threshold <= 1)) {
+    throw new CybsError(
+      'LOAD_INVALID_OPTIONS',
+      `rejectThreshold must be between 0 and 1, not ${threshold}.`,
+      {
+        stage: 'load',
+      },
+    );
+  }
+  if (options.maxRejects !== undefined && !(options.maxRejects >= 0)) {
+    throw new CybsError('LOAD_INVALID_OPTIONS', `maxRejects must be 0 or more, not ${options.maxRejects}.`, {
+      stage: 'load',
+    });
+  }
+  if (options.targets.length === 0) {
+    throw new CybsError('LOAD_INVALID_OPTIONS', 'A window load needs at least one target table.', {
+      stage: 'load',
+    });
+  }
+  const names = options.targets.map((t) => `${t.table.schema}.${t.table.name}`);
+  if (new Set(names).size !== names.length) {
+    throw new CybsError(
+      'LOAD_INVALID_OPTIONS',
+      `A table appears twice in one window load: ${names.join(', ')}.`,
+      {
+        stage: 'load',
+      },
+    );
+  }
+  for (const target of options.targets) validateTableDecl(target.table);
+}
+
+/**
+ * Fail the window when rejects exceed the cap (checked while streaming) or the threshold (checked
+ * once every record is counted, `final`).
+ */
+function checkRejects(ctx: WindowContext, final: boolean): void {
+  const { maxRejects } = ctx.options;
+  const threshold = ctx.options.rejectThreshold ?? DEFAULT_REJECT_THRESHOLD;
+  const rejected = ctx.rejects.count;
+  const total = ctx.rowsLoaded + rejected;
+  const overCap = maxRejects !== undefined && rejected > maxRejects;
+  const overThreshold = final && rejected > 0 && rejected / total > threshold;
+  if (!overCap && !overThreshold) return;
+  const samples = ctx.rejects.samples
+    .map((s) => `${s.table} record ${s.recordNumber}: ${s.code} ${s.message}`)
+    .join('; ');
+  const limit = overCap
+    ? `more than the cap of ${maxRejects}`
+    : `${((rejected / total) * 100).toFixed(2)}% of ${total} records, over the threshold of ${threshold * 100}%`;
+  throw new CybsError(
+    LOAD_ERROR_CODES.rejectThreshold,
+    `Window ${ctx.options.window.pipeline}/${ctx.options.window.organizationId}/${ctx.options.window.windowKey}: ` +
+      `${rejected} records rejected (${limit}${final ? '' : ', so far'}); nothing of the window was committed. ` +
+      `First rejects: ${samples}`,
+    {
+      stage: 'load',
+      context: { rejected, loaded: ctx.rowsLoaded, threshold, maxRejects, samples: ctx.rejects.samples },
+    },
+  );
+}
+
+interface StagedColumn {
+  /** Source (and table) column name. */
+  name: string;
+  sourceType: string;
+  tableType: string;
+  encoder: CellEncoder;
+}
+
+async function loadTarget(
+  ctx: WindowContext,
+  trx: Db,
+  target: LoadWindowTarget,
+  index: number,
+): Promise<TableLoadResult> {
+  const { table: decl, source } = target;
+  const tableName = `${decl.schema}.${decl.name}`;
+  try {
+    validateSource(decl, source);
+    const { columns, added } = await evolveSchema(ctx, trx, decl, source);
+    const types = new Map(columns.map((c) => [c.name, c.type]));
+    const staged: StagedColumn[] = source.columns.map((c) => {
+      const tableType = types.get(c.name)!;
+      return { name: c.name, sourceType: c.pgType, tableType, encoder: encoderFor(c.pgType, tableType) };
+    });
+    const drift = staged.filter((c) => typeFamily(c.sourceType) !== typeFamily(c.tableType));
+    if (drift.length > 0) {
+      ctx.options.logger?.warn(
+        {
+          table: tableName,
+          columns: drift.map((c) => ({ column: c.name, source: c.sourceType, table: c.tableType })),
+        },
+        'source column types differ from the table; values are checked against the table types',
+      );
+    }
+
+    const stagingName = `_cybs_stg_${index}`;
+    const staging = sql.id('pg_temp', stagingName);
+    const stagingColumns = [...staged.map((c) => c.name), '_source_row'];
+    await sql`create temp table ${sql.id(stagingName)} on commit drop as
+      select ${sql.join(stagingColumns.map((c) => sql.id(c)))} from ${sql.id(decl.schema, decl.name)}
+      with no data`.execute(trx);
+
+    const rejectedBefore = ctx.rejects.count;
+    const started = performance.now();
+    const stagedCount = await copySource(ctx, decl, source, staged, stagingName);
+    ctx.rowsLoaded += stagedCount;
+    await sql`analyze ${staging}`.execute(trx);
+    const copied = performance.now();
+    const merge = await mergeStaging(trx, decl, source, staged, staging, ctx.options);
+    const merged = performance.now();
+    const deleted = await deleteVanished(trx, decl, source, staging, ctx.options);
+    ctx.options.logger?.debug(
+      {
+        table: tableName,
+        source: source.source,
+        staged: stagedCount,
+        copyMs: Math.round(copied - started),
+        mergeMs: Math.round(merged - copied),
+        deleteMs: Math.round(performance.now() - merged),
+      },
+      'table load phases',
+    );
+    return {
+      table: tableName,
+      inserted: merge.inserted,
+      updated: merge.updated,
+      unchanged: merge.distinct - merge.inserted - merge.updated,
+      deleted,
+      rejected: ctx.rejects.count - rejectedBefore,
+      staged: stagedCount,
+      duplicates: stagedCount - merge.distinct,
+      columnsAdded: added,
+    };
+  } catch (error) {
+    if (ctx.abort !== undefined) throw sourceError(ctx.abort, tableName, source.source);
+    throw toLoadError(error, { table: tableName, source: source.source });
+  }
+}
+
+function sourceError(error: unknown, table: string, source: string): CybsError {
+  if (error instanceof CybsError) return error;
+  return new CybsError(
+    LOAD_ERROR_CODES.sourceFailed,
+    `Reading source ${source} for ${table} failed: ${errorMessage(error)}. Nothing of the window was committed.`,
+    { stage: 'load', cause: error, context: { table, source } },
+  );
+}
+
+const LINEAGE_NAMES = new Set(LINEAGE_COLUMNS.map((c) => c.name));
+
+function validateSource(decl: TableDecl, source: LoadSource): void {
+  const where = `source ${source.source} for ${decl.schema}.${decl.name}`;
+  const invalid = (message: string) =>
+    new CybsError(LOAD_ERROR_CODES.invalidSource, `${where}: ${message}`, {
+      stage: 'load',
+      context: { table: `${decl.schema}.${decl.name}`, source: source.source },
+    });
+  const seen = new Set<string>();
+  for (const column of source.columns) {
+    assertIdentifier(column.name, where);
+    assertSafePgType(column.pgType, `${where}, column ${column.name}`);
+    if (LINEAGE_NAMES.has(column.name))
+      throw invalid(`column "${column.name}" collides with a lineage column.`);
+    if (seen.has(column.name)) throw invalid(`column "${column.name}" appears twice.`);
+    seen.add(column.name);
+  }
+  for (const key of decl.naturalKey) {
+    if (!KEY_LINEAGE_COLUMNS.has(key) && !seen.has(key)) {
+      throw invalid(`natural key column "${key}" is not among the source's columns.`);
+    }
+  }
+}
+
+/**
+ * Create the table or add what it lacks: declared columns first, then source columns that map to
+ * no table column (typed as the source declares them; `text` for unknown headers). Every added
+ * column is recorded in etl.schema_changes in the load transaction.
+ */
+async function evolveSchema(
+  ctx: WindowContext,
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+): Promise<{ columns: ExistingColumn[]; added: string[] }> {
+  const ensured = await ensureTable(trx, decl);
+  let columns = ensured.columns;
+  const added: ColumnDecl[] = [...ensured.columnsAdded];
+  const have = () => new Set(columns.map((c) => c.name));
+  if (source.columns.some((c) => !have().has(c.name))) {
+    await lockTableDdl(trx, decl.schema, decl.name);
+    columns = (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
+    const present = have();
+    for (const column of source.columns) {
+      if (present.has(column.name)) continue;
+      const columnDecl: ColumnDecl = {
+        name: column.name,
+        pgType: column.pgType.trim(),
+        description:
+          column.description ??
+          `${column.unknown ? 'Unknown header' : 'Column'} first seen in ${source.source}; added by schema evolution.`,
+      };
+      await sql.raw(addColumnDdl(decl, columnDecl)).execute(trx);
+      await sql.raw(commentOnColumnDdl(decl, columnDecl)).execute(trx);
+      added.push(columnDecl);
+    }
+    columns = (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
+  }
+  if (added.length > 0) {
+    const types = new Map(columns.map((c) => [c.name, c.type]));
+    await trx
+      .insertInto('etl.schema_changes')
+      .values(
+        added.map((c) => ({
+          table_schema: decl.schema,
+          table_name: decl.name,
+          column_name: c.name,
+          column_type: types.get(c.name) ?? c.pgType,
+          change: 'add_column',
+          source: source.source,
+          pipeline: ctx.options.window.pipeline,
+          run_id: ctx.options.runId,
+        })),
+      )
+      .execute();
+    ctx.options.logger?.info(
+      { table: `${decl.schema}.${decl.name}`, columns: added.map((c) => c.name), source: source.source },
+      'columns added',
+    );
+  }
+  return { columns, added: added.map((c) => c.name) };
+}
+
+/**
+ * Stream the source's batches into the staging table. The COPY is split into segments only when
+ * rejects must be written (between segments) or, on PGlite, to keep one COPY per slice.
+ */
+async function copySource(
+  ctx: WindowContext,
+  decl: TableDecl,
+  source: LoadSource,
+  staged: StagedColumn[],
+  stagingName: string,
+): Promise<number> {
+  const tableName = `${decl.schema}.${decl.name}`;
+  const iterator = source.batches[Symbol.asyncIterator]();
+  const n = staged.length;
+  const encoders = staged.map((c) => c.encoder);
+  const keyIndexes = decl.naturalKey
+    .filter((k) => !KEY_LINEAGE_COLUMNS.has(k))
+    .map((k) => staged.findIndex((c) => c.name === k));
+  const statement = `COPY pg_temp.${quoteIdent(stagingName)} (${[...staged.map((c) => c.name), '_source_row']
+    .map(quoteIdent)
+    .join(', ')}) FROM STDIN`;
+  const segmentLimit = ctx.kind === 'pglite' ? PGLITE_SEGMENT_CHARS : Number.POSITIVE_INFINITY;
+  const rejects = ctx.rejects;
+  const cells: string[] = new Array<string>(n + 1);
+
+  let done = false;
+  let pending: LoadBatch | null = null;
+  let position = 0;
+  let total = 0;
+
+  const reject = (recordNumber: number, raw: string, code: string, message: string) =>
+    rejects.add(tableName, source.source, recordNumber, raw, code, message);
+
+  try {
+    while (!done) {
+      total += await copySegment();
+    }
+  } finally {
+    // Let the parser close its file or HTTP stream when the load stops early.
+    if (!done) await iterator.return?.().catch(() => undefined);
+  }
+  return total;
+
+  async function copySegment(): Promise<number> {
+    const lineMap = new LineMap();
+    async function* segment(): AsyncGenerator<string> {
+      let parts: string[] = [];
+      let chars = 0;
+      let segmentChars = 0;
+      fill: for (;;) {
+        if (pending === null) {
+          if (rejects.full) break;
+          let next: IteratorResult<LoadBatch>;
+          try {
+            next = await iterator.next();
+          } catch (error) {
+            ctx.abort = error;
+            throw error;
+          }
+          if (next.done) {
+            done = true;
+            break;
+          }
+          pending = next.value;
+          position = 0;
+          for (const r of pending.rejects) reject(r.recordNumber, r.raw, r.code, r.message);
+        }
+        const records = pending.records;
+        while (position < records.length) {
+          const record = records[position++]!;
+          const values = record.values;
+          let missingKey = -1;
+          for (const k of keyIndexes) {
+            if (values[k] === null || values[k] === undefined) {
+              missingKey = k;
+              break;
+            }
+          }
+          if (missingKey >= 0) {
+            reject(
+              record.recordNumber,
+              record.raw,
+              LOAD_ERROR_CODES.missingKey,
+              `Natural key column "${staged[missingKey]!.name}" of ${tableName} is empty.`,
+            );
+            continue;
+          }
+          let bad = -1;
+          for (let i = 0; i < n; i++) {
+            const cell = encoders[i]!(values[i]);
+            if (cell === undefined) {
+              bad = i;
+              break;
+            }
+            cells[i] = cell;
+          }
+          if (bad >= 0) {
+            const [code, message] = describeBadValue(staged[bad]!, values[bad], tableName);
+            reject(record.recordNumber, record.raw, code, message);
+            continue;
+          }
+          cells[n] = String(record.recordNumber);
+          const line = cells.join('\t') + '\n';
+          parts.push(line);
+          chars += line.length;
+          lineMap.add(record.recordNumber);
+          if (chars >= CHUNK_CHARS) {
+            yield parts.join('');
+            segmentChars += chars;
+            parts = [];
+            chars = 0;
+            if (segmentChars >= segmentLimit || lineMap.runs >= MAX_LINE_MAP_RUNS) break fill;
+          }
+        }
+        pending = null;
+        try {
+          checkRejects(ctx, false);
+        } catch (error) {
+          ctx.abort = error;
+          throw error;
+        }
+      }
+      if (chars > 0) yield parts.join('');
+    }
+
+    let copied: number;
+    try {
+      copied = await ctx.session.copyFrom(statement, segment());
+    } catch (error) {
+      if (ctx.abort !== undefined) throw ctx.abort;
+      throw copyError(error, tableName, source.source, lineMap);
+    }
+    if (copied !== lineMap.lines) {
+      throw new CybsError(
+        LOAD_ERROR_CODES.failed,
+        `COPY into the staging table of ${tableName} stored ${copied} rows instead of ${lineMap.lines}.`,
+        { stage: 'load', context: { table: tableName, source: source.source } },
+      );
+    }
+    await rejects.flush();
+    return copied;
+  }
+}
+
+function describeBadValue(
+  column: StagedColumn,
+  value: LoadValue | undefined,
+  table: string,
+): [string, string] {
+  if (typeof value === 'string' && escapeCopyText(value) === undefined) {
+    return [
+      LOAD_ERROR_CODES.invalidText,
+      `Column "${column.name}" of ${table}: the value holds a NUL character, which PostgreSQL text cannot store.`,
+    ];
+  }
+  const shown = typeof value === 'string' ? JSON.stringify(truncate(value)) : String(value);
+  return [
+    LOAD_ERROR_CODES.typeMismatch,
+    `Column "${column.name}" of ${table} is ${column.tableType}; the value ${shown} (declared ${column.sourceType} by the source) does not fit it.`,
+  ];
+}
+
+function truncate(text: string): string {
+  return text.length > VALUE_PREVIEW ? `${text.slice(0, VALUE_PREVIEW)}…` : text;
+}
+
+/** A COPY refused by PostgreSQL: name the table, column and record when its error says so. */
+function copyError(error: unknown, table: string, source: string, lineMap: LineMap): CybsError {
+  const e = error as { code?: unknown; where?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  if (!code || !code.startsWith('22')) return toLoadError(error, { table, source });
+  const where = typeof e?.where === 'string' ? e.where : '';
+  const match = /line (\d+)(?:, column ([^:]+))?/.exec(where);
+  const line = match ? Number(match[1]) : undefined;
+  const column = match?.[2];
+  const recordNumber = line === undefined ? undefined : lineMap.recordAt(line);
+  const at = [
+    column ? `column "${column}"` : undefined,
+    recordNumber !== undefined ? `record ${recordNumber}` : undefined,
+  ]
+    .filter(Boolean)
+    .join(', ');
+  return new CybsError(
+    LOAD_ERROR_CODES.copyRejected,
+    `PostgreSQL refused a value for ${table}${at ? ` (${at})` : ''} from ${source}: ${errorMessage(error)}. ` +
+      'The parser typed it for the column, so the catalog type or the parser is wrong; nothing of the window was committed.',
+    { stage: 'load', cause: error, context: { table, source, column, recordNumber, sqlState: code, where } },
+  );
+}
+
+interface MergeCounts {
+  distinct: number;
+  inserted: number;
+  updated: number;
+}
+
+/**
+ * One set-wise statement: the staged rows, de-duplicated on the natural key (the last record of the
+ * source wins) and ordered by it (two loads touching the same keys lock them in one order), are
+ * upserted; a conflicting row is rewritten only when its data, `_source` or `_source_row` differ,
+ * so an identical re-load writes nothing (`_run_id` and `_loaded_at` of unchanged rows stay).
+ */
+async function mergeStaging(
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+  staged: StagedColumn[],
+  staging: RawBuilder<unknown>,
+  options: LoadWindowOptions,
+): Promise<MergeCounts> {
+  const data = staged.map((c) => c.name);
+  const keyExprs = decl.naturalKey
+    .filter((k) => k !== '_organization_id' && k !== '_source')
+    .map((k) => sql.id('s', k));
+  const distinctOn = keyExprs.length > 0 ? sql.join(keyExprs) : sql`true`;
+  const insertColumns = [...data, '_organization_id', '_source', '_source_row', '_run_id', '_loaded_at'];
+  const compared = [...data, '_source', '_source_row'];
+  const updated = [...data, '_source', '_source_row', '_run_id', '_loaded_at'];
+  const target = sql.id(decl.schema, decl.name);
+  const result = await sql<{ distinct_rows: string; inserted: string; updated: string }>`
+    with src as (
+      select distinct on (${distinctOn})
+             ${sql.join([...data, '_source_row'].map((c) => sql.id('s', c)))},
+             ${options.window.organizationId}::text as "_organization_id",
+             ${source.source}::text as "_source",
+             ${options.runId}::bigint as "_run_id",
+             now() as "_loaded_at"
+        from ${staging} as s
+       order by ${distinctOn}, s."_source_row" desc
+    ), merged as (
+      insert into ${target} as t (${sql.join(insertColumns.map((c) => sql.id(c)))})
+      select ${sql.join(insertColumns.map((c) => sql.id('src', c)))} from src
+      on conflict (${sql.join(decl.naturalKey.map((c) => sql.id(c)))}) do update
+         set ${sql.join(updated.map((c) => sql`${sql.id(c)} = excluded.${sql.id(c)}`))}
+       where (${sql.join(compared.map((c) => sql.id('t', c)))})
+             is distinct from (${sql.join(compared.map((c) => sql.id('excluded', c)))})
+      returning (t.xmax = 0) as inserted
+    )
+    select (select count(*) from src)::bigint as distinct_rows,
+           count(*) filter (where inserted)::bigint as inserted,
+           count(*) filter (where not inserted)::bigint as updated
+      from merged`.execute(trx);
+  const row = result.rows[0]!;
+  return {
+    distinct: Number(row.distinct_rows),
+    inserted: Number(row.inserted),
+    updated: Number(row.updated),
+  };
+}
+
+/**
+ * Delete the rows this source owned that it no longer has. Only rows whose `_source` is this
+ * source (and organization) are candidates: rows another source wrote last are never touched.
+ */
+async function deleteVanished(
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+  staging: RawBuilder<unknown>,
+  options: LoadWindowOptions,
+): Promise<number> {
+  const matches = decl.naturalKey
+    .filter((k) => k !== '_organization_id' && k !== '_source')
+    .map((k) => sql`s.${sql.id(k)} = t.${sql.id(k)}`);
+  const sameKey = matches.length > 0 ? sql.join(matches, sql` and `) : sql`true`;
+  const result = await sql`
+    delete from ${sql.id(decl.schema, decl.name)} as t
+     where t."_organization_id" = ${options.window.organizationId}
+       and t."_source" = ${source.source}
+       and not exists (select 1 from ${staging} as s where ${sameKey})`.execute(trx);
+  return Number(result.numAffectedRows ?? 0n);
+}

@@ -1,0 +1,29 @@
+/**
+ * Child process of the crash test: loads the crash window and says on stdout when the COPY is well
+ * under way (`COPY_STARTED`), so the parent can SIGKILL it mid-load. Prints `COMMITTED` if it ever
+ * gets to the end (the parent treats that as a failed test).
+ *
+ * usage: node --import tsx test/helpers/load-crash-child.ts <postgres-url | pglite-dir> <rows>
+ */
+import { loadWindow } from '../../src/load/load-window.js';
+import { openWarehouse } from '../../src/load/warehouse.js';
+import { crashWindowOptions } from './crash-window.js';
+
+const [target, rowsArg] = process.argv.slice(2);
+if (!target || !rowsArg) throw new Error('usage: load-crash-child.ts <url | dir> <rows>');
+const rows = Number(rowsArg);
+const warehouse = await openWarehouse(
+  target.startsWith('postgres') ? { url: target, path: '' } : { path: target },
+);
+let announced = false;
+await loadWindow(
+  warehouse,
+  crashWindowOptions(rows, null, (produced) => {
+    if (!announced && produced >= rows / 2) {
+      announced = true;
+      process.stdout.write('COPY_STARTED\n');
+    }
+  }),
+);
+process.stdout.write('COMMITTED\n');
+await warehouse.close();

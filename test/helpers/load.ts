@@ -1,0 +1,105 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { migrateToLatest } from '../../src/load/migrate.js';
+import type {
+  LoadBatch,
+  LoadRecord,
+  LoadReject,
+  LoadSource,
+  LoadValue,
+  SourceColumn,
+} from '../../src/load/table-spec.js';
+import { openWarehouse } from '../../src/load/warehouse.js';
+import type { Db, Warehouse } from '../../src/load/warehouse.js';
+import { createTestDatabase } from './db.js';
+
+export interface OpenedWarehouse {
+  warehouse: Warehouse;
+  cleanup: () => Promise<void>;
+}
+
+/** Both back ends, migrated: a fresh PostgreSQL database, and PGlite in a temp dir. */
+export function warehouseBackends(prefix: string): [string, () => Promise<OpenedWarehouse>][] {
+  return [
+    [
+      'postgres',
+      async () => {
+        const database = await createTestDatabase(prefix);
+        const warehouse = await openWarehouse({ url: database.url, path: '' });
+        await migrateToLatest(warehouse.db);
+        return { warehouse, cleanup: async () => (await warehouse.close(), await database.drop()) };
+      },
+    ],
+    [
+      'pglite',
+      async () => {
+        const dir = await mkdtemp(join(tmpdir(), `cybs-${prefix}-`));
+        const warehouse = await openWarehouse({ path: join(dir, 'warehouse') });
+        await migrateToLatest(warehouse.db);
+        return {
+          warehouse,
+          cleanup: async () => (await warehouse.close(), await rm(dir, { recursive: true, force: true })),
+        };
+      },
+    ],
+  ];
+}
+
+/** A row of a generated source: its values (aligned with the columns) and optionally its record number. */
+export interface GeneratedRow {
+  values: LoadValue[];
+  recordNumber?: number;
+}
+
+export type SourceItem = GeneratedRow | { reject: LoadReject } | { throw: Error };
+
+/**
+ * A LoadSource over generated rows, delivered in batches of `batchSize` by an async generator (as a
+ * parser would). Record numbers default to the 1-based position; raw text is the values joined by commas.
+ */
+export function generatedSource(
+  name: string,
+  columns: SourceColumn[],
+  items: Iterable<SourceItem | LoadValue[]>,
+  batchSize = 100,
+): LoadSource {
+  return {
+    source: name,
+    columns,
+    batches: (async function* (): AsyncGenerator<LoadBatch> {
+      let records: LoadRecord[] = [];
+      let rejects: LoadReject[] = [];
+      let position = 0;
+      for (const item of items) {
+        position++;
+        if (Array.isArray(item)) {
+          records.push({ recordNumber: position, raw: item.map(String).join(','), values: item });
+        } else if ('reject' in item) {
+          rejects.push(item.reject);
+        } else if ('throw' in item) {
+          if (records.length > 0 || rejects.length > 0) yield { records, rejects };
+          throw item.throw;
+        } else {
+          const recordNumber = item.recordNumber ?? position;
+          records.push({ recordNumber, raw: item.values.map(String).join(','), values: item.values });
+        }
+        if (records.length + rejects.length >= batchSize) {
+          yield { records, rejects };
+          records = [];
+          rejects = [];
+          await Promise.resolve();
+        }
+      }
+      if (records.length > 0 || rejects.length > 0) yield { records, rejects };
+    })(),
+  };
+}
+
+export async function count(db: Db, table: string, where = 'true'): Promise<number> {
+  const r = await sql<{
+    n: string;
+  }>`select count(*)::bigint as n from ${sql.raw(table)} where ${sql.raw(where)}`.execute(db);
+  return Number(r.rows[0]!.n);
+}
