@@ -16,6 +16,7 @@ export const ON_DEMAND_ENDPOINTS = [
 export type OnDemandEndpoint = (typeof ON_DEMAND_ENDPOINTS)[number];
 
 export interface OnDemandField {
+  readonly kind: 'on-demand';
   /** JSON key in the item; for parent/synthetic fields see `source`. */
   readonly key: string;
   readonly column: string;
@@ -49,7 +50,7 @@ type FieldTuple = readonly [key: string, pgType: PgType, description?: string];
 
 function fields(list: readonly FieldTuple[], source: OnDemandField['source'] = 'item'): OnDemandField[] {
   return list.map(([key, pgType, description]) =>
-    Object.freeze({ key, column: snakeCase(key), pgType, description, source }),
+    Object.freeze({ kind: 'on-demand' as const, key, column: snakeCase(key), pgType, description, source }),
   );
 }
 
@@ -196,6 +197,7 @@ export const ON_DEMAND_SECTIONS: readonly OnDemandSection[] = Object.freeze([
     description: 'Net funding totals per currency: one row per (total type, currency)',
     fields: [
       Object.freeze({
+        kind: 'on-demand' as const,
         key: 'totalType',
         column: 'total_type',
         pgType: 'text' as const,
@@ -238,6 +240,7 @@ export const ON_DEMAND_SECTIONS: readonly OnDemandSection[] = Object.freeze([
     fields: [
       ...fields([['requestId', 'text', 'requestId of the conversion the note belongs to']], 'parent'),
       Object.freeze({
+        kind: 'on-demand' as const,
         key: 'noteNumber',
         column: 'note_number',
         pgType: 'integer' as const,

@@ -26,15 +26,19 @@
  */
 import { CybsError } from '../errors.js';
 import { EXPECTED_FORM, coercerFor, truncateForMessage, unknownColumnName } from '../catalog/index.js';
-import type { Coercer, PgType, ResolvedField, TypedValue } from '../catalog/index.js';
+import type { Coercer, OnDemandField, PgType, ResolvedField, TypedValue } from '../catalog/index.js';
+
+/** What a column comes from: a catalog field, an unknown header, or an on-demand section field. */
+export type ColumnField = ResolvedField | OnDemandField;
 
 export type ReportFormat = 'csv' | 'xml' | 'json';
 
 export interface ColumnSpec {
   /** Warehouse column name (unique within the source). */
   column: string;
-  /** The catalog field, or the unknown-field descriptor of a header the catalog does not know. */
-  field: ResolvedField;
+  /** The catalog field, the unknown-field descriptor of a header the catalog does not know, or the
+   *  on-demand section field. */
+  field: ColumnField;
   pgType: PgType;
   /** The name in the file: CSV header, XML path (`Batch.BatchID`), JSON key. */
   sourceName: string;
@@ -142,13 +146,13 @@ export class ColumnSet {
   private readonly byColumn = new Map<string, number>();
 
   /** Index of the column for `field`, adding it if new; `shareField` reuses a field's column. */
-  add(field: ResolvedField, sourceName: string, shareField: boolean): number {
+  add(field: ColumnField, sourceName: string, shareField: boolean): number {
     if (shareField) {
       const existing = this.byColumn.get(field.column);
       if (existing !== undefined && this.columns[existing]!.field === field) return existing;
     }
     let column = field.column;
-    let resolved: ResolvedField = field;
+    let resolved: ColumnField = field;
     if (this.byColumn.has(column)) {
       // The same field twice in one header, or an unknown header whose name equals a known column:
       // the later one becomes an unknown text column `<column>_2`, `_3`, …
