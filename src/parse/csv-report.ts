@@ -18,7 +18,7 @@
  *    and no rows is a valid, empty report.
  */
 import { Readable } from 'node:stream';
-import { parse } from 'csv-parse';
+import { CsvError, parse } from 'csv-parse';
 import type { Parser } from 'csv-parse';
 import { INVALID, coerceTimestamptz, guessReportDefinition, resolveHeader } from '../catalog/index.js';
 import type { TypedValue } from '../catalog/index.js';
@@ -114,6 +114,14 @@ export function parseCsvMetadataLine(
   return metadata;
 }
 
+const LINE_BREAK = /\r\n|\r|\n/g;
+
+function countLineBreaks(row: readonly string[]): number {
+  let n = 0;
+  for (const value of row) if (value.length > 0) n += value.match(LINE_BREAK)?.length ?? 0;
+  return n;
+}
+
 function csvQuote(value: string): string {
   return /[",\r\n]/.test(value) || value !== value.trim() ? `"${value.replace(/"/g, '""')}"` : value;
 }
@@ -124,13 +132,13 @@ export function serialiseCsvRow(fields: readonly string[]): string {
 }
 
 function wrapCsvError(error: unknown, fileName: string, lastLine: number): unknown {
-  const e = error as { code?: unknown; lines?: unknown; message?: unknown };
-  if (typeof e?.code === 'string' && e.code.startsWith('CSV_')) {
+  if (error instanceof CsvError) {
+    const e = error as CsvError & { lines?: unknown };
     const line = typeof e.lines === 'number' ? e.lines : lastLine + 1;
     const hint =
       e.code === 'CSV_QUOTE_NOT_CLOSED'
         ? 'a quoted value is never closed (truncated file or a stray quote)'
-        : e.code === 'CSV_MAX_RECORD_SIZE_EXCEEDED' || e.code === 'CSV_MAX_RECORD_SIZE'
+        : e.code === 'CSV_MAX_RECORD_SIZE'
           ? 'a record exceeds 32 Mi characters, most likely an unterminated quote'
           : String(e.message);
     return parseError(
@@ -166,7 +174,9 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
 
   let pending: string[][] = [];
   let pendingIndex = 0;
-  let lastEndLine = 0;
+  /** csv-parse's line count after the previous record, and the line the next record starts on. */
+  let lastInfoLines = 0;
+  let nextLine = 1;
   let exhausted = false;
   const close = (): void => {
     if (!exhausted) {
@@ -185,7 +195,7 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
         pending = await reader.next();
       } catch (error) {
         close();
-        throw wrapCsvError(error, fileName, lastEndLine);
+        throw wrapCsvError(error, fileName, nextLine - 1);
       }
       pendingIndex = 0;
       if (pending.length === 0) {
@@ -199,9 +209,13 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
     }
     return pending[pendingIndex++];
   };
-  const takeLine = (): number => {
-    const start = lastEndLine + 1;
-    lastEndLine = lineQueue[lineHead++] ?? lastEndLine + 1;
+  // csv-parse counts CR and LF of a CRLF inside a quoted value as two lines, so a record that seems
+  // to span several lines has its line breaks counted from its values instead.
+  const takeLine = (row: readonly string[]): number => {
+    const start = nextLine;
+    const infoLines = lineQueue[lineHead++] ?? lastInfoLines + 1;
+    nextLine += infoLines - lastInfoLines <= 1 ? 1 : 1 + countLineBreaks(row);
+    lastInfoLines = infoLines;
     return start;
   };
 
@@ -217,13 +231,13 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
       },
     );
   }
-  takeLine();
+  takeLine(first);
   let metadata = parseCsvMetadataLine(first, fileName);
   let headerLine = 1;
   if (metadata !== undefined) {
     first = await nextRecord();
     while (first !== undefined && first.length === 1 && first[0] === '') {
-      takeLine();
+      takeLine(first);
       first = await nextRecord();
     }
     if (first === undefined) {
@@ -233,7 +247,7 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
         { file: fileName, line: 2 },
       );
     }
-    headerLine = takeLine();
+    headerLine = takeLine(first);
   } else {
     metadata = emptyMetadata('csv', fileName);
   }
@@ -263,7 +277,7 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
       for (;;) {
         const row = await nextRecord();
         if (row === undefined) break;
-        const line = takeLine();
+        const line = takeLine(row);
         const n = row.length;
         if (n === 1 && row[0] === '' && width !== 1) {
           builder.totals.blankLines++;
