@@ -113,7 +113,39 @@ function validDate(y: number, mo: number, d: number): boolean {
   return d <= max;
 }
 
+function digits(s: string, from: number, count: number): number {
+  let n = 0;
+  for (let i = from; i < from + count; i++) {
+    const c = s.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+}
+
+/**
+ * Fast path for the common UTC forms `YYYY-MM-DDTHH:MM:SSZ` and `YYYY-MM-DDTHH:MM:SS.sssZ` (no Date,
+ * no regex); undefined when the value has another form.
+ */
+function fastUtcTimestamp(s: string): string | Invalid | undefined {
+  const len = s.length;
+  if ((len !== 20 && len !== 24) || s.charCodeAt(len - 1) !== 90 /* Z */) return undefined;
+  if (s[4] !== '-' || s[7] !== '-' || s[10] !== 'T' || s[13] !== ':' || s[16] !== ':') return undefined;
+  if (len === 24 && (s[19] !== '.' || digits(s, 20, 3) < 0)) return undefined;
+  const y = digits(s, 0, 4);
+  const mo = digits(s, 5, 2);
+  const d = digits(s, 8, 2);
+  const h = digits(s, 11, 2);
+  const mi = digits(s, 14, 2);
+  const sec = digits(s, 17, 2);
+  if (y < 0 || mo < 0 || d < 0 || h < 0 || mi < 0 || sec < 0) return undefined;
+  if (!validDate(y, mo, d) || h > 23 || mi > 59 || sec > 59) return INVALID;
+  return len === 24 ? s : `${s.slice(0, 19)}.000Z`;
+}
+
 export function coerceTimestamptz(value: string): string | null | Invalid {
+  const fast = fastUtcTimestamp(value);
+  if (fast !== undefined) return fast;
   const s = value.trim();
   if (s === '') return null;
   const m = TIMESTAMP.exec(s);

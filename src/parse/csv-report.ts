@@ -118,7 +118,10 @@ const LINE_BREAK = /\r\n|\r|\n/g;
 
 function countLineBreaks(row: readonly string[]): number {
   let n = 0;
-  for (const value of row) if (value.length > 0) n += value.match(LINE_BREAK)?.length ?? 0;
+  for (let i = 0; i < row.length; i++) {
+    const value = row[i]!;
+    if (value.indexOf('\n') >= 0 || value.indexOf('\r') >= 0) n += value.match(LINE_BREAK)?.length ?? 0;
+  }
   return n;
 }
 
@@ -156,16 +159,10 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
   const fileName = options.fileName;
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   const maxChars = options.maxBatchChars ?? DEFAULT_MAX_BATCH_CHARS;
-  const lineQueue: number[] = [];
-  let lineHead = 0;
   const parser: Parser = parse({
     bom: true,
     relax_column_count: true,
     max_record_size: MAX_RECORD_SIZE,
-    on_record: (record: string[], context: { lines: number }) => {
-      lineQueue.push(context.lines);
-      return record;
-    },
   });
   const source = toReadable(input);
   source.on('error', (error) => parser.destroy(error));
@@ -174,8 +171,7 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
 
   let pending: string[][] = [];
   let pendingIndex = 0;
-  /** csv-parse's line count after the previous record, and the line the next record starts on. */
-  let lastInfoLines = 0;
+  /** The line the next record starts on. */
   let nextLine = 1;
   let exhausted = false;
   const close = (): void => {
@@ -202,20 +198,15 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
         exhausted = true;
         return undefined;
       }
-      if (lineHead > 65_536) {
-        lineQueue.splice(0, lineHead);
-        lineHead = 0;
-      }
     }
     return pending[pendingIndex++];
   };
-  // csv-parse counts CR and LF of a CRLF inside a quoted value as two lines, so a record that seems
-  // to span several lines has its line breaks counted from its values instead.
+  // Line numbers are counted here, not taken from csv-parse's record info (which costs an object per
+  // record and counts the CR and LF of a quoted CRLF as two lines): a record takes one line plus the
+  // line breaks inside its quoted values.
   const takeLine = (row: readonly string[]): number => {
     const start = nextLine;
-    const infoLines = lineQueue[lineHead++] ?? lastInfoLines + 1;
-    nextLine += infoLines - lastInfoLines <= 1 ? 1 : 1 + countLineBreaks(row);
-    lastInfoLines = infoLines;
+    nextLine += 1 + countLineBreaks(row);
     return start;
   };
 

@@ -116,8 +116,8 @@ export interface OpenReportOptions {
   maxBatchChars?: number;
 }
 
-export const DEFAULT_BATCH_SIZE = 5_000;
-export const DEFAULT_MAX_BATCH_CHARS = 16 * 1024 * 1024;
+export const DEFAULT_BATCH_SIZE = 1_000;
+export const DEFAULT_MAX_BATCH_CHARS = 4 * 1024 * 1024;
 
 export type ReportInput = AsyncIterable<Uint8Array | string> | NodeJS.ReadableStream;
 

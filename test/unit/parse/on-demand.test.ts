@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseOnDemandResponse } from '../../../src/parse/on-demand.js';
-import { CybsError } from '../../../src/errors.js';
+import type { CybsError } from '../../../src/errors.js';
 import { collect, rowsOf } from './helpers.js';
 
 describe('on-demand JSON', () => {

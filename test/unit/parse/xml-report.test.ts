@@ -193,6 +193,7 @@ describe('XML reports: round trip (property)', () => {
   // XML text cannot hold most C0 controls; everything else (unicode, quotes, markup) must survive.
   const value = fc
     .string({ unit: 'grapheme', minLength: 1, maxLength: 10 })
+    // eslint-disable-next-line no-control-regex
     .map((s) => s.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, ''))
     .filter((s) => s !== '');
 
