@@ -7,8 +7,9 @@
  *  - `RecordSource.columns`: the columns, in value order; append-only (XML discovers columns as it
  *    reads, CSV knows them from the header); `unknownColumns` are the ones the catalog does not know
  *    (text; the loader adds them to the table);
- *  - `RecordSource.batches`: bounded batches (≤ `batchSize` records+rejects, default 5,000, and
- *    ≤ `maxBatchChars` characters of values, default 16 Mi). Every record of a batch has exactly
+ *  - `RecordSource.batches`: bounded batches (≤ `batchSize` records+rejects, default 1,000, and
+ *    ≤ `maxBatchChars` characters of values, default 4 Mi; small batches die young in the GC, which
+ *    keeps peak RSS low — the loader may stream several batches into one COPY). Every record of a batch has exactly
  *    `batch.columnCount` values, aligned with `columns`; `batch.newColumns` lists the columns added
  *    since the source was opened or since the previous batch.
  *

@@ -1,6 +1,7 @@
 /**
  * XML report files (facts §5.2), read record by record with bounded memory: `XmlRecordScanner` finds
- * each record element in the byte stream and fast-xml-parser parses that record alone, with tag and
+ * each record element in the byte stream and fast-xml-parser parses the records (in groups of ≤ 50
+ * records / 64 Ki characters, to amortise its per-call set-up; never the document), with tag and
  * attribute value parsing off (22-digit ids stay text) and no DOCTYPE ever reaching it (so no
  * entity expansion; the five XML entities and character references are decoded — and, leniently,
  * HTML named entities).
