@@ -1,0 +1,311 @@
+/**
+ * The on-demand JSON endpoints' sections as data (facts §2.9–§2.13): for each section the JSON key
+ * of its array, the warehouse table and each item key's column, type and description.
+ * Column names are `snakeCase(jsonKey)`.
+ */
+import { snakeCase } from './naming.js';
+import type { PgType } from './types.js';
+
+export const ON_DEMAND_ENDPOINTS = [
+  'purchase-refund-details',
+  'net-fundings',
+  'conversion-details',
+  'notification-of-changes',
+  'payment-batch-summaries',
+] as const;
+export type OnDemandEndpoint = (typeof ON_DEMAND_ENDPOINTS)[number];
+
+export interface OnDemandField {
+  readonly kind: 'on-demand';
+  /** JSON key in the item; for parent/synthetic fields see `source`. */
+  readonly key: string;
+  readonly column: string;
+  readonly pgType: PgType;
+  readonly description: string | undefined;
+  /** `item` = the item's own key; `parent` = the key of the enclosing item; `index` = 1-based position. */
+  readonly source: 'item' | 'parent' | 'index';
+}
+
+/**
+ * `items`: the body key holds an array of objects, one row each.
+ * `nested`: each item of `parentKey`'s array holds an array under `key`, one row per nested item.
+ * `totals`: several body keys (`totalKeys`) each hold an array of {currency, value}; one row per entry
+ *  with `total_type` = the body key.
+ */
+export interface OnDemandSection {
+  readonly endpoint: OnDemandEndpoint;
+  /** Section name (the JSON key, or a synthetic name for totals/nested). */
+  readonly name: string;
+  readonly kind: 'items' | 'nested' | 'totals';
+  /** Body key of the array (items), the nested array key inside each parent item (nested). */
+  readonly key: string;
+  readonly parentKey?: string;
+  readonly totalKeys?: readonly string[];
+  readonly table: string;
+  readonly description: string;
+  readonly fields: readonly OnDemandField[];
+}
+
+type FieldTuple = readonly [key: string, pgType: PgType, description?: string];
+
+function fields(list: readonly FieldTuple[], source: OnDemandField['source'] = 'item'): OnDemandField[] {
+  return list.map(([key, pgType, description]) =>
+    Object.freeze({ kind: 'on-demand' as const, key, column: snakeCase(key), pgType, description, source }),
+  );
+}
+
+const REQUEST_ID: FieldTuple = ['requestId', 'text', 'Request id (22–26 digits), joins the sections'];
+
+export const ON_DEMAND_SECTIONS: readonly OnDemandSection[] = Object.freeze([
+  {
+    endpoint: 'purchase-refund-details',
+    name: 'requestDetails',
+    kind: 'items',
+    key: 'requestDetails',
+    table: 'purchase_refund_request_details',
+    description: 'Purchase and refund request details',
+    fields: fields([
+      REQUEST_ID,
+      ['cybersourceMerchantId', 'text'],
+      ['processorMerchantId', 'text'],
+      ['groupName', 'text'],
+      ['transactionReferenceNumber', 'text'],
+      ['merchantReferenceNumber', 'text'],
+    ]),
+  },
+  {
+    endpoint: 'purchase-refund-details',
+    name: 'settlements',
+    kind: 'items',
+    key: 'settlements',
+    table: 'purchase_refund_settlements',
+    description: 'Settlements of the purchase and refund requests',
+    fields: fields([
+      REQUEST_ID,
+      ['transactionType', 'text', 'e.g. Purchases'],
+      ['submissionTime', 'timestamptz'],
+      ['amount', 'numeric'],
+      ['currencyCode', 'text'],
+      ['paymentMethod', 'text'],
+      ['walletType', 'text'],
+      ['paymentType', 'text'],
+      ['accountSuffix', 'text'],
+      ['cybersourceBatchTime', 'timestamptz'],
+      ['cybersourceBatchId', 'text'],
+      ['cardType', 'text'],
+      ['debitNetwork', 'text'],
+    ]),
+  },
+  {
+    endpoint: 'purchase-refund-details',
+    name: 'authorizations',
+    kind: 'items',
+    key: 'authorizations',
+    table: 'purchase_refund_authorizations',
+    description: 'Authorizations of the purchase and refund requests',
+    fields: fields([
+      REQUEST_ID,
+      ['transactionReferenceNumber', 'text'],
+      ['time', 'timestamptz'],
+      ['authorizationRequestId', 'text'],
+      ['amount', 'numeric'],
+      ['currencyCode', 'text'],
+      ['code', 'text', 'authorization code'],
+      ['rcode', 'text'],
+    ]),
+  },
+  {
+    endpoint: 'purchase-refund-details',
+    name: 'feeAndFundingDetails',
+    kind: 'items',
+    key: 'feeAndFundingDetails',
+    table: 'purchase_refund_fee_and_funding_details',
+    description: 'Fee and funding details (some processors only)',
+    fields: fields([
+      REQUEST_ID,
+      ['interchangePerItemFee', 'numeric'],
+      ['interchangeDescription', 'text'],
+      ['interchangePercentage', 'numeric'],
+      ['interchangePercentageAmount', 'numeric'],
+      ['discountPercentage', 'numeric'],
+      ['discountAmount', 'numeric'],
+      ['discountPerItemFee', 'numeric'],
+      ['totalFee', 'numeric'],
+      ['feeCurrency', 'text'],
+      ['duesAssessments', 'numeric'],
+      ['fundingAmount', 'numeric'],
+      ['fundingCurrency', 'text'],
+    ]),
+  },
+  {
+    endpoint: 'purchase-refund-details',
+    name: 'others',
+    kind: 'items',
+    key: 'others',
+    table: 'purchase_refund_others',
+    description: 'Merchant-defined data and names of the requests',
+    fields: fields([
+      REQUEST_ID,
+      ['merchantData1', 'text'],
+      ['merchantData2', 'text'],
+      ['merchantData3', 'text'],
+      ['merchantData4', 'text'],
+      ['firstName', 'text'],
+      ['lastName', 'text'],
+    ]),
+  },
+  {
+    endpoint: 'purchase-refund-details',
+    name: 'settlementStatuses',
+    kind: 'items',
+    key: 'settlementStatuses',
+    table: 'purchase_refund_settlement_statuses',
+    description: 'Settlement statuses of the requests',
+    fields: fields([
+      REQUEST_ID,
+      ['status', 'text'],
+      ['settlementTime', 'timestamptz'],
+      ['reasonCode', 'text'],
+      ['errorText', 'text'],
+    ]),
+  },
+  {
+    endpoint: 'net-fundings',
+    name: 'netFundingSummaries',
+    kind: 'items',
+    key: 'netFundingSummaries',
+    table: 'net_funding_summaries',
+    description: 'Net funding per type, payment subtype and currency',
+    fields: fields([
+      ['type', 'text', 'PURCHASES, REFUNDS, FEES or CHARGEBACKS'],
+      ['paymentSubType', 'text'],
+      ['conveyedCount', 'integer'],
+      ['conveyedAmount', 'numeric'],
+      ['settledCount', 'integer'],
+      ['fundedCount', 'integer'],
+      ['fundedAmount', 'numeric'],
+      ['currencyCode', 'text'],
+    ]),
+  },
+  {
+    endpoint: 'net-fundings',
+    name: 'totals',
+    kind: 'totals',
+    key: 'totals',
+    totalKeys: ['totalPurchases', 'totalRefunds', 'totalFees', 'totalChargebacks', 'netTotal'],
+    table: 'net_funding_totals',
+    description: 'Net funding totals per currency: one row per (total type, currency)',
+    fields: [
+      Object.freeze({
+        kind: 'on-demand' as const,
+        key: 'totalType',
+        column: 'total_type',
+        pgType: 'text' as const,
+        description: 'totalPurchases, totalRefunds, totalFees, totalChargebacks or netTotal',
+        source: 'parent' as const,
+      }),
+      ...fields([
+        ['currency', 'text'],
+        ['value', 'numeric'],
+      ]),
+    ],
+  },
+  {
+    endpoint: 'conversion-details',
+    name: 'conversionDetails',
+    kind: 'items',
+    key: 'conversionDetails',
+    table: 'conversion_details',
+    description: 'Decision Manager conversions (review outcomes)',
+    fields: fields([
+      ['merchantReferenceNumber', 'text'],
+      ['conversionTime', 'timestamptz'],
+      REQUEST_ID,
+      ['originalDecision', 'text', "order profile's evaluation result"],
+      ['newDecision', 'text', "reviewer's evaluation result"],
+      ['reviewer', 'text'],
+      ['reviewerComments', 'text'],
+      ['queue', 'text'],
+      ['profile', 'text'],
+    ]),
+  },
+  {
+    endpoint: 'conversion-details',
+    name: 'conversionDetailNotes',
+    kind: 'nested',
+    key: 'notes',
+    parentKey: 'conversionDetails',
+    table: 'conversion_detail_notes',
+    description: 'Notes of each conversion, joined to it by request_id',
+    fields: [
+      ...fields([['requestId', 'text', 'requestId of the conversion the note belongs to']], 'parent'),
+      Object.freeze({
+        kind: 'on-demand' as const,
+        key: 'noteNumber',
+        column: 'note_number',
+        pgType: 'integer' as const,
+        description: '1-based position of the note in its conversion',
+        source: 'index' as const,
+      }),
+      ...fields([
+        ['time', 'timestamptz'],
+        ['addedBy', 'text'],
+        ['comments', 'text'],
+      ]),
+    ],
+  },
+  {
+    endpoint: 'notification-of-changes',
+    name: 'notificationOfChanges',
+    kind: 'items',
+    key: 'notificationOfChanges',
+    table: 'notification_of_changes',
+    description: 'eCheck account values updated by a settlement response',
+    fields: fields([
+      ['merchantReferenceNumber', 'text'],
+      ['transactionReferenceNumber', 'text'],
+      ['time', 'timestamptz'],
+      ['code', 'text'],
+      ['accountType', 'text'],
+      ['routingNumber', 'text'],
+      ['accountNumber', 'text'],
+      ['consumerName', 'text'],
+    ]),
+  },
+  {
+    endpoint: 'payment-batch-summaries',
+    name: 'paymentBatchSummaries',
+    kind: 'items',
+    key: 'paymentBatchSummaries',
+    table: 'payment_batch_summaries',
+    description: 'Total sales and refunds by currency and payment method',
+    fields: fields([
+      ['currencyCode', 'text'],
+      ['paymentSubTypeDescription', 'text'],
+      ['startTime', 'timestamptz'],
+      ['endTime', 'timestamptz'],
+      ['salesCount', 'integer'],
+      ['salesAmount', 'numeric'],
+      ['creditCount', 'integer'],
+      ['creditAmount', 'numeric'],
+      ['accountName', 'text'],
+      ['accountId', 'text'],
+      ['merchantId', 'text'],
+      ['merchantName', 'text'],
+    ]),
+  },
+] satisfies OnDemandSection[]);
+
+/** The sections of one endpoint, in response order. */
+export function sectionsOf(endpoint: OnDemandEndpoint): OnDemandSection[] {
+  return ON_DEMAND_SECTIONS.filter((s) => s.endpoint === endpoint);
+}
+
+/** Top-level scalar keys of each endpoint's body that describe the response (not rows). */
+export const ON_DEMAND_METADATA_KEYS: Readonly<Record<OnDemandEndpoint, readonly string[]>> = {
+  'purchase-refund-details': ['offset', 'limit', 'pageResults'],
+  'net-fundings': ['startTime', 'endTime'],
+  'conversion-details': ['organizationId', 'startTime', 'endTime'],
+  'notification-of-changes': [],
+  'payment-batch-summaries': ['startTime', 'endTime'],
+};

@@ -1,0 +1,325 @@
+/**
+ * CSV report files (facts §5.1), streamed through csv-parse in array mode.
+ *
+ * Layout: an optional metadata line, then the header line, then data rows.
+ *  - Metadata line: recognised by its `<start> to <end>` field. REST-era:
+ *    `organization,reportName,reportType,version,<start> to <end>,,,…`; legacy:
+ *    `Report Title,version,<start> to <end>,,,…`. Trailing padding fields are ignored. A first line
+ *    without such a field is taken as the header (no metadata).
+ *  - Header: each name resolved with `resolveHeader` (either convention, ids, aliases); unknown
+ *    headers become text columns listed in `unknownColumns`.
+ *  - RFC 4180 quoting (commas, quotes, CR/LF inside quoted values), CRLF or LF, a UTF-8 BOM.
+ *  - A blank line is skipped (counted as `blankLines`), so a trailing empty line is harmless.
+ *  - A row with fewer values than the header, or more values that are not all empty, is a reject
+ *    `PARSE_CSV_COLUMN_COUNT` with its line; extra empty trailing values (padding) are accepted.
+ *  - An unterminated quote or another quoting error → thrown `PARSE_CSV_INVALID` with file and line;
+ *    a record larger than 32 Mi characters (in practice: a runaway quote) too.
+ *  - An empty file, or a metadata line without a header → thrown `PARSE_EMPTY`. Metadata + header
+ *    and no rows is a valid, empty report.
+ */
+import { Readable } from 'node:stream';
+import { CsvError, parse } from 'csv-parse';
+import type { Parser } from 'csv-parse';
+import { INVALID, coerceTimestamptz, guessReportDefinition, resolveHeader } from '../catalog/index.js';
+import type { TypedValue } from '../catalog/index.js';
+import {
+  BatchBuilder,
+  ColumnSet,
+  DEFAULT_BATCH_SIZE,
+  DEFAULT_MAX_BATCH_CHARS,
+  emptyMetadata,
+  invalidValueReject,
+  parseError,
+  summaryOf,
+} from './records.js';
+import type { OpenReportOptions, RecordBatch, RecordSource, ReportInput, ReportMetadata } from './records.js';
+
+const MAX_RECORD_SIZE = 32 * 1024 * 1024;
+const RANGE = /^\s*(\d{4}-\d{2}-\d{2}\S*)\s+to\s+(\d{4}-\d{2}-\d{2}\S*)\s*$/;
+
+export function toReadable(input: ReportInput): Readable {
+  if (input instanceof Readable) return input;
+  return Readable.from(input as AsyncIterable<Uint8Array | string>, { objectMode: false });
+}
+
+/** Reads a stream of objects in bursts (all that is buffered), not one promise per object. */
+export class ObjectReader<T> {
+  private ended = false;
+  private error: unknown = undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly stream: Readable) {
+    const notify = (): void => {
+      const w = this.wake;
+      this.wake = undefined;
+      w?.();
+    };
+    stream.on('readable', notify);
+    stream.on('end', () => {
+      this.ended = true;
+      notify();
+    });
+    stream.on('error', (error) => {
+      this.error ??= error;
+      notify();
+    });
+  }
+
+  /** The next burst of objects; an empty array at the end. */
+  async next(): Promise<T[]> {
+    for (;;) {
+      if (this.error !== undefined) throw this.error;
+      const items: T[] = [];
+      let item: T | null;
+      while ((item = this.stream.read() as T | null) !== null) items.push(item);
+      if (items.length > 0) return items;
+      if (this.error !== undefined) throw this.error;
+      if (this.ended) return [];
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+    }
+  }
+}
+
+/** Metadata from the first CSV record, or undefined if it is not a metadata line. */
+export function parseCsvMetadataLine(
+  fields: readonly string[],
+  fileName: string,
+): ReportMetadata | undefined {
+  const rangeIndex = fields.findIndex((f, i) => i < 6 && RANGE.test(f));
+  if (rangeIndex < 0) return undefined;
+  const metadata = emptyMetadata('csv', fileName);
+  const range = RANGE.exec(fields[rangeIndex]!)!;
+  metadata.rawStart = range[1];
+  metadata.rawEnd = range[2];
+  const start = coerceTimestamptz(range[1]!);
+  const end = coerceTimestamptz(range[2]!);
+  metadata.startTime = typeof start === 'string' ? start : undefined;
+  metadata.endTime = typeof end === 'string' ? end : undefined;
+  if (rangeIndex >= 4) {
+    metadata.organizationId = fields[rangeIndex - 4] || undefined;
+    metadata.reportName = fields[rangeIndex - 3] || undefined;
+    metadata.reportType = fields[rangeIndex - 2] || undefined;
+    metadata.version = fields[rangeIndex - 1] || undefined;
+  } else if (rangeIndex === 2) {
+    metadata.reportName = fields[0] || undefined;
+    metadata.version = fields[1] || undefined;
+  } else if (rangeIndex === 1) {
+    metadata.reportName = fields[0] || undefined;
+  }
+  fields.forEach((value, i) => {
+    if (value !== '') metadata.attributes[`field${i}`] = value;
+  });
+  return metadata;
+}
+
+const LINE_BREAK = /\r\n|\r|\n/g;
+
+function countLineBreaks(row: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < row.length; i++) {
+    const value = row[i]!;
+    if (value.indexOf('\n') >= 0 || value.indexOf('\r') >= 0) n += value.match(LINE_BREAK)?.length ?? 0;
+  }
+  return n;
+}
+
+function csvQuote(value: string): string {
+  return /[",\r\n]/.test(value) || value !== value.trim() ? `"${value.replace(/"/g, '""')}"` : value;
+}
+
+/** A row as CSV text again (for reject logs). */
+export function serialiseCsvRow(fields: readonly string[]): string {
+  return fields.map(csvQuote).join(',');
+}
+
+function wrapCsvError(error: unknown, fileName: string, lastLine: number): unknown {
+  if (error instanceof CsvError) {
+    const e = error as CsvError & { lines?: unknown };
+    const line = typeof e.lines === 'number' ? e.lines : lastLine + 1;
+    const hint =
+      e.code === 'CSV_QUOTE_NOT_CLOSED'
+        ? 'a quoted value is never closed (truncated file or a stray quote)'
+        : e.code === 'CSV_MAX_RECORD_SIZE'
+          ? 'a record exceeds 32 Mi characters, most likely an unterminated quote'
+          : String(e.message);
+    return parseError(
+      'PARSE_CSV_INVALID',
+      `${fileName}: invalid CSV near line ${line}: ${hint}. The file cannot be read; download it again or check its quoting.`,
+      { file: fileName, line, csvCode: e.code },
+      error,
+    );
+  }
+  return error;
+}
+
+/** Open a CSV report: reads the metadata and header lines, then streams typed batches. */
+export async function openCsvReport(input: ReportInput, options: OpenReportOptions): Promise<RecordSource> {
+  const fileName = options.fileName;
+  const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const maxChars = options.maxBatchChars ?? DEFAULT_MAX_BATCH_CHARS;
+  const parser: Parser = parse({
+    bom: true,
+    relax_column_count: true,
+    max_record_size: MAX_RECORD_SIZE,
+  });
+  const source = toReadable(input);
+  source.on('error', (error) => parser.destroy(error));
+  source.pipe(parser);
+  const reader = new ObjectReader<string[]>(parser);
+
+  let pending: string[][] = [];
+  let pendingIndex = 0;
+  /** The line the next record starts on. */
+  let nextLine = 1;
+  let exhausted = false;
+  const close = (): void => {
+    if (!exhausted) {
+      exhausted = true;
+      source.unpipe(parser);
+      parser.destroy();
+      if (!source.destroyed) source.destroy();
+    }
+  };
+
+  /** The next record and the line it starts on; undefined at the end. */
+  const nextRecord = async (): Promise<string[] | undefined> => {
+    if (pendingIndex >= pending.length) {
+      if (exhausted) return undefined;
+      try {
+        pending = await reader.next();
+      } catch (error) {
+        close();
+        throw wrapCsvError(error, fileName, nextLine - 1);
+      }
+      pendingIndex = 0;
+      if (pending.length === 0) {
+        exhausted = true;
+        return undefined;
+      }
+    }
+    return pending[pendingIndex++];
+  };
+  // Line numbers are counted here, not taken from csv-parse's record info (which costs an object per
+  // record and counts the CR and LF of a quoted CRLF as two lines): a record takes one line plus the
+  // line breaks inside its quoted values.
+  const takeLine = (row: readonly string[]): number => {
+    const start = nextLine;
+    nextLine += 1 + countLineBreaks(row);
+    return start;
+  };
+
+  // Metadata line and header.
+  let first = await nextRecord();
+  if (first === undefined) {
+    throw parseError(
+      'PARSE_EMPTY',
+      `${fileName}: the file is empty; expected a metadata line and a header.`,
+      {
+        file: fileName,
+        line: 1,
+      },
+    );
+  }
+  takeLine(first);
+  let metadata = parseCsvMetadataLine(first, fileName);
+  let headerLine = 1;
+  if (metadata !== undefined) {
+    first = await nextRecord();
+    while (first !== undefined && first.length === 1 && first[0] === '') {
+      takeLine(first);
+      first = await nextRecord();
+    }
+    if (first === undefined) {
+      throw parseError(
+        'PARSE_EMPTY',
+        `${fileName}: the file has only its metadata line; expected a header line after it.`,
+        { file: fileName, line: 2 },
+      );
+    }
+    headerLine = takeLine(first);
+  } else {
+    metadata = emptyMetadata('csv', fileName);
+  }
+  const header = first;
+  if (header.every((h) => h.trim() === '')) {
+    close();
+    throw parseError('PARSE_CSV_INVALID', `${fileName}: the header line ${headerLine} is empty.`, {
+      file: fileName,
+      line: headerLine,
+    });
+  }
+  const definition =
+    options.report ?? guessReportDefinition(metadata.reportType, metadata.reportName)?.name ?? undefined;
+  metadata.reportDefinition = definition;
+  const resolveOptions = definition === undefined ? {} : { report: definition };
+  const set = new ColumnSet();
+  for (const name of header)
+    set.add(resolveHeader(name, resolveOptions), name.replace(/^\uFEFF/, '').trim(), false);
+  const width = header.length;
+  const coercers = set.coercers;
+  const columns = set.columns;
+  const builder = new BatchBuilder(set, batchSize, maxChars);
+  const originals: string[] = new Array<string>(width).fill('');
+
+  async function* batches(): AsyncGenerator<RecordBatch> {
+    try {
+      for (;;) {
+        const row = await nextRecord();
+        if (row === undefined) break;
+        const line = takeLine(row);
+        const n = row.length;
+        if (n === 1 && row[0] === '' && width !== 1) {
+          builder.totals.blankLines++;
+          continue;
+        }
+        if (n !== width && !(n > width && row.slice(width).every((v) => v === ''))) {
+          builder.rejects.push({
+            recordNumber: line,
+            raw: serialiseCsvRow(row),
+            code: 'PARSE_CSV_COLUMN_COUNT',
+            message: `${fileName} line ${line}: ${n} values where the header has ${width}; row kept as a reject.`,
+          });
+        } else {
+          if (n > width) row.length = width;
+          const values = row as TypedValue[];
+          let bad = -1;
+          let chars = 0;
+          for (let i = 0; i < width; i++) {
+            const text = row[i] as string;
+            chars += text.length;
+            originals[i] = text;
+            const typed = coercers[i]!(text);
+            if (typed === INVALID) {
+              bad = i;
+              break;
+            }
+            values[i] = typed;
+          }
+          if (bad >= 0) {
+            for (let i = 0; i <= bad; i++) row[i] = originals[i]!;
+            builder.rejects.push(
+              invalidValueReject(fileName, 'line', line, serialiseCsvRow(row), columns[bad]!, row[bad]!),
+            );
+          } else {
+            builder.records.push({ recordNumber: line, values });
+            builder.chars += chars;
+          }
+        }
+        if (builder.full) yield builder.take();
+      }
+      if (builder.size > 0) yield builder.take();
+    } finally {
+      close();
+    }
+  }
+
+  return {
+    metadata,
+    columns,
+    unknownColumns: set.unknownColumns,
+    batches: batches(),
+    summary: () => summaryOf(builder),
+  };
+}

@@ -1,0 +1,288 @@
+/**
+ * A small incremental XML scanner that finds record elements (e.g. `<Request …>…</Request>`) in a
+ * stream of text chunks without holding the document: only the record being read (plus the chunk
+ * it arrived in) is buffered. It tokenises just enough XML to do that safely — start tags with
+ * quoted attribute values (which may contain `>`), self-closing tags, end tags, comments, CDATA
+ * sections, processing instructions and the DOCTYPE (internal subset included), across chunk
+ * boundaries — and checks that tags nest properly. Each record's text is then parsed on its own.
+ *
+ * The DOCTYPE is skipped, never interpreted: entity declarations are not expanded (billion-laughs
+ * safe); a DOCTYPE or an `<!ENTITY` inside a record is malformed.
+ */
+
+export interface ScannedRecord {
+  /** 1-based position of the record element in the document. */
+  recordNumber: number;
+  /** The record element's text, from `<Request` to its end tag. */
+  text: string;
+  /** Attributes of the enclosing elements below the root, as [`Element.Attribute`, value]. */
+  inherited: readonly (readonly [string, string])[];
+}
+
+export class XmlScanError extends Error {
+  constructor(
+    message: string,
+    readonly recordNumber: number,
+    readonly offset: number,
+  ) {
+    super(message);
+  }
+}
+
+interface OpenElement {
+  name: string;
+  inherited: readonly (readonly [string, string])[];
+}
+
+const NAME_END = /[\s/>]/;
+const ATTRIBUTE = /([^\s=/>]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
+
+export function localName(name: string): string {
+  const colon = name.indexOf(':');
+  return colon < 0 ? name : name.slice(colon + 1);
+}
+
+const ENTITY = /&(?:#(\d+)|#x([0-9a-fA-F]+)|(amp|lt|gt|quot|apos));/g;
+const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+
+/** Decode the five XML entities and character references (nothing else is ever expanded). */
+export function decodeXmlText(text: string): string {
+  if (!text.includes('&')) return text;
+  return text.replace(
+    ENTITY,
+    (whole, dec: string | undefined, hex: string | undefined, named: string | undefined) => {
+      if (named !== undefined) return NAMED[named]!;
+      const code = dec !== undefined ? Number(dec) : parseInt(hex!, 16);
+      return code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+    },
+  );
+}
+
+export function parseAttributes(tag: string): [string, string][] {
+  const out: [string, string][] = [];
+  ATTRIBUTE.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  while ((m = ATTRIBUTE.exec(tag)) !== null) out.push([m[1]!, decodeXmlText(m[2] ?? m[3] ?? '')]);
+  return out;
+}
+
+export class XmlRecordScanner {
+  private buf = '';
+  private pos = 0;
+  /** Characters dropped from the front of `buf` so far (for offsets in errors). */
+  private dropped = 0;
+  private readonly stack: OpenElement[] = [];
+  private recordStart = -1;
+  private recordDepth = 0;
+  private recordInherited: readonly (readonly [string, string])[] = [];
+  private ended = false;
+  private rootClosed = false;
+  recordCount = 0;
+  rootName: string | undefined;
+  rootAttributes: [string, string][] = [];
+
+  constructor(private readonly recordElement: string) {}
+
+  push(chunk: string): void {
+    this.buf += chunk;
+  }
+
+  end(): void {
+    this.ended = true;
+  }
+
+  get sawRoot(): boolean {
+    return this.rootName !== undefined;
+  }
+
+  private fail(message: string, at: number): never {
+    const inRecord = this.recordStart >= 0;
+    const n = inRecord ? this.recordCount : this.recordCount + 1;
+    throw new XmlScanError(
+      `${message} (${inRecord ? 'in' : 'after'} record ${inRecord ? n : this.recordCount}, character ${this.dropped + at})`,
+      n,
+      this.dropped + at,
+    );
+  }
+
+  /** Compact the buffer, keeping what an incomplete token or the current record still needs. */
+  private needMore(at: number): undefined {
+    if (this.ended) {
+      if (this.recordStart >= 0)
+        this.fail(`Unexpected end of document inside <${this.recordElement}>`, this.buf.length);
+      if (at < this.buf.length && this.buf.slice(at).trim() !== '')
+        this.fail('Unexpected end of document inside a tag', at);
+      if (this.stack.length > 0)
+        this.fail(
+          `Unexpected end of document: <${this.stack[this.stack.length - 1]!.name}> is not closed`,
+          at,
+        );
+      return undefined;
+    }
+    const keep = this.recordStart >= 0 ? this.recordStart : at;
+    if (keep > 0) {
+      this.buf = this.buf.slice(keep);
+      this.dropped += keep;
+      if (this.recordStart >= 0) this.recordStart = 0;
+      this.pos = at - keep;
+    } else {
+      this.pos = at;
+    }
+    return undefined;
+  }
+
+  private checkText(from: number, to: number): void {
+    // Text outside the root element must be whitespace.
+    if (this.stack.length === 0 && this.recordStart < 0) {
+      for (let i = from; i < to; i++) {
+        const c = this.buf.charCodeAt(i);
+        if (c !== 32 && c !== 10 && c !== 13 && c !== 9 && c !== 0xfeff)
+          this.fail('Text outside the root element', i);
+      }
+    }
+  }
+
+  /** End of a start tag beginning at `lt` (quotes respected), or -1. */
+  private tagEnd(lt: number): number {
+    const buf = this.buf;
+    let quote = 0;
+    for (let i = lt + 1; i < buf.length; i++) {
+      const c = buf.charCodeAt(i);
+      if (quote !== 0) {
+        if (c === quote) quote = 0;
+      } else if (c === 34 || c === 39) quote = c;
+      else if (c === 62) return i;
+      else if (c === 60) this.fail('Unexpected < inside a tag', i);
+    }
+    return -1;
+  }
+
+  /** End (index after `>`) of a `<!…>` declaration with an optional `[…]` internal subset, or -1. */
+  private declEnd(lt: number): number {
+    const buf = this.buf;
+    let quote = 0;
+    let bracket = 0;
+    for (let i = lt + 2; i < buf.length; i++) {
+      const c = buf.charCodeAt(i);
+      if (quote !== 0) {
+        if (c === quote) quote = 0;
+      } else if (c === 34 || c === 39) quote = c;
+      else if (c === 91) bracket++;
+      else if (c === 93) bracket--;
+      else if (c === 62 && bracket <= 0) return i + 1;
+    }
+    return -1;
+  }
+
+  /** The next complete record, or undefined when more input is needed (or the document ended). */
+  next(): ScannedRecord | undefined {
+    for (;;) {
+      const b = this.buf;
+      const lt = b.indexOf('<', this.pos);
+      if (lt < 0) {
+        this.checkText(this.pos, b.length);
+        return this.needMore(b.length);
+      }
+      this.checkText(this.pos, lt);
+      if (lt + 1 >= b.length) {
+        return this.needMore(lt);
+      }
+      const c1 = b.charCodeAt(lt + 1);
+      if (c1 === 33 /* ! */) {
+        if (b.length - lt < 9 && !this.ended) return this.needMore(lt);
+        if (b.startsWith('<!--', lt)) {
+          const end = b.indexOf('-->', lt + 4);
+          if (end < 0) return this.needMore(lt);
+          this.pos = end + 3;
+          continue;
+        }
+        if (b.startsWith('<![CDATA[', lt)) {
+          const end = b.indexOf(']]>', lt + 9);
+          if (end < 0) return this.needMore(lt);
+          if (this.stack.length === 0) this.fail('CDATA outside the root element', lt);
+          this.pos = end + 3;
+          continue;
+        }
+        if (this.recordStart >= 0 || this.stack.length > 0)
+          this.fail('A DOCTYPE or entity declaration inside the document body', lt);
+        const end = this.declEnd(lt);
+        if (end < 0) return this.needMore(lt);
+        this.pos = end;
+        continue;
+      }
+      if (c1 === 63 /* ? */) {
+        const end = b.indexOf('?>', lt + 2);
+        if (end < 0) return this.needMore(lt);
+        this.pos = end + 2;
+        continue;
+      }
+      if (c1 === 47 /* / */) {
+        const end = b.indexOf('>', lt + 2);
+        if (end < 0) return this.needMore(lt);
+        const name = b.slice(lt + 2, end).trim();
+        const open = this.stack.pop();
+        if (open === undefined) this.fail(`Unexpected end tag </${name}>`, lt);
+        if (open.name !== name) this.fail(`End tag </${name}> does not match <${open.name}>`, lt);
+        this.pos = end + 1;
+        if (this.stack.length === 0) this.rootClosed = true;
+        if (this.recordStart >= 0 && this.stack.length === this.recordDepth) {
+          return this.finishRecord(end + 1);
+        }
+        continue;
+      }
+      // Start tag.
+      const end = this.tagEnd(lt);
+      if (end < 0) return this.needMore(lt);
+      const selfClosing = b.charCodeAt(end - 1) === 47;
+      const tag = b.slice(lt + 1, selfClosing ? end - 1 : end);
+      const nameEnd = tag.search(NAME_END);
+      const name = nameEnd < 0 ? tag : tag.slice(0, nameEnd);
+      if (name === '') this.fail('A tag without a name', lt);
+      this.pos = end + 1;
+      if (this.recordStart >= 0) {
+        if (!selfClosing) this.stack.push({ name, inherited: this.recordInherited });
+        continue;
+      }
+      if (this.rootClosed) this.fail(`A second root element <${name}>`, lt);
+      if (this.stack.length === 0) {
+        this.rootName = name;
+        this.rootAttributes = parseAttributes(tag.slice(name.length));
+        if (selfClosing) this.rootClosed = true;
+        else this.stack.push({ name, inherited: [] });
+        continue;
+      }
+      const parent = this.stack[this.stack.length - 1]!;
+      if (localName(name) === this.recordElement) {
+        this.recordCount++;
+        this.recordStart = lt;
+        this.recordInherited = parent.inherited;
+        this.recordDepth = this.stack.length;
+        if (selfClosing) return this.finishRecord(end + 1);
+        this.stack.push({ name, inherited: parent.inherited });
+        continue;
+      }
+      if (!selfClosing) {
+        const attributes = parseAttributes(tag.slice(name.length));
+        const ln = localName(name);
+        const own = attributes.filter(([k]) => k !== 'xmlns' && !k.startsWith('xmlns:'));
+        const inherited =
+          own.length === 0
+            ? parent.inherited
+            : [...parent.inherited, ...own.map(([k, v]) => [`${ln}.${localName(k)}`, v] as const)];
+        this.stack.push({ name, inherited });
+      }
+    }
+  }
+
+  private finishRecord(endIndex: number): ScannedRecord {
+    const text = this.buf.slice(this.recordStart, endIndex);
+    const record: ScannedRecord = {
+      recordNumber: this.recordCount,
+      text,
+      inherited: this.recordInherited,
+    };
+    this.recordStart = -1;
+    this.pos = endIndex;
+    return record;
+  }
+}

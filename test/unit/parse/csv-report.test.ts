@@ -1,0 +1,207 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { openCsvReport, serialiseCsvRow } from '../../../src/parse/csv-report.js';
+import { CybsError } from '../../../src/errors.js';
+import { chunked, collect, rowsOf } from './helpers.js';
+
+const META = 'org1,MyReport,TransactionRequest,1.0,2024-01-01T00:00:00Z to 2024-01-02T00:00:00Z';
+
+async function open(text: string, chunk = 7) {
+  return openCsvReport(chunked(text, chunk), { fileName: 'test.csv' });
+}
+
+async function thrown(text: string): Promise<CybsError> {
+  try {
+    const source = await open(text);
+    await collect(source);
+  } catch (error) {
+    expect(error).toBeInstanceOf(CybsError);
+    return error as CybsError;
+  }
+  throw new Error('expected an error');
+}
+
+describe('CSV reports: layout', () => {
+  it('accepts BOM, CRLF, padded metadata, quoted values and a trailing empty line', async () => {
+    const text =
+      '\uFEFF' +
+      `${META},,,\r\n` +
+      'request_id,amount,BillTo.FirstName,Custom Note\r\n' +
+      '"0001234567890123456789",23.00,"Smith, ""Jo""","line1\r\nline2"\r\n' +
+      '0009,-3.7500,Ünïcode ✓,\r\n' +
+      '\r\n';
+    const source = await open(text, 3);
+    expect(source.metadata.organizationId).toBe('org1');
+    expect(source.metadata.reportType).toBe('TransactionRequest');
+    expect(source.metadata.reportDefinition).toBe('TransactionRequestClass');
+    expect(source.columns.map((c) => c.column)).toEqual([
+      'request_id',
+      'amount',
+      'bill_to_first_name',
+      'custom_note',
+    ]);
+    expect(source.unknownColumns.map((c) => [c.sourceName, c.column, c.pgType])).toEqual([
+      ['Custom Note', 'custom_note', 'text'],
+    ]);
+    const { records, rejects } = await collect(source);
+    expect(rejects).toEqual([]);
+    expect(rowsOf(source, records)).toEqual([
+      {
+        request_id: '0001234567890123456789',
+        amount: '23.00',
+        bill_to_first_name: 'Smith, "Jo"',
+        custom_note: 'line1\r\nline2',
+      },
+      { request_id: '0009', amount: '-3.7500', bill_to_first_name: 'Ünïcode ✓', custom_note: null },
+    ]);
+    expect(records.map((r) => r.recordNumber)).toEqual([3, 5]);
+    expect(source.summary()).toMatchObject({ records: 2, rejects: 0, dataRows: 2, blankLines: 1 });
+  });
+
+  it('takes a first line without a date range as the header', async () => {
+    const source = await open('request_id,amount\n1,2.5\n');
+    expect(source.metadata.reportName).toBeUndefined();
+    const { records } = await collect(source);
+    expect(rowsOf(source, records)).toEqual([{ request_id: '1', amount: '2.5' }]);
+  });
+
+  it('treats metadata + header without rows as a valid empty report', async () => {
+    const source = await open(`${META}\nrequest_id,amount\n`);
+    const { records, rejects, batches } = await collect(source);
+    expect(records).toEqual([]);
+    expect(rejects).toEqual([]);
+    expect(batches).toEqual([]);
+  });
+
+  it('keeps a header naming one field twice as a second, unknown column', async () => {
+    const source = await open(`${META}\nrequest_id,Request.RequestID\n1,2\n`);
+    expect(source.columns.map((c) => c.column)).toEqual(['request_id', 'request_id_2']);
+    expect(source.unknownColumns).toHaveLength(1);
+  });
+
+  it('cuts bounded batches and counts every row', async () => {
+    const rows = Array.from({ length: 2_345 }, (_, i) => `${i},${i}.00`).join('\n');
+    const source = await openCsvReport(chunked(`${META}\nrequest_id,amount\n${rows}\n`, 1000), {
+      fileName: 'big.csv',
+      batchSize: 1000,
+    });
+    const { records, batches } = await collect(source);
+    expect(batches.map((b) => b.records.length)).toEqual([1000, 1000, 345]);
+    expect(records[2344]!.values).toEqual(['2344', '2344.00']);
+    expect(records[2344]!.recordNumber).toBe(2347);
+  });
+});
+
+describe('CSV reports: bad input', () => {
+  it('rejects a row with a missing value, with its line and raw text', async () => {
+    const source = await open(`${META}\nrequest_id,amount,currency\n1,2.00,USD\n2,3.00\n3,4.00,EUR\n`);
+    const { records, rejects } = await collect(source);
+    expect(records.map((r) => r.recordNumber)).toEqual([3, 5]);
+    expect(rejects).toEqual([
+      {
+        recordNumber: 4,
+        raw: '2,3.00',
+        code: 'PARSE_CSV_COLUMN_COUNT',
+        message: 'test.csv line 4: 2 values where the header has 3; row kept as a reject.',
+      },
+    ]);
+    expect(records.length + rejects.length).toBe(3);
+  });
+
+  it('accepts extra empty padding values but rejects extra data', async () => {
+    const source = await open(`${META}\nrequest_id,amount\n1,2.00,,\n2,3.00,x\n`);
+    const { records, rejects } = await collect(source);
+    expect(records.map((r) => r.values)).toEqual([['1', '2.00']]);
+    expect(rejects.map((r) => [r.recordNumber, r.code])).toEqual([[4, 'PARSE_CSV_COLUMN_COUNT']]);
+  });
+
+  it('rejects an unparseable amount naming file, line, field and value', async () => {
+    const source = await open(
+      `${META}\nrequest_id,amount,batch_date\n1,"1,234.00",2023-10-11\n2,1e5,x\n3,5,2023-13-01\n`,
+    );
+    const { records, rejects } = await collect(source);
+    expect(records).toEqual([]);
+    expect(rejects.map((r) => [r.recordNumber, r.code, r.field, r.value, r.raw])).toEqual([
+      [3, 'MAP_INVALID_VALUE', 'amount', '1,234.00', '1,"1,234.00",2023-10-11'],
+      [4, 'MAP_INVALID_VALUE', 'amount', '1e5', '2,1e5,x'],
+      [5, 'MAP_INVALID_VALUE', 'batch_date', '2023-13-01', '3,5,2023-13-01'],
+    ]);
+    expect(rejects[0]!.message).toMatch(
+      /^test\.csv line 3: field amount \(column amount, numeric\) has "1,234\.00"; expected a decimal/,
+    );
+    expect(rejects[2]!.message).toMatch(/expected an ISO 8601 timestamp/);
+  });
+
+  it('throws PARSE_CSV_INVALID for a broken quote, naming file and line', async () => {
+    const error = await thrown(`${META}\nrequest_id,amount\n1,2.00\n2,"3.00\n3,4.00\n`);
+    expect(error.code).toBe('PARSE_CSV_INVALID');
+    expect(error.stage).toBe('parse');
+    expect(error.context).toMatchObject({ file: 'test.csv', csvCode: 'CSV_QUOTE_NOT_CLOSED' });
+    expect(error.message).toMatch(/test\.csv: invalid CSV near line \d+/);
+  });
+
+  it('throws PARSE_CSV_INVALID for a stray quote inside a value', async () => {
+    const error = await thrown(`${META}\nrequest_id,amount\n1,2"x"\n`);
+    expect(error.code).toBe('PARSE_CSV_INVALID');
+    expect(error.context.line).toBe(3);
+  });
+
+  it('throws PARSE_EMPTY for an empty file and for a metadata line alone', async () => {
+    const empty = await thrown('');
+    expect(empty.code).toBe('PARSE_EMPTY');
+    expect(empty.context).toEqual({ file: 'test.csv', line: 1 });
+    const only = await thrown(`${META},,,\n`);
+    expect(only.code).toBe('PARSE_EMPTY');
+    expect(only.message).toMatch(/only its metadata line/);
+    const legacyOnly = await thrown('Payment Batch Detail Report,1.0,2003-05-01 to 2003-05-01,,,\r\n');
+    expect(legacyOnly.code).toBe('PARSE_EMPTY');
+  });
+
+  it('passes input stream errors through', async () => {
+    async function* failing(): AsyncGenerator<Uint8Array> {
+      yield Buffer.from(`${META}\nrequest_id\n1\n`);
+      throw new Error('socket hang up');
+    }
+    await expect(
+      (async () => collect(await openCsvReport(failing(), { fileName: 'x.csv' })))(),
+    ).rejects.toThrow('socket hang up');
+  });
+});
+
+describe('CSV reports: round trip (property)', () => {
+  it('parses any RFC 4180 table of strings back to the same values', async () => {
+    const cell = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 12 }),
+      fc.constantFrom('', ',', '"', '""', '\r\n', '\n', ' x ', 'a,b', 'é"\r\nü', '\uFEFF'),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc
+          .integer({ min: 1, max: 5 })
+          .chain((width) =>
+            fc.tuple(
+              fc.constant(width),
+              fc.array(fc.array(cell, { minLength: width, maxLength: width }), { maxLength: 15 }),
+              fc.boolean(),
+              fc.integer({ min: 1, max: 50 }),
+            ),
+          ),
+        async ([width, rows, crlf, chunk]) => {
+          const eol = crlf ? '\r\n' : '\n';
+          const header = Array.from({ length: width }, (_, i) => `Note Column ${i}`);
+          // A one-column row holding '' must be quoted, or it would be a blank line.
+          const line = (cells: string[]): string =>
+            cells.length === 1 && cells[0] === '' ? '""' : serialiseCsvRow(cells);
+          const text =
+            [META + ','.repeat(Math.max(0, width - 5)), line(header), ...rows.map(line)].join(eol) + eol;
+          const source = await openCsvReport(chunked(text, chunk), { fileName: 'prop.csv' });
+          expect(source.unknownColumns).toHaveLength(width);
+          const { records, rejects } = await collect(source);
+          expect(rejects).toEqual([]);
+          expect(records.map((r) => r.values)).toEqual(rows.map((r) => r.map((v) => (v === '' ? null : v))));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
