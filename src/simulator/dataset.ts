@@ -8,8 +8,7 @@
  * Amounts are integers in minor units (JPY has none, KWD three decimals) and become decimal
  * strings only when written (see money.ts).
  */
-import { createRng, hash32 } from './prng.js';
-import type { Rng } from './prng.js';
+import { Rng, createRng, hash32 } from './prng.js';
 import { DAY_MS, HOUR_MS, addDays, utcDate } from './time.js';
 
 export const TRANSACTION_KINDS = [
@@ -251,12 +250,20 @@ export interface Dataset {
    * within and across days (request time and batch time both are). `notAfter` cuts transactions
    * that have not happened yet (request time after the simulated now).
    */
-  between(
-    orgId: string,
-    from: number,
-    to: number,
-    options?: { at?: (tx: SimTransaction) => number; notAfter?: number; lookBackDays?: number },
-  ): Generator<SimTransaction>;
+  between(orgId: string, from: number, to: number, options?: BetweenOptions): Generator<SimTransaction>;
+  /** Close time of an organization's batch of a UTC day (every settled request of the day is in it). */
+  batchTime(orgId: string, day: string): number;
+}
+
+export interface BetweenOptions {
+  /** The instant that places a transaction in the window (default: request time). */
+  at?: (tx: SimTransaction) => number;
+  /** Transactions with a request time after this have not happened yet. */
+  notAfter?: number;
+  /** Days before the window's first UTC day to scan (default 0, or 2 with a custom `at`). */
+  lookBackDays?: number;
+  /** Skip whole UTC days that cannot hold a match (e.g. by batch time). */
+  skipDay?: (day: string) => boolean;
 }
 
 const MEMO_LIMIT_PER_DAY = 5_000;
@@ -277,17 +284,23 @@ export function createDataset(options: DatasetOptions): Dataset {
   const transaction = (org: SimOrganization, day: string, index: number): SimTransaction =>
     buildTransaction(seed, org, day, index, dayCount(org.id, day));
 
-  function* generateDay(org: SimOrganization, day: string): Generator<SimTransaction> {
+  function* generateDay(org: SimOrganization, day: string, from = 0): Generator<SimTransaction> {
     const n = dayCount(org.id, day);
-    for (let i = 0; i < n; i++) yield buildTransaction(seed, org, day, i, n);
+    for (let i = from; i < n; i++) yield buildTransaction(seed, org, day, i, n);
   }
 
-  const dayIterable = (orgId: string, day: string): Iterable<SimTransaction> => {
+  /** A day's transactions; big days start at `fromTime` (request times are spread by index). */
+  const dayIterable = (orgId: string, day: string, fromTime?: number): Iterable<SimTransaction> => {
     const org = byId.get(orgId);
     if (!org) return [];
     const n = dayCount(orgId, day);
     if (n === 0) return [];
-    if (n > MEMO_LIMIT_PER_DAY) return { [Symbol.iterator]: () => generateDay(org, day) };
+    if (n > MEMO_LIMIT_PER_DAY) {
+      const dayStart = Date.parse(`${day}T00:00:00Z`);
+      const first =
+        fromTime === undefined ? 0 : Math.max(0, Math.floor(((fromTime - dayStart) * n) / DAY_MS) - 1);
+      return { [Symbol.iterator]: () => generateDay(org, day, Math.min(first, n)) };
+    }
     const key = `${orgId}|${day}`;
     let list = memo.get(key);
     if (list) {
@@ -305,9 +318,10 @@ export function createDataset(options: DatasetOptions): Dataset {
     orgId: string,
     from: number,
     to: number,
-    opts: { at?: (tx: SimTransaction) => number; notAfter?: number; lookBackDays?: number } = {},
+    opts: BetweenOptions = {},
   ): Generator<SimTransaction> {
     if (!(to > from)) return;
+    const byRequestTime = opts.at === undefined;
     const at = opts.at ?? ((tx: SimTransaction) => tx.time);
     const lookBack = opts.lookBackDays ?? (opts.at ? 2 : 0);
     let day = addDays(utcDate(from), -lookBack);
@@ -316,10 +330,13 @@ export function createDataset(options: DatasetOptions): Dataset {
     day = firstDay;
     while (day <= lastDay) {
       if (opts.notAfter !== undefined && Date.parse(`${day}T00:00:00Z`) > opts.notAfter) return;
-      for (const tx of dayIterable(orgId, day)) {
-        if (opts.notAfter !== undefined && tx.time > opts.notAfter) return;
-        const t = at(tx);
-        if (t >= from && t < to) yield tx;
+      if (!opts.skipDay?.(day)) {
+        for (const tx of dayIterable(orgId, day, byRequestTime ? from : undefined)) {
+          if (opts.notAfter !== undefined && tx.time > opts.notAfter) return;
+          const t = at(tx);
+          if (t >= from && t < to) yield tx;
+          else if (byRequestTime && t >= to) return;
+        }
       }
       day = addDays(day, 1);
     }
@@ -333,8 +350,12 @@ export function createDataset(options: DatasetOptions): Dataset {
     organization: (id) => byId.get(id),
     dayCount,
     transaction,
-    day: dayIterable,
+    day: (orgId, day) => dayIterable(orgId, day),
     between,
+    batchTime: (orgId, day) => {
+      const org = byId.get(orgId);
+      return org ? batchOf(seed, org, day).time : 0;
+    },
   };
 }
 
@@ -342,12 +363,46 @@ function pad(n: number, width: number): string {
   return String(n).padStart(width, '0');
 }
 
+const dayHashes = new Map<string, number>();
+
+/** hash32 of (seed, org, day), memoised: the base of every transaction generator of that day. */
+function dayHash(seed: number, orgId: string, day: string): number {
+  const key = `${seed}|tx|${orgId}|${day}`;
+  let h = dayHashes.get(key);
+  if (h === undefined) {
+    h = hash32(key);
+    if (dayHashes.size > 10_000) dayHashes.clear();
+    dayHashes.set(key, h);
+  }
+  return h;
+}
+
+const batches = new Map<string, { id: string; time: number }>();
+
 function batchOf(seed: number, org: SimOrganization, day: string): { id: string; time: number } {
+  const key = `${seed}|${org.id}|${day}`;
+  const known = batches.get(key);
+  if (known) return known;
   const r = createRng(`${seed}|batch|${org.id}|${day}`);
   const dayStart = Date.parse(`${day}T00:00:00Z`);
   const id = `${pad(org.index + 1, 2)}${day.replace(/-/g, '').slice(2)}${r.digits(3)}`;
   // Batches close the next morning (UTC), like the real classic file: 04:15 on the next day.
-  return { id, time: dayStart + DAY_MS + 4 * HOUR_MS + r.int(0, 59) * 60_000 + r.int(0, 59) * 1000 };
+  const batch = { id, time: dayStart + DAY_MS + 4 * HOUR_MS + r.int(0, 59) * 60_000 + r.int(0, 59) * 1000 };
+  if (batches.size > 10_000) batches.clear();
+  batches.set(key, batch);
+  return batch;
+}
+
+const dayStarts = new Map<string, number>();
+
+function dayStartOf(day: string): number {
+  let t = dayStarts.get(day);
+  if (t === undefined) {
+    t = Date.parse(`${day}T00:00:00Z`);
+    if (dayStarts.size > 10_000) dayStarts.clear();
+    dayStarts.set(day, t);
+  }
+  return t;
 }
 
 /** Transaction `index` of `count` on `day`: request times are spread over the day in index order. */
@@ -358,8 +413,8 @@ export function buildTransaction(
   index: number,
   count: number,
 ): SimTransaction {
-  const r: Rng = createRng(`${seed}|tx|${org.id}|${day}|${index}`);
-  const dayStart = Date.parse(`${day}T00:00:00Z`);
+  const r = Rng.fromInts(dayHash(seed, org.id, day), index);
+  const dayStart = dayStartOf(day);
   const slot = DAY_MS / Math.max(count, 1);
   const time = dayStart + Math.floor((index + r.next()) * slot);
   const deci = String(Math.floor(time / 100))
@@ -488,7 +543,7 @@ export function buildTransaction(
       '',
     ],
     deviceId: r.hex(16),
-    processorMerchantId: `4${pad(org.index + 1, 3)}${pad(hash32(`${seed}|${org.id}`) % 1_000_000, 6)}`,
+    processorMerchantId: `4${pad(org.index + 1, 3)}${pad(dayHash(seed, org.id, '') % 1_000_000, 6)}`,
     settled,
     batchId: batch.id,
     batchTime: batch.time,

@@ -2,7 +2,6 @@
  * Building and sending simulator replies: the error bodies of the service (facts §3), content
  * negotiation by `Accept`, and the wire-level faults (slow headers, slow body, reset, truncate).
  */
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FaultRule } from './faults.js';
 
@@ -131,6 +130,19 @@ export function acceptsXml(accept: string | undefined): boolean {
   return (accept ?? '').toLowerCase().includes('application/xml');
 }
 
+/** Wait for 'drain' (or 'close'), removing both listeners afterwards. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function* chunksOf(body: string | AsyncIterable<string>, split: boolean): AsyncGenerator<string> {
@@ -191,6 +203,10 @@ export async function sendReply(
       await sleep(Number(slowBody.param ?? 200));
     }
     firstChunk = false;
+    if (resetAt === undefined && truncateAt === undefined) {
+      if (!res.write(chunk)) await drained(res);
+      continue;
+    }
     let data = Buffer.from(chunk);
     const stopAt = Math.min(resetAt ?? Infinity, truncateAt ?? Infinity);
     if (sent + data.length >= stopAt) {
@@ -206,7 +222,7 @@ export async function sendReply(
       return;
     }
     sent += data.length;
-    if (!res.write(data)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    if (!res.write(data)) await drained(res);
   }
   res.end();
 }

@@ -19,69 +19,108 @@ export function hash32(text: string): number {
   return h >>> 0;
 }
 
-/** A seeded generator: `next()` is uniform in [0, 1); helpers draw integers, picks and digits. */
-export interface Rng {
-  next(): number;
+/** Mix two 32-bit integers into one (murmur3 finaliser over a combination). */
+export function mix32(a: number, b: number): number {
+  let h = (Math.imul(a ^ 0x9e3779b9, 0x85ebca6b) + b) | 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+const POW10 = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000];
+
+/**
+ * A seeded generator (sfc32): `next()` is uniform in [0, 1); helpers draw integers, picks and
+ * digits. A class (not closures) so that creating one per transaction stays cheap.
+ */
+export class Rng {
+  private a: number;
+  private b: number;
+  private c: number;
+  private d: number;
+
+  constructor(a: number, b: number, c: number, d: number) {
+    this.a = a | 0;
+    this.b = b | 0;
+    this.c = c | 0;
+    this.d = d | 1;
+    for (let i = 0; i < 12; i++) this.next32();
+  }
+
+  /** A generator for (base, index) without string hashing: `base` is usually a hash32 of a key. */
+  static fromInts(base: number, index: number): Rng {
+    const h = mix32(base, index);
+    return new Rng(h, mix32(h, 0x68e31da4), mix32(h, 0x1b56c4e9), mix32(index, base));
+  }
+
+  next32(): number {
+    let t = (this.a + this.b) | 0;
+    this.a = this.b ^ (this.b >>> 9);
+    this.b = (this.c + (this.c << 3)) | 0;
+    this.c = (this.c << 21) | (this.c >>> 11);
+    this.d = (this.d + 1) | 0;
+    t = (t + this.d) | 0;
+    this.c = (this.c + t) | 0;
+    return t >>> 0;
+  }
+
+  next(): number {
+    return this.next32() / 4294967296;
+  }
+
   /** Integer in [min, max] inclusive. */
-  int(min: number, max: number): number;
-  pick<T>(items: readonly T[]): T;
+  int(min: number, max: number): number {
+    return min + Math.floor(this.next() * (max - min + 1));
+  }
+
+  pick<T>(items: readonly T[]): T {
+    if (items.length === 0) throw new Error('pick from an empty list');
+    return items[Math.floor(this.next() * items.length)]!;
+  }
+
   /** Pick by weights (same length as items). */
-  weighted<T>(items: readonly T[], weights: readonly number[]): T;
-  chance(probability: number): boolean;
-  digits(count: number): string;
-  hex(count: number): string;
+  weighted<T>(items: readonly T[], weights: readonly number[]): T {
+    let total = 0;
+    for (const w of weights) total += w;
+    let r = this.next() * total;
+    for (let i = 0; i < items.length; i++) {
+      r -= weights[i] ?? 0;
+      if (r < 0) return items[i]!;
+    }
+    return items[items.length - 1]!;
+  }
+
+  chance(probability: number): boolean {
+    return this.next() < probability;
+  }
+
+  /** `count` decimal digits (leading zeros kept). */
+  digits(count: number): string {
+    let s = '';
+    while (count > 0) {
+      const k = Math.min(count, 9);
+      s += String(this.next32() % POW10[k]!).padStart(k, '0');
+      count -= k;
+    }
+    return s;
+  }
+
+  hex(count: number): string {
+    let s = '';
+    while (count > 0) {
+      const k = Math.min(count, 8);
+      s += (this.next32() >>> (32 - 4 * k)).toString(16).padStart(k, '0');
+      count -= k;
+    }
+    return s;
+  }
 }
 
 export function createRng(key: string): Rng {
-  let a = hash32(`a|${key}`);
-  let b = hash32(`b|${key}`);
-  let c = hash32(`c|${key}`);
-  let d = hash32(`d|${key}`) | 1;
-  const next32 = (): number => {
-    a >>>= 0;
-    b >>>= 0;
-    c >>>= 0;
-    d >>>= 0;
-    let t = (a + b) | 0;
-    a = b ^ (b >>> 9);
-    b = (c + (c << 3)) | 0;
-    c = (c << 21) | (c >>> 11);
-    d = (d + 1) | 0;
-    t = (t + d) | 0;
-    c = (c + t) | 0;
-    return t >>> 0;
-  };
-  for (let i = 0; i < 12; i++) next32();
-  const rng: Rng = {
-    next: () => next32() / 4294967296,
-    int: (min, max) => min + Math.floor(rng.next() * (max - min + 1)),
-    pick: (items) => {
-      if (items.length === 0) throw new Error('pick from an empty list');
-      return items[Math.floor(rng.next() * items.length)]!;
-    },
-    weighted: (items, weights) => {
-      let total = 0;
-      for (const w of weights) total += w;
-      let r = rng.next() * total;
-      for (let i = 0; i < items.length; i++) {
-        r -= weights[i] ?? 0;
-        if (r < 0) return items[i]!;
-      }
-      return items[items.length - 1]!;
-    },
-    chance: (p) => rng.next() < p,
-    digits: (count) => {
-      let s = '';
-      for (let i = 0; i < count; i++) s += String(next32() % 10);
-      return s;
-    },
-    hex: (count) => {
-      let s = '';
-      for (let i = 0; i < count; i++) s += (next32() & 15).toString(16);
-      return s;
-    },
-  };
-  return rng;
+  return new Rng(hash32(`a|${key}`), hash32(`b|${key}`), hash32(`c|${key}`), hash32(`d|${key}`));
 }
 
 /** A deterministic UUID-looking id (8-4-4-4-12 hex) for a key. */

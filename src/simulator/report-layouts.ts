@@ -27,6 +27,7 @@ export const ROW_SOURCES = [
 export type RowSource = (typeof ROW_SOURCES)[number];
 
 export interface RowSourceRule {
+  source: RowSource;
   select(tx: SimTransaction): boolean;
   /** The instant that puts a row in a report period. */
   at(tx: SimTransaction): number;
@@ -35,22 +36,29 @@ export interface RowSourceRule {
 }
 
 export const ROW_SOURCE_RULES: Record<RowSource, RowSourceRule> = {
-  requests: { select: () => true, at: (tx) => tx.time, later: false },
-  settled: { select: (tx) => tx.settled, at: (tx) => tx.batchTime, later: true },
-  declines: { select: (tx) => tx.kind === 'decline', at: (tx) => tx.time, later: false },
-  authOnly: { select: (tx) => tx.kind === 'auth', at: (tx) => tx.time, later: false },
+  requests: { source: 'requests', select: () => true, at: (tx) => tx.time, later: false },
+  settled: { source: 'settled', select: (tx) => tx.settled, at: (tx) => tx.batchTime, later: true },
+  declines: { source: 'declines', select: (tx) => tx.kind === 'decline', at: (tx) => tx.time, later: false },
+  authOnly: { source: 'authOnly', select: (tx) => tx.kind === 'auth', at: (tx) => tx.time, later: false },
   conversions: {
+    source: 'conversions',
     select: (tx) => tx.conversion !== undefined,
     at: (tx) => tx.conversion?.time ?? 0,
     later: false,
   },
   chargebacks: {
+    source: 'chargebacks',
     select: (tx) => tx.chargeback !== undefined,
     at: (tx) => tx.chargeback?.time ?? 0,
     later: false,
   },
-  jpy: { select: (tx) => tx.currency === 'JPY', at: (tx) => tx.time, later: false },
-  recurring: { select: (tx) => tx.subscriptionId !== undefined, at: (tx) => tx.time, later: false },
+  jpy: { source: 'jpy', select: (tx) => tx.currency === 'JPY', at: (tx) => tx.time, later: false },
+  recurring: {
+    source: 'recurring',
+    select: (tx) => tx.subscriptionId !== undefined,
+    at: (tx) => tx.time,
+    later: false,
+  },
 };
 
 export interface ReportDefinitionLayout {

@@ -196,8 +196,18 @@ export function rowsOf(
   return {
     *[Symbol.iterator]() {
       for (const tx of dataset.between(r.organizationId, r.start, r.end, {
-        at: rule.at,
+        ...(rule.source === 'conversions' || rule.source === 'chargebacks' || rule.later
+          ? { at: rule.at }
+          : {}),
         lookBackDays: rule.later ? 2 : 0,
+        ...(rule.later
+          ? {
+              skipDay: (day: string) => {
+                const t = dataset.batchTime(r.organizationId, day);
+                return t < r.start || t >= r.end;
+              },
+            }
+          : {}),
       })) {
         if (rule.select(tx) && pass(tx)) yield tx;
       }

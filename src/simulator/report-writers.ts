@@ -40,7 +40,7 @@ export interface MalformedRowFault {
   mode: 'columns' | 'amount';
 }
 
-const CHUNK = 64 * 1024;
+const CHUNK = 16 * 1024;
 
 export function csvField(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
