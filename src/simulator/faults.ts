@@ -75,11 +75,16 @@ export function parseFaultSpec(spec: string): FaultRule[] {
   for (const raw of spec.split(',')) {
     const text = raw.trim();
     if (!text) continue;
-    const m = /^([*a-z-]+):([0-9a-z-]+)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(text);
-    if (!m)
+    // kind is one of the known kinds (longest first), so that `429x2` reads as kind 429, count 2.
+    const m =
+      /^([*a-z-]+):(slow-headers|malformed-row|slow-body|truncate|reset|stuck|429|500|502|503)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(
+        text,
+      ) ?? /^([*a-z-]+):([0-9a-z-]+?)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(text);
+    if (!m) {
       throw new FaultSpecError(
         `Bad fault rule "${text}": expected endpoint:kind[=param][@probability][xCount]`,
       );
+    }
     const [, endpoint, kind, param, probability, count] = m;
     if (endpoint !== '*' && !(ENDPOINT_NAMES as readonly string[]).includes(endpoint!)) {
       throw new FaultSpecError(
