@@ -5,7 +5,7 @@
  *
  * CSV (facts §5.1, the sul-dlss fixture): line 1 is the metadata record
  * `<organizationId>,<reportName>,<report type>,<version>,<start> to <end>` padded with empty
- * fields to the column count; line 2 the header row named per fieldNameConvention
+ * fields to the column count (a report of fewer than five columns keeps the five fields); line 2 the header row named per fieldNameConvention
  * (`src/catalog/naming.ts`); RFC 4180 quoting; CRLF line endings.
  *
  * XML (facts §5.2): root `<Report Name Version xmlns MerchantID ReportStartDate ReportEndDate>`;
