@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- JSON answers are read loosely here; their shapes are checked by simulator-contract.test.ts */
 /**
  * Behaviour of the simulator over HTTP: subscriptions, search, report readiness and reportDate,
  * one-time reports, partner access, reconciliation between on-demand answers and the ground truth.
