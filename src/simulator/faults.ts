@@ -135,7 +135,6 @@ interface ActiveRule {
 /** Decides, request by request, which faults fire. */
 export class FaultPlan {
   private active: ActiveRule[] = [];
-  private generation = 0;
 
   constructor(
     private readonly seed: number,
@@ -144,11 +143,11 @@ export class FaultPlan {
     this.set(rules);
   }
 
+  /** Replace the rules; the same rules under the same seed replay the same sequence of faults. */
   set(rules: readonly FaultRule[]): void {
-    this.generation++;
     this.active = rules.map((rule, i) => ({
       rule,
-      rng: createRng(`${this.seed}|fault|${this.generation}|${i}|${rule.endpoint}|${rule.kind}`),
+      rng: createRng(`${this.seed}|fault|${i}|${rule.endpoint}|${rule.kind}|${rule.param ?? ''}`),
       fired: 0,
     }));
   }
