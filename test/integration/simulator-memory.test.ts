@@ -1,6 +1,6 @@
 /**
  * A measurement, not a timed assertion: a big CSV report streams from the simulator (in its own
- * process) while the simulator's resident memory stays under 150 MB. 200,000 rows by default;
+ * process) while the simulator's resident memory stays under 150 MiB (157 MB). 200,000 rows by default;
  * CYBS_BIG_TESTS=1 runs the full 1,000,000 rows.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +34,7 @@ describe.skipIf(process.platform !== 'linux')('simulator memory while streaming 
     expect(await sim.stop()).toBe(0);
   });
 
-  it(`streams a ${ROWS.toLocaleString('en-US')}-row CSV with RSS under 150 MB`, async () => {
+  it(`streams a ${ROWS.toLocaleString('en-US')}-row CSV with RSS under 150 MiB`, async () => {
     const creds = {
       merchantId: sim.env['CYBS_MERCHANT_ID']!,
       keyId: sim.env['CYBS_KEY_ID']!,
