@@ -1,0 +1,247 @@
+/**
+ * Ground truth: what the simulator's reports and on-demand answers contain, computed straight from
+ * the dataset, so that tests and benchmarks can check an ETL's warehouse against it.
+ *
+ * GET /__simulator/ground-truth?organizationId=…&startDate=YYYY-MM-DD&endDate=YYYY-MM-DD
+ * (no authentication; endDate inclusive). Shape: {@link GroundTruth}.
+ *
+ *  - `reports`: per subscription (active or deleted) and per report period whose start falls on a
+ *    local date in [startDate, endDate] in the subscription's zone and that has been queued by now:
+ *    its reportDate, status, the number of data rows and the sum of the definition's amount column
+ *    (signed per reportPreferences) per currency, plus a cross-currency checksum total (3 places).
+ *  - `onDemand`: for the UTC window [startDate 00:00Z, endDate+1 00:00Z), cut at the simulated now:
+ *    row counts and amount sums per section of purchase-refund-details (viewBy requestDate,
+ *    paymentSubtype ALL), the totals of net-fundings, the sums of payment-batch-summaries (no rollUp),
+ *    and the row counts of conversion-details and notification-of-changes.
+ *
+ * Amounts are exact decimal strings.
+ */
+import type { Dataset, SimTransaction } from './dataset.js';
+import { MoneyTally, currencyExponent, parseScaled } from './money.js';
+import { settledRecords } from './on-demand.js';
+import type { Window } from './on-demand.js';
+import { fieldGetter } from './report-fields.js';
+import { reportDefinition } from './report-layouts.js';
+import type { ReportStore } from './report-store.js';
+import { subscriptionPeriods } from './report-store.js';
+import { DAY_MS, addDays, isoInZone, localDate } from './time.js';
+
+export interface AmountSums {
+  /** Exact decimal per currency, e.g. `{ "EUR": "120.50", "JPY": "3400" }`. */
+  byCurrency: Record<string, string>;
+  /** Sum over currencies at three decimals (a checksum, not money). */
+  total: string;
+}
+
+export interface GroundTruthReportDay {
+  reportId: string;
+  reportDate: string;
+  reportStartTime: string;
+  reportEndTime: string;
+  status: string;
+  rowCount: number;
+  amountField: string;
+  amounts: AmountSums;
+}
+
+export interface GroundTruthReport {
+  reportName: string;
+  reportDefinitionName: string;
+  reportDefinitionId: number;
+  reportMimeType: string;
+  reportFrequency: string;
+  timezone: string;
+  days: GroundTruthReportDay[];
+}
+
+export interface GroundTruthSection {
+  rowCount: number;
+  /** Named amount sums of the section (e.g. `amount`, `totalFee`, `fundingAmount`). */
+  amounts: Record<string, AmountSums>;
+}
+
+export interface GroundTruth {
+  organizationId: string;
+  startDate: string;
+  endDate: string;
+  /** Simulated now when computed. */
+  now: string;
+  reports: GroundTruthReport[];
+  onDemand: {
+    startTime: string;
+    endTime: string;
+    purchaseRefundDetails: {
+      records: number;
+      sections: Record<
+        | 'requestDetails'
+        | 'settlements'
+        | 'authorizations'
+        | 'feeAndFundingDetails'
+        | 'others'
+        | 'settlementStatuses',
+        GroundTruthSection
+      >;
+    };
+    netFundings: {
+      totalPurchases: AmountSums;
+      totalRefunds: AmountSums;
+      totalFees: AmountSums;
+      totalChargebacks: AmountSums;
+      netTotal: AmountSums;
+    };
+    paymentBatchSummaries: {
+      salesCount: number;
+      salesAmount: AmountSums;
+      creditCount: number;
+      creditAmount: AmountSums;
+    };
+    conversionDetails: { rowCount: number };
+    notificationOfChanges: { rowCount: number };
+  };
+}
+
+function sums(t: MoneyTally): AmountSums {
+  return { byCurrency: t.currencies(), total: t.total() };
+}
+
+function difference(a: MoneyTally, ...minus: MoneyTally[]): AmountSums {
+  const out = new MoneyTally();
+  const currencies = new Set<string>([a, ...minus].flatMap((t) => [...t.byCurrency.keys()]));
+  for (const c of currencies) {
+    let v = a.byCurrency.get(c) ?? 0n;
+    for (const m of minus) v -= m.byCurrency.get(c) ?? 0n;
+    out.add(v, c);
+  }
+  return sums(out);
+}
+
+export function computeGroundTruth(
+  deps: { dataset: Dataset; store: ReportStore; now: number },
+  organizationId: string,
+  startDate: string,
+  endDate: string,
+): GroundTruth {
+  const { dataset, store, now } = deps;
+  const reports: GroundTruthReport[] = [];
+  const lo = Date.parse(`${startDate}T00:00:00Z`) - 2 * DAY_MS;
+  const hi = Date.parse(`${addDays(endDate, 1)}T00:00:00Z`) + 2 * DAY_MS;
+  for (const sub of store.allSubscriptions().filter((s) => s.organizationId === organizationId)) {
+    const days: GroundTruthReportDay[] = [];
+    for (const [start, end] of subscriptionPeriods(sub, lo, Math.min(hi, now))) {
+      const day = localDate(start, sub.timezone);
+      if (day < startDate || day > endDate) continue;
+      const r = store.byNameAndDate(organizationId, sub.reportName, localDate(end, sub.timezone));
+      if (!r || r.start !== start) continue;
+      const amountGetter = fieldGetter(r.definition.amountField);
+      const currencyGetter = fieldGetter(r.definition.currencyField);
+      const tally = new MoneyTally();
+      let rows = 0;
+      for (const tx of store.rows(r)) {
+        rows++;
+        const text = amountGetter(tx, { signedAmounts: r.preferences.signedAmounts });
+        const currency = currencyGetter(tx, { signedAmounts: false }) || tx.currency;
+        if (text !== '') tally.add(parseScaled(text, currencyExponent(currency)), currency);
+      }
+      days.push({
+        reportId: r.reportId,
+        reportDate: r.reportDate,
+        reportStartTime: isoInZone(r.start, r.timezone),
+        reportEndTime: isoInZone(r.end, r.timezone),
+        status: store.status(r),
+        rowCount: rows,
+        amountField: r.definition.amountField,
+        amounts: sums(tally),
+      });
+    }
+    reports.push({
+      reportName: sub.reportName,
+      reportDefinitionName: sub.reportDefinitionName,
+      reportDefinitionId: reportDefinition(sub.reportDefinitionName)?.id ?? 0,
+      reportMimeType: sub.reportMimeType,
+      reportFrequency: sub.reportFrequency,
+      timezone: sub.timezone,
+      days,
+    });
+  }
+
+  const w: Window = {
+    organizationId,
+    start: Date.parse(`${startDate}T00:00:00Z`),
+    end: Date.parse(`${addDays(endDate, 1)}T00:00:00Z`),
+    now,
+  };
+  const amount = new MoneyTally();
+  const auth = new MoneyTally();
+  const totalFee = new MoneyTally();
+  const funding = new MoneyTally();
+  const purchases = new MoneyTally();
+  const refunds = new MoneyTally();
+  const chargebacks = new MoneyTally();
+  let records = 0;
+  for (const tx of settledRecords(dataset, w)) {
+    records++;
+    amount.add(tx.amount, tx.currency);
+    if (tx.authorizationRequestId) auth.add(tx.amount, tx.currency);
+    totalFee.add(tx.fee!.totalFee, tx.currency);
+    funding.add(tx.fundingAmount, tx.currency);
+    (tx.settlementType === 'Purchases' ? purchases : refunds).add(tx.amount, tx.currency);
+    if (tx.chargeback) chargebacks.add(tx.chargeback.amount, tx.currency);
+  }
+  let conversions = 0;
+  let nocs = 0;
+  for (const tx of dataset.between(organizationId, w.start, w.end, {
+    notAfter: now,
+    at: (t: SimTransaction) => t.time,
+  })) {
+    if (
+      tx.conversion &&
+      tx.conversion.time >= w.start &&
+      tx.conversion.time < w.end &&
+      tx.conversion.time <= now
+    )
+      conversions++;
+    const n = tx.notificationOfChange;
+    if (n && n.time >= w.start && n.time < w.end && n.time <= now) nocs++;
+  }
+  const plain = (rows: number): GroundTruthSection => ({ rowCount: rows, amounts: {} });
+  return {
+    organizationId,
+    startDate,
+    endDate,
+    now: new Date(now).toISOString(),
+    reports,
+    onDemand: {
+      startTime: new Date(w.start).toISOString(),
+      endTime: new Date(w.end).toISOString(),
+      purchaseRefundDetails: {
+        records,
+        sections: {
+          requestDetails: plain(records),
+          settlements: { rowCount: records, amounts: { amount: sums(amount) } },
+          authorizations: { rowCount: auth.count, amounts: { amount: sums(auth) } },
+          feeAndFundingDetails: {
+            rowCount: records,
+            amounts: { totalFee: sums(totalFee), fundingAmount: sums(funding) },
+          },
+          others: plain(records),
+          settlementStatuses: plain(records),
+        },
+      },
+      netFundings: {
+        totalPurchases: sums(purchases),
+        totalRefunds: sums(refunds),
+        totalFees: sums(totalFee),
+        totalChargebacks: sums(chargebacks),
+        netTotal: difference(purchases, refunds, totalFee, chargebacks),
+      },
+      paymentBatchSummaries: {
+        salesCount: purchases.count,
+        salesAmount: sums(purchases),
+        creditCount: refunds.count,
+        creditAmount: sums(refunds),
+      },
+      conversionDetails: { rowCount: conversions },
+      notificationOfChanges: { rowCount: nocs },
+    },
+  };
+}

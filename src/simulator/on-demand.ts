@@ -1,0 +1,563 @@
+/**
+ * The five on-demand reports (facts §2.9–2.13), computed from the same transactions as the report
+ * files, so that they reconcile:
+ *
+ *  - purchase-refund-details: one record per settled request (purchases: sale, capture, eCheck
+ *    debit; refunds: refund, eCheck credit) whose request time (viewBy=requestDate, default) or
+ *    batch time (viewBy=submissionDate) is in [startTime, endTime). Six parallel sections joined by
+ *    requestId: requestDetails, settlements, feeAndFundingDetails, others and settlementStatuses
+ *    (one row per record) and authorizations (sales and captures only).
+ *  - net-fundings: over the same records (request time): totalPurchases = Σ purchase amounts,
+ *    totalRefunds = Σ refund amounts, totalFees = Σ totalFee, totalChargebacks = Σ chargebacks of
+ *    those requests, netTotal = purchases − refunds − fees − chargebacks (= Σ fundingAmount −
+ *    chargebacks), all per currency.
+ *  - payment-batch-summaries: over the same records: sales = purchases, credits = refunds, per
+ *    currency and payment type (and per period with rollUp, per merchant with breakdown).
+ *  - conversion-details: review decisions whose decision time is in the window.
+ *  - notification-of-changes: eCheck notifications of change whose time is in the window.
+ */
+import type { Dataset, SimOrganization, SimTransaction } from './dataset.js';
+import { MoneyTally, formatMoney, formatScaled } from './money.js';
+import { csvField, xmlEscape } from './report-writers.js';
+import { addDays, isoUtc, utcDate, weekday } from './time.js';
+
+export interface Window {
+  organizationId: string;
+  start: number;
+  end: number;
+  /** Simulated now: nothing after it has happened yet. */
+  now: number;
+}
+
+export const PAYMENT_SUBTYPES = ['ALL', 'VI', 'MC', 'AX', 'DI', 'DP'] as const;
+export type PaymentSubtype = (typeof PAYMENT_SUBTYPES)[number];
+
+function* settledRecords(
+  dataset: Dataset,
+  w: Window,
+  options: { viewBy?: 'requestDate' | 'submissionDate'; paymentSubtype?: PaymentSubtype } = {},
+): Generator<SimTransaction> {
+  const bySubmission = options.viewBy === 'submissionDate';
+  const subtype = options.paymentSubtype ?? 'ALL';
+  for (const tx of dataset.between(w.organizationId, w.start, w.end, {
+    notAfter: w.now,
+    ...(bySubmission ? { at: (t: SimTransaction) => t.batchTime, lookBackDays: 2 } : {}),
+  })) {
+    if (!tx.settled) continue;
+    if (bySubmission && tx.batchTime > w.now) continue;
+    if (subtype !== 'ALL' && tx.paymentSubtype !== subtype) continue;
+    yield tx;
+  }
+}
+
+const PAYMENT_METHOD_CODES: Record<string, string> = {
+  VI: 'VISA',
+  MC: 'MASTERCARD',
+  AX: 'AMERICAN EXPRESS',
+  DI: 'DISCOVER',
+  EC: 'ECHECK',
+};
+
+export interface PurchaseRefundPage {
+  offset: number;
+  limit: number;
+  pageResults: number;
+  requestDetails?: Record<string, string>[];
+  settlements?: Record<string, string>[];
+  authorizations?: Record<string, string>[];
+  feeAndFundingDetails?: Record<string, string>[];
+  others?: Record<string, string>[];
+  settlementStatuses?: Record<string, string>[];
+}
+
+export const PURCHASE_REFUND_SECTIONS = [
+  'requestDetails',
+  'settlements',
+  'authorizations',
+  'feeAndFundingDetails',
+  'others',
+  'settlementStatuses',
+] as const;
+
+export function purchaseRefundSections(
+  tx: SimTransaction,
+  org: SimOrganization,
+): {
+  requestDetails: Record<string, string>;
+  settlements: Record<string, string>;
+  authorizations?: Record<string, string>;
+  feeAndFundingDetails: Record<string, string>;
+  others: Record<string, string>;
+  settlementStatuses: Record<string, string>;
+} {
+  const money = (units: number): string => formatMoney(units, tx.currency);
+  const fee = tx.fee!;
+  const echeck = tx.paymentSubtype === 'EC';
+  const out: ReturnType<typeof purchaseRefundSections> = {
+    requestDetails: {
+      requestId: tx.requestId,
+      cybersourceMerchantId: tx.organizationId,
+      processorMerchantId: tx.processorMerchantId,
+      groupName: org.groupName,
+      transactionReferenceNumber: tx.transactionReferenceNumber,
+      merchantReferenceNumber: tx.merchantReferenceNumber,
+    },
+    settlements: {
+      requestId: tx.requestId,
+      transactionType: tx.settlementType,
+      submissionTime: isoUtc(tx.batchTime),
+      amount: money(tx.amount),
+      currencyCode: tx.currency,
+      paymentMethod: PAYMENT_METHOD_CODES[tx.paymentSubtype] ?? tx.paymentMethod,
+      walletType: '',
+      paymentType: echeck ? 'check' : 'credit card',
+      accountSuffix: tx.accountSuffix,
+      cybersourceBatchTime: isoUtc(tx.batchTime),
+      cybersourceBatchId: tx.batchId,
+      cardType: echeck ? '' : tx.paymentMethod,
+      debitNetwork: '',
+    },
+    feeAndFundingDetails: {
+      requestId: tx.requestId,
+      interchangePerItemFee: money(0),
+      interchangeDescription: fee.interchangeDescription,
+      interchangePercentage: formatScaled(fee.interchangeRateBp, 2),
+      interchangePercentageAmount: money(-fee.interchangeAmount),
+      discountPercentage: formatScaled(fee.discountRateBp, 2),
+      discountAmount: money(fee.discountAmount),
+      discountPerItemFee: money(fee.perItemFee),
+      totalFee: money(fee.totalFee),
+      feeCurrency: tx.currency,
+      duesAssessments: money(0),
+      fundingAmount: money(tx.fundingAmount),
+      fundingCurrency: tx.currency,
+    },
+    others: {
+      requestId: tx.requestId,
+      merchantData1: tx.merchantDefinedData[0],
+      merchantData2: tx.merchantDefinedData[1],
+      merchantData3: tx.merchantDefinedData[2],
+      merchantData4: tx.merchantDefinedData[3],
+      firstName: tx.billTo.firstName,
+      lastName: tx.billTo.lastName,
+    },
+    settlementStatuses: {
+      requestId: tx.requestId,
+      status: 'SETTLED',
+      settlementTime: isoUtc(tx.batchTime),
+      reasonCode: '100',
+      errorText: '',
+    },
+  };
+  if (tx.authorizationRequestId) {
+    out.authorizations = {
+      requestId: tx.requestId,
+      transactionReferenceNumber: tx.transactionReferenceNumber,
+      time: isoUtc(tx.kind === 'sale' ? tx.time : tx.time - 3_600_000),
+      authorizationRequestId: tx.authorizationRequestId,
+      amount: money(tx.amount),
+      currencyCode: tx.currency,
+      code: tx.authCode,
+      rcode: '1',
+    };
+  }
+  return out;
+}
+
+/** One page; undefined when the window holds no record at all (404). */
+export function purchaseRefundPage(
+  dataset: Dataset,
+  w: Window,
+  options: {
+    offset: number;
+    limit: number;
+    viewBy?: 'requestDate' | 'submissionDate';
+    paymentSubtype?: PaymentSubtype;
+  },
+): PurchaseRefundPage | undefined {
+  const org = dataset.organization(w.organizationId)!;
+  const page: Required<PurchaseRefundPage> = {
+    offset: options.offset,
+    limit: options.limit,
+    pageResults: 0,
+    requestDetails: [],
+    settlements: [],
+    authorizations: [],
+    feeAndFundingDetails: [],
+    others: [],
+    settlementStatuses: [],
+  };
+  let seen = 0;
+  for (const tx of settledRecords(dataset, w, options)) {
+    seen++;
+    if (seen <= options.offset) continue;
+    if (page.pageResults >= options.limit) break;
+    const s = purchaseRefundSections(tx, org);
+    page.pageResults++;
+    page.requestDetails.push(s.requestDetails);
+    page.settlements.push(s.settlements);
+    if (s.authorizations) page.authorizations.push(s.authorizations);
+    page.feeAndFundingDetails.push(s.feeAndFundingDetails);
+    page.others.push(s.others);
+    page.settlementStatuses.push(s.settlementStatuses);
+  }
+  if (seen === 0) return undefined;
+  if (page.pageResults === 0) return { offset: options.offset, limit: options.limit, pageResults: 0 };
+  return page;
+}
+
+interface NetFundingBucket {
+  type: 'PURCHASES' | 'REFUNDS' | 'FEES' | 'CHARGEBACKS';
+  subtype: string;
+  currency: string;
+  count: number;
+  conveyed: bigint;
+  funded: bigint;
+}
+
+export interface NetFundingBody {
+  startTime: string;
+  endTime: string;
+  netFundingSummaries: {
+    type: string;
+    paymentSubType: string;
+    conveyedCount: number;
+    conveyedAmount: string;
+    settledCount: number;
+    fundedCount: number;
+    fundedAmount: string;
+    currencyCode: string;
+  }[];
+  totalPurchases: { currency: string; value: string }[];
+  totalRefunds: { currency: string; value: string }[];
+  totalFees: { currency: string; value: string }[];
+  totalChargebacks: { currency: string; value: string }[];
+  netTotal: { currency: string; value: string }[];
+}
+
+export function netFundings(dataset: Dataset, w: Window): NetFundingBody | undefined {
+  const buckets = new Map<string, NetFundingBucket>();
+  const purchases = new MoneyTally();
+  const refunds = new MoneyTally();
+  const fees = new MoneyTally();
+  const chargebacks = new MoneyTally();
+  const add = (
+    type: NetFundingBucket['type'],
+    tx: SimTransaction,
+    conveyed: number,
+    funded: number,
+  ): void => {
+    const key = `${type}|${tx.paymentSubtype}|${tx.currency}`;
+    let b = buckets.get(key);
+    if (!b) {
+      b = { type, subtype: tx.paymentSubtype, currency: tx.currency, count: 0, conveyed: 0n, funded: 0n };
+      buckets.set(key, b);
+    }
+    b.count++;
+    b.conveyed += BigInt(conveyed);
+    b.funded += BigInt(funded);
+  };
+  let any = false;
+  for (const tx of settledRecords(dataset, w)) {
+    any = true;
+    const fee = tx.fee!.totalFee;
+    if (tx.settlementType === 'Purchases') {
+      purchases.add(tx.amount, tx.currency);
+      add('PURCHASES', tx, tx.amount, tx.amount);
+    } else {
+      refunds.add(tx.amount, tx.currency);
+      add('REFUNDS', tx, tx.amount, -tx.amount);
+    }
+    fees.add(fee, tx.currency);
+    if (fee !== 0) add('FEES', tx, fee, -fee);
+    if (tx.chargeback) {
+      chargebacks.add(tx.chargeback.amount, tx.currency);
+      add('CHARGEBACKS', tx, tx.chargeback.amount, -tx.chargeback.amount);
+    }
+  }
+  if (!any) return undefined;
+  const currencies = [...new Set([...purchases.byCurrency.keys(), ...refunds.byCurrency.keys()])].sort();
+  const list = (t: MoneyTally): { currency: string; value: string }[] =>
+    currencies.map((c) => ({ currency: c, value: formatMoney(t.byCurrency.get(c) ?? 0n, c) }));
+  const order = ['PURCHASES', 'REFUNDS', 'FEES', 'CHARGEBACKS'];
+  return {
+    startTime: new Date(w.start).toISOString(),
+    endTime: new Date(w.end).toISOString(),
+    netFundingSummaries: [...buckets.values()]
+      .sort(
+        (a, b) =>
+          order.indexOf(a.type) - order.indexOf(b.type) ||
+          a.subtype.localeCompare(b.subtype) ||
+          a.currency.localeCompare(b.currency),
+      )
+      .map((b) => ({
+        type: b.type,
+        paymentSubType: b.subtype,
+        conveyedCount: b.count,
+        conveyedAmount: formatMoney(b.conveyed, b.currency),
+        settledCount: b.count,
+        fundedCount: b.count,
+        fundedAmount: formatMoney(b.funded, b.currency),
+        currencyCode: b.currency,
+      })),
+    totalPurchases: list(purchases),
+    totalRefunds: list(refunds),
+    totalFees: list(fees),
+    totalChargebacks: list(chargebacks),
+    netTotal: currencies.map((c) => ({
+      currency: c,
+      value: formatMoney(
+        (purchases.byCurrency.get(c) ?? 0n) -
+          (refunds.byCurrency.get(c) ?? 0n) -
+          (fees.byCurrency.get(c) ?? 0n) -
+          (chargebacks.byCurrency.get(c) ?? 0n),
+        c,
+      ),
+    })),
+  };
+}
+
+export const ROLL_UPS = ['day', 'week', 'month'] as const;
+export const BREAKDOWNS = ['account_rollup', 'all_merchant', 'selected_merchant'] as const;
+const SUBTYPE_DESCRIPTIONS: Record<string, string> = {
+  VI: 'Visa',
+  MC: 'MasterCard',
+  AX: 'American Express',
+  DI: 'Discover',
+  EC: 'eCheck',
+};
+
+export interface PaymentBatchSummaryRow {
+  currencyCode: string;
+  paymentSubTypeDescription: string;
+  startTime: string;
+  endTime: string;
+  salesCount: number;
+  salesAmount: string;
+  creditCount: number;
+  creditAmount: string;
+  accountName: string;
+  accountId: string;
+  merchantId: string;
+  merchantName: string;
+}
+
+function periodOf(
+  ms: number,
+  rollUp: (typeof ROLL_UPS)[number] | undefined,
+  startDayOfWeek: number,
+  w: Window,
+): [number, number] {
+  if (!rollUp) return [w.start, w.end];
+  const day = utcDate(ms);
+  let first = day;
+  let next: string;
+  if (rollUp === 'day') next = addDays(day, 1);
+  else if (rollUp === 'week') {
+    const back = (weekday(day) - startDayOfWeek + 7) % 7;
+    first = addDays(day, -back);
+    next = addDays(first, 7);
+  } else {
+    first = `${day.slice(0, 8)}01`;
+    const [y, m] = day.split('-').map(Number) as [number, number];
+    next = m === 12 ? `${y + 1}-01-01` : `${y}-${String(m + 1).padStart(2, '0')}-01`;
+  }
+  return [
+    Math.max(Date.parse(`${first}T00:00:00Z`), w.start),
+    Math.min(Date.parse(`${next}T00:00:00Z`), w.end),
+  ];
+}
+
+export function paymentBatchSummaries(
+  dataset: Dataset,
+  windows: readonly Window[],
+  options: { rollUp?: (typeof ROLL_UPS)[number]; startDayOfWeek?: number } = {},
+): { startTime: string; endTime: string; paymentBatchSummaries: PaymentBatchSummaryRow[] } | undefined {
+  const rows = new Map<
+    string,
+    {
+      org: SimOrganization;
+      currency: string;
+      subtype: string;
+      period: [number, number];
+      sc: number;
+      sa: bigint;
+      cc: number;
+      ca: bigint;
+    }
+  >();
+  for (const w of windows) {
+    const org = dataset.organization(w.organizationId)!;
+    for (const tx of settledRecords(dataset, w)) {
+      const period = periodOf(tx.time, options.rollUp, options.startDayOfWeek ?? 1, w);
+      const key = `${org.id}|${period[0]}|${tx.currency}|${tx.paymentSubtype}`;
+      let r = rows.get(key);
+      if (!r) {
+        r = { org, currency: tx.currency, subtype: tx.paymentSubtype, period, sc: 0, sa: 0n, cc: 0, ca: 0n };
+        rows.set(key, r);
+      }
+      if (tx.settlementType === 'Purchases') {
+        r.sc++;
+        r.sa += BigInt(tx.amount);
+      } else {
+        r.cc++;
+        r.ca += BigInt(tx.amount);
+      }
+    }
+  }
+  if (rows.size === 0) return undefined;
+  const first = windows[0]!;
+  return {
+    startTime: new Date(first.start).toISOString(),
+    endTime: new Date(first.end).toISOString(),
+    paymentBatchSummaries: [...rows.values()]
+      .sort(
+        (a, b) =>
+          a.org.index - b.org.index ||
+          a.period[0] - b.period[0] ||
+          a.currency.localeCompare(b.currency) ||
+          a.subtype.localeCompare(b.subtype),
+      )
+      .map((r) => ({
+        currencyCode: r.currency,
+        paymentSubTypeDescription: SUBTYPE_DESCRIPTIONS[r.subtype] ?? r.subtype,
+        startTime: new Date(r.period[0]).toISOString(),
+        endTime: new Date(r.period[1]).toISOString(),
+        salesCount: r.sc,
+        salesAmount: formatMoney(r.sa, r.currency),
+        creditCount: r.cc,
+        creditAmount: formatMoney(r.ca, r.currency),
+        accountName: r.org.accountName,
+        accountId: r.org.accountId,
+        merchantId: r.org.id,
+        merchantName: r.org.name,
+      })),
+  };
+}
+
+export function conversionDetails(dataset: Dataset, w: Window): Record<string, unknown> | undefined {
+  const list: Record<string, unknown>[] = [];
+  for (const tx of dataset.between(w.organizationId, w.start, w.end, {
+    at: (t) => t.conversion?.time ?? -1,
+    notAfter: w.now,
+  })) {
+    const c = tx.conversion!;
+    if (c.time > w.now) continue;
+    list.push({
+      merchantReferenceNumber: tx.merchantReferenceNumber,
+      conversionTime: isoUtc(c.time),
+      requestId: tx.requestId,
+      originalDecision: c.originalDecision,
+      newDecision: c.newDecision,
+      reviewer: c.reviewer,
+      reviewerComments: c.reviewerComments,
+      queue: c.queue,
+      profile: c.profile,
+      notes: [{ time: isoUtc(c.time), addedBy: c.reviewer, comments: c.reviewerComments }],
+    });
+  }
+  if (list.length === 0) return undefined;
+  return {
+    organizationId: w.organizationId,
+    startTime: new Date(w.start).toISOString(),
+    endTime: new Date(w.end).toISOString(),
+    conversionDetails: list,
+  };
+}
+
+export function notificationOfChanges(
+  dataset: Dataset,
+  w: Window,
+): { notificationOfChanges: Record<string, string>[] } | undefined {
+  const list: Record<string, string>[] = [];
+  for (const tx of dataset.between(w.organizationId, w.start, w.end, {
+    at: (t) => t.notificationOfChange?.time ?? -1,
+    notAfter: w.now,
+  })) {
+    const n = tx.notificationOfChange!;
+    if (n.time > w.now) continue;
+    list.push({
+      merchantReferenceNumber: tx.merchantReferenceNumber,
+      transactionReferenceNumber: tx.transactionReferenceNumber,
+      time: isoUtc(n.time),
+      code: n.code,
+      accountType: n.accountType,
+      routingNumber: n.routingNumber,
+      accountNumber: n.accountNumber,
+      consumerName: n.consumerName,
+    });
+  }
+  return list.length === 0 ? undefined : { notificationOfChanges: list };
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* CSV and XML renderings of on-demand answers (the simulator's own layout: no public sample). */
+
+/** CSV of a list of flat records: header from the first record's keys, CRLF, RFC 4180. */
+export function recordsToCsv(records: readonly Record<string, unknown>[]): string {
+  if (records.length === 0) return '';
+  const keys = Object.keys(records[0]!);
+  const line = (values: unknown[]): string =>
+    values.map((v) => csvField(v === undefined || v === null ? '' : String(v))).join(',');
+  return [line(keys), ...records.map((r) => line(keys.map((k) => r[k])))].join('\r\n') + '\r\n';
+}
+
+/** Purchase-refund page as CSV: one line per record, columns `<section>.<field>`, sections joined by requestId. */
+export function purchaseRefundCsv(page: PurchaseRefundPage): string {
+  const details = page.requestDetails ?? [];
+  const bySection = PURCHASE_REFUND_SECTIONS.map((s) => {
+    const map = new Map<string, Record<string, string>>();
+    for (const r of page[s] ?? []) map.set(r['requestId'] ?? '', r);
+    return { s, map, keys: Object.keys((page[s] ?? [])[0] ?? {}).filter((k) => k !== 'requestId') };
+  });
+  const records = details.map((d) => {
+    const id = d['requestId'] ?? '';
+    const out: Record<string, string> = { requestId: id };
+    for (const { s, map, keys } of bySection) {
+      const row = map.get(id);
+      for (const k of keys) out[`${s}.${k}`] = row?.[k] ?? '';
+    }
+    return out;
+  });
+  return recordsToCsv(records);
+}
+
+function singular(key: string): string {
+  const cap = key.charAt(0).toUpperCase() + key.slice(1);
+  if (cap.endsWith('ies')) return `${cap.slice(0, -3)}y`;
+  if (cap.endsWith('uses') || cap.endsWith('ses')) return cap.slice(0, -2);
+  if (cap.endsWith('s')) return cap.slice(0, -1);
+  return `${cap}Item`;
+}
+
+function toXml(name: string, value: unknown, indent: string): string {
+  if (Array.isArray(value)) {
+    const item = singular(name);
+    const tag = name.charAt(0).toUpperCase() + name.slice(1);
+    return `${indent}<${tag}>\n${value.map((v) => toXml(item, v, `${indent}  `)).join('')}${indent}</${tag}>\n`;
+  }
+  const tag = name.charAt(0).toUpperCase() + name.slice(1);
+  if (value !== null && typeof value === 'object') {
+    const inner = Object.entries(value as Record<string, unknown>)
+      .map(([k, v]) => toXml(k, v, `${indent}  `))
+      .join('');
+    return `${indent}<${tag}>\n${inner}${indent}</${tag}>\n`;
+  }
+  return `${indent}<${tag}>${xmlEscape(value === undefined || value === null ? '' : String(value))}</${tag}>\n`;
+}
+
+/** XML of a JSON answer: objects become elements, arrays a wrapper with one element per item. */
+export function jsonToXml(rootName: string, body: unknown): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>\n${toXml(rootName, body, '')}`;
+}
+
+export function totalsOf(
+  records: Iterable<SimTransaction>,
+  amount: (tx: SimTransaction) => number,
+): MoneyTally {
+  const tally = new MoneyTally();
+  for (const tx of records) tally.add(amount(tx), tx.currency);
+  return tally;
+}
+
+export { settledRecords };
