@@ -20,6 +20,7 @@ import { registerPipelinesCommand } from './commands/pipelines.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerScheduleCommand } from './commands/schedule.js';
 import { registerSimulatorCommand } from './commands/simulator.js';
+import { registerSqlCommand } from './commands/sql.js';
 import { registerStatusCommand } from './commands/status.js';
 import { registerSubscriptionsCommand } from './commands/subscriptions.js';
 
@@ -66,6 +67,7 @@ export function buildProgram(io: CliIo): { program: Command; ctx: CliContext } {
   registerApiCommand(program, ctx);
   registerPipelinesCommand(program, ctx);
   registerMigrateCommand(program, ctx);
+  registerSqlCommand(program, ctx);
 
   for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
   return { program, ctx };

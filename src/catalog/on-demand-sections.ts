@@ -119,7 +119,7 @@ export const ON_DEMAND_SECTIONS: readonly OnDemandSection[] = Object.freeze([
     name: 'feeAndFundingDetails',
     kind: 'items',
     key: 'feeAndFundingDetails',
-    table: 'purchase_refund_fee_and_funding_details',
+    table: 'purchase_refund_fee_funding',
     description: 'Fee and funding details (some processors only)',
     fields: fields([
       REQUEST_ID,

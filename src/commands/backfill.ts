@@ -1,7 +1,86 @@
 import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
+import { PIPELINES } from '../../pipelines/index.js';
+import { createProgressReporter } from '../observability/progress.js';
+import { selectPipelines } from '../pipeline/resolve-pipelines.js';
+import { dayNumber } from '../pipeline/time-zones.js';
+import { configError } from '../errors.js';
 import type { CliContext } from './context.js';
-import { notBuilt } from './not-built.js';
+import { splitList } from './run.js';
+import { formatSummary, interruptOnSignals, runPass } from './run-pass.js';
+import { createRuntime } from './runtime.js';
 
-export function registerBackfillCommand(program: Command, _ctx: CliContext): void {
-  notBuilt(program.command('backfill').description('load every window of a date range'), 7);
+function isoDay(value: string): string {
+  try {
+    dayNumber(value);
+    return value;
+  } catch {
+    throw new InvalidArgumentError('expected a date written YYYY-MM-DD.');
+  }
+}
+
+function positive(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 64)
+    throw new InvalidArgumentError('expected a whole number from 1 to 64.');
+  return n;
+}
+
+export function registerBackfillCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('backfill')
+    .description('load every window of a date range; loaded windows are skipped unless --force')
+    .requiredOption('--from <date>', 'first day (YYYY-MM-DD, in each pipeline time zone)', isoDay)
+    .requiredOption('--to <date>', 'last day, inclusive (YYYY-MM-DD)', isoDay)
+    .option('--pipelines <names>', 'comma-separated pipelines (default: the enabled ones)', splitList)
+    .option('--organization-id <id>', 'only this organization')
+    .option('--concurrency <n>', 'windows in flight overall', positive)
+    .option('--force', 're-load windows that are already loaded', false)
+    .action(
+      async (opts: {
+        from: string;
+        to: string;
+        pipelines?: string[];
+        organizationId?: string;
+        concurrency?: number;
+        force: boolean;
+      }) => {
+        if (dayNumber(opts.to) < dayNumber(opts.from)) {
+          throw configError(`--to ${opts.to} is before --from ${opts.from}.`);
+        }
+        const started = performance.now();
+        const out = ctx.io.stdout;
+        const rt = await createRuntime(ctx, {
+          defs: PIPELINES,
+          now: new Date(),
+          announce: (line) => out.write(`${line}\n\n`),
+          ...(opts.pipelines ? { selected: opts.pipelines } : {}),
+        });
+        const pipelines = selectPipelines(rt.pipelines, opts.pipelines);
+        const controller = new AbortController();
+        const dispose = interruptOnSignals(controller, (s) =>
+          out.write(`\n${s}: stopping cleanly; run the same command again to continue where it stopped.\n`),
+        );
+        const progress = createProgressReporter(ctx.io.stderr, rt.logger);
+        try {
+          const summary = await runPass(rt, {
+            command: 'backfill',
+            trigger: 'cli',
+            pipelines,
+            range: { from: opts.from, to: opts.to },
+            force: opts.force,
+            ...(opts.organizationId ? { organizationId: opts.organizationId } : {}),
+            ...(opts.concurrency ? { concurrency: opts.concurrency } : {}),
+            signal: controller.signal,
+            onProgress: (e) => progress.update(e),
+          });
+          progress.stop();
+          out.write(formatSummary(summary, (performance.now() - started) / 1000));
+          if (summary.windows.failed > 0 || summary.interrupted) process.exitCode = 1;
+        } finally {
+          progress.stop();
+          dispose();
+        }
+      },
+    );
 }

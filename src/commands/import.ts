@@ -1,7 +1,126 @@
+import { createReadStream } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
+import { Option } from 'commander';
+import { REPORT_PIPELINES } from '../../pipelines/index.js';
+import { CybsError, configError } from '../errors.js';
+import { loadWindow } from '../load/load-window.js';
+import { openCsvReport } from '../parse/csv-report.js';
+import { openXmlReport } from '../parse/xml-report.js';
+import type { RecordSource } from '../parse/records.js';
+import { collectColumns, toLoadSource } from '../pipeline/record-source.js';
+import { finishRun, startRun } from '../state/runs.js';
 import type { CliContext } from './context.js';
-import { notBuilt } from './not-built.js';
 
-export function registerImportCommand(program: Command, _ctx: CliContext): void {
-  notBuilt(program.command('import').description('load a report file downloaded by hand'), 6);
+async function sniffFormat(path: string): Promise<'csv' | 'xml'> {
+  const ext = extname(path).toLowerCase();
+  if (ext === '.xml') return 'xml';
+  if (ext === '.csv') return 'csv';
+  const handle = await open(path, 'r');
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(64), 0, 64, 0);
+    return /^\s*</.test(
+      buffer
+        .subarray(0, bytesRead)
+        .toString('utf8')
+        .replace(/^\uFEFF/, ''),
+    )
+      ? 'xml'
+      : 'csv';
+  } finally {
+    await handle.close();
+  }
+}
+
+export function registerImportCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('import')
+    .description('load a report file downloaded by hand (Business Center or elsewhere) into its cybs table')
+    .argument('<file>', 'the CSV or XML report file')
+    .requiredOption(
+      '--report-definition <name>',
+      'report definition, e.g. PaymentBatchDetailClass (or the table name)',
+    )
+    .option('--organization-id <id>', 'organization the rows belong to (default: the one named in the file)')
+    .addOption(
+      new Option('--format <format>', 'file format (default: from the extension or content)').choices([
+        'csv',
+        'xml',
+      ]),
+    )
+    .action(
+      async (
+        file: string,
+        opts: { reportDefinition: string; organizationId?: string; format?: 'csv' | 'xml' },
+      ) => {
+        const pipeline = REPORT_PIPELINES.find(
+          (p) =>
+            p.reportDefinitionName.toLowerCase() === opts.reportDefinition.toLowerCase() ||
+            p.name === opts.reportDefinition,
+        );
+        if (!pipeline) {
+          throw configError(
+            `unknown report definition "${opts.reportDefinition}"; expected one of ${REPORT_PIPELINES.map((p) => p.reportDefinitionName).join(', ')}.`,
+          );
+        }
+        try {
+          await stat(file);
+        } catch {
+          throw configError(`file ${file} does not exist or cannot be read.`);
+        }
+        const format = opts.format ?? (await sniffFormat(file));
+        const fileName = basename(file);
+        const parseOptions = { fileName, report: pipeline.reportDefinitionName };
+        const openFile = (): Promise<RecordSource> =>
+          format === 'xml'
+            ? openXmlReport(createReadStream(file), parseOptions)
+            : openCsvReport(createReadStream(file), parseOptions);
+        // XML columns are discovered while reading: a first pass collects them (as for downloads).
+        const columns = format === 'xml' ? await collectColumns(await openFile()) : undefined;
+        const records = await openFile();
+        const meta = records.metadata;
+        const organizationId = opts.organizationId ?? meta.organizationId;
+        if (!organizationId) {
+          throw configError(`${fileName} does not name its organization; pass --organization-id.`);
+        }
+        const range = meta.rawStart || meta.rawEnd ? `${meta.rawStart ?? ''}..${meta.rawEnd ?? ''}` : '';
+        const source = ['import', fileName, meta.reportName ?? '', range].filter(Boolean).join(':');
+        const warehouse = await ctx.warehouse();
+        const logger = await ctx.logger();
+        const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
+        try {
+          const result = await loadWindow(warehouse, {
+            window: { pipeline: pipeline.name, organizationId, windowKey: source },
+            targets: [{ table: pipeline.table, source: toLoadSource(records, source, columns) }],
+            runId,
+            logger,
+          });
+          const t = result.tables[0]!;
+          await finishRun(warehouse.db, runId, {
+            status: 'succeeded',
+            counts: {
+              inserted: t.inserted,
+              updated: t.updated,
+              unchanged: t.unchanged,
+              deleted: t.deleted,
+              rejected: t.rejected,
+            },
+          });
+          ctx.io.stdout.write(
+            `Imported ${fileName} into ${t.table} (organization ${organizationId}): ` +
+              `${result.rowsLoaded} rows loaded (${t.inserted} new, ${t.updated} updated, ${t.unchanged} unchanged, ${t.deleted} removed), ` +
+              `${t.rejected} rejected${t.rejected > 0 ? ' (see etl.rejects)' : ''}` +
+              `${t.columnsAdded.length > 0 ? `; columns added: ${t.columnsAdded.join(', ')}` : ''}.\n`,
+          );
+        } catch (error) {
+          await finishRun(warehouse.db, runId, { status: 'failed', error: (error as Error).message });
+          if (error instanceof CybsError) throw error;
+          throw new CybsError('IMPORT_FAILED', `importing ${fileName} failed: ${(error as Error).message}`, {
+            stage: 'load',
+            cause: error,
+          });
+        }
+      },
+    );
 }

@@ -1,10 +1,39 @@
 import type { Command } from 'commander';
+import { PIPELINES } from '../../pipelines/index.js';
+import { tableDdl } from '../load/ddl.js';
+import { pipelineTables } from '../pipeline/define-pipeline.js';
+import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
 import type { CliContext } from './context.js';
-import { notBuilt } from './not-built.js';
+import { formatTable } from './sql.js';
 
-export function registerPipelinesCommand(program: Command, _ctx: CliContext): void {
-  notBuilt(
-    program.command('pipelines').description('list pipelines, their tables and whether they are enabled'),
-    7,
-  );
+export function registerPipelinesCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('pipelines')
+    .description("list pipelines, their tables and whether they are enabled; --sql prints the tables' DDL")
+    .option('--sql', 'print the CREATE TABLE statements (with comments) of every pipeline table', false)
+    .option('--json', 'machine-readable output', false)
+    .action(async (opts: { sql: boolean; json: boolean }) => {
+      if (opts.sql) {
+        const statements = PIPELINES.flatMap((p) => pipelineTables(p).flatMap((t) => tableDdl(t)));
+        ctx.io.stdout.write(`${statements.map((s) => `${s.trim().replace(/;$/, '')};`).join('\n\n')}\n`);
+        return;
+      }
+      const config = await ctx.config();
+      const resolved = resolvePipelines(PIPELINES, config, {
+        defaultOrganizations: ['(credential)'],
+        now: new Date(),
+      });
+      const rows = resolved.map((p) => ({
+        pipeline: p.name,
+        kind:
+          p.def.kind === 'report' ? `report ${p.def.reportDefinitionName}` : `on-demand ${p.def.endpoint}`,
+        enabled: p.enabled ? 'yes' : 'no',
+        source: p.def.kind === 'report' ? `subscription ${p.reportName}` : `/reporting/v3/${p.def.endpoint}`,
+        tables: pipelineTables(p.def)
+          .map((t) => `${t.schema}.${t.name}`)
+          .join(', '),
+        schedule: `${p.schedule.cron} ${p.schedule.timezone}`,
+      }));
+      ctx.io.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatTable(rows));
+    });
 }

@@ -1,7 +1,58 @@
 import type { Command } from 'commander';
+import { PIPELINES } from '../../pipelines/index.js';
+import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 import type { CliContext } from './context.js';
-import { notBuilt } from './not-built.js';
+import { formatSummary, interruptOnSignals, runPass } from './run-pass.js';
+import { createRuntime } from './runtime.js';
 
-export function registerRunCommand(program: Command, _ctx: CliContext): void {
-  notBuilt(program.command('run').description('load every due window of the enabled pipelines once'), 7);
+export function registerRunCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('run')
+    .description('load every due window of the enabled pipelines once (the nightly job)')
+    .option('--pipelines <names>', 'comma-separated pipelines (default: the enabled ones)', splitList)
+    .option('--organization-id <id>', 'only this organization')
+    .action(async (opts: { pipelines?: string[]; organizationId?: string }) => {
+      const started = performance.now();
+      const out = ctx.io.stdout;
+      const rt = await createRuntime(ctx, {
+        defs: PIPELINES,
+        now: new Date(),
+        announce: (line) => out.write(`${line}\n\n`),
+        ...(opts.pipelines ? { selected: opts.pipelines } : {}),
+      });
+      const pipelines = selectPipelines(rt.pipelines, opts.pipelines);
+      const controller = new AbortController();
+      const dispose = interruptOnSignals(controller, (s) =>
+        out.write(`\n${s}: stopping; windows in flight roll back.\n`),
+      );
+      try {
+        const summary = await runPass(rt, {
+          command: 'run',
+          trigger: 'cli',
+          pipelines,
+          ...(opts.organizationId ? { organizationId: opts.organizationId } : {}),
+          signal: controller.signal,
+        });
+        out.write(formatSummary(summary, (performance.now() - started) / 1000));
+        out.write(whereTheDataIs(rt.warehouse.kind, rt.warehouse.location));
+        if (summary.windows.failed > 0 || summary.interrupted) process.exitCode = 1;
+      } finally {
+        dispose();
+      }
+    });
+}
+
+export function splitList(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+export function whereTheDataIs(kind: 'postgres' | 'pglite', location: string): string {
+  const query = `select date_trunc('day', transaction_date) as day, currency_code, count(*), sum(amount) from cybs.transaction_request group by 1, 2 order by 1, 2;`;
+  return kind === 'pglite'
+    ? `\nData is in the embedded warehouse at ${location} (schemas cybs and etl). Try:\n` +
+        `  npx cybs-etl sql "${query}"\n`
+    : `\nData is in PostgreSQL ${location} (schemas cybs and etl). Try:\n  psql "$DATABASE_URL" -c "${query}"\n`;
 }

@@ -1,7 +1,116 @@
 import type { Command } from 'commander';
+import cron from 'node-cron';
+import { PIPELINES } from '../../pipelines/index.js';
+import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
+import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
+import { readStatus } from '../state/status.js';
 import type { CliContext } from './context.js';
-import { notBuilt } from './not-built.js';
+import { formatTable } from './sql.js';
 
-export function registerStatusCommand(program: Command, _ctx: CliContext): void {
-  notBuilt(program.command('status').description('show what is loaded, late, failed, and the last runs'), 7);
+/** The next time a cron expression fires in a zone (minute resolution, up to 8 days ahead). */
+export function nextFire(expression: string, timezone: string, now: Date): Date | null {
+  const task = cron.createTask(expression, () => {}, { timezone });
+  try {
+    const t = new Date(Math.floor(now.getTime() / 60_000) * 60_000 + 60_000);
+    for (let i = 0; i < 8 * 24 * 60; i++, t.setTime(t.getTime() + 60_000)) {
+      if (task.match(t)) return new Date(t);
+    }
+    return null;
+  } finally {
+    void task.destroy();
+  }
+}
+
+function humanLag(seconds: number | null): string {
+  if (seconds === null) return 'never loaded';
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 172_800) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86_400).toFixed(1)} d`;
+}
+
+export function registerStatusCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('status')
+    .description('show, per pipeline and organization, what is loaded, late and failed, and the last runs')
+    .option('--json', 'machine-readable output', false)
+    .action(async (opts: { json: boolean }) => {
+      const config = await ctx.config();
+      const warehouse = await ctx.warehouse();
+      const now = new Date();
+      const { pipelines: rows, runs } = await readStatus(warehouse.db, now);
+      let resolved: ResolvedPipeline[] = [];
+      try {
+        resolved = resolvePipelines(PIPELINES, config, { defaultOrganizations: [], now });
+      } catch {
+        resolved = [];
+      }
+      const schedule = new Map(resolved.map((p) => [p.name, p]));
+      const next = (name: string) => {
+        const p = schedule.get(name);
+        return p && p.enabled ? nextFire(p.schedule.cron, p.schedule.timezone, now) : null;
+      };
+      if (opts.json) {
+        ctx.io.stdout.write(
+          `${JSON.stringify(
+            { pipelines: rows.map((r) => ({ ...r, nextScheduledRun: next(r.pipeline) })), runs },
+            null,
+            2,
+          )}\n`,
+        );
+        return;
+      }
+      const out = ctx.io.stdout;
+      if (rows.length === 0) {
+        out.write('No windows yet: run "cybs-etl run" or "cybs-etl backfill --from … --to …".\n');
+      } else {
+        out.write(
+          formatTable(
+            rows.map((r) => ({
+              pipeline: r.pipeline,
+              organization: r.organizationId,
+              'last loaded': r.lastLoadedWindow ?? '',
+              lag: humanLag(r.lagSeconds),
+              loaded: (r.windows.loaded ?? 0) + (r.windows.no_data ?? 0),
+              'not ready': r.notReady.length,
+              failed: r.failed.length,
+              rejects: r.rejects,
+              'next run': next(r.pipeline)?.toISOString() ?? '',
+            })),
+          ),
+        );
+        const problems = rows.flatMap((r) => [
+          ...r.failed.map(
+            (f) =>
+              `  failed     ${r.pipeline} ${r.organizationId} ${f.windowKey} (attempts ${f.attempts}): ${f.code}: ${f.message}`,
+          ),
+          ...r.notReady.map(
+            (n) =>
+              `  not ready  ${r.pipeline} ${r.organizationId} ${n.windowKey} since ${n.since?.toISOString() ?? '?'}: ${n.message}`,
+          ),
+        ]);
+        if (problems.length > 0)
+          out.write(`\nWindows needing attention:\n${problems.slice(0, 50).join('\n')}\n`);
+      }
+      if (runs.length > 0) {
+        out.write('\nLast runs:\n');
+        out.write(
+          formatTable(
+            runs.map((r) => ({
+              run: r.id,
+              command: r.command,
+              trigger: r.trigger,
+              status: r.status,
+              started: r.startedAt.toISOString(),
+              seconds: r.finishedAt
+                ? ((r.finishedAt.getTime() - r.startedAt.getTime()) / 1000).toFixed(1)
+                : '',
+              windows: ['loaded', 'no_data', 'not_ready', 'failed']
+                .map((k) => `${k}=${String(r.counts[k] ?? 0)}`)
+                .join(' '),
+              rows: String(r.counts.rowsLoaded ?? ''),
+            })),
+          ),
+        );
+      }
+    });
 }

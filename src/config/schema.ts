@@ -23,6 +23,8 @@ export const pipelineSettingsSchema = z.strictObject({
   /** Subscription report name (report-file pipelines). */
   reportName: z.string().min(1).max(128).optional(),
   schedule: scheduleSettingsSchema.optional(),
+  /** Time zone the windows are cut in; default: the subscription's (report files), else the schedule's. */
+  timezone: z.string().min(1).optional(),
   startDate: isoDate.optional(),
   lookbackDays: z.number().int().min(0).max(90).optional(),
   windowDays: z.number().int().min(1).max(D.MAX_WINDOW_DAYS).optional(),

@@ -265,7 +265,7 @@ export async function loadWindow(
         return windowResult;
       }),
     );
-    log?.info(
+    log?.debug(
       { rowsLoaded: result.rowsLoaded, rowsRejected: result.rowsRejected, tables: result.tables },
       'window loaded',
     );

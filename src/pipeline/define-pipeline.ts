@@ -1,3 +1,4 @@
+import type { OnDemandEndpoint } from '../catalog/on-demand-sections.js';
 import type { TableDecl } from '../load/table-spec.js';
 
 /** Report files fed by a subscription (searched, downloaded, parsed as CSV or XML). */
@@ -15,16 +16,11 @@ export interface ReportPipelineDef {
   defaultSchedule: { cron: string; timezone: string };
   /** Windows re-loaded on each nightly run unless config says otherwise. */
   defaultLookbackDays: number;
+  /** Loaded without being named in config.yaml. */
+  enabledByDefault: boolean;
 }
 
-export const ON_DEMAND_ENDPOINTS = [
-  'conversion-details',
-  'notification-of-changes',
-  'purchase-refund-details',
-  'net-fundings',
-  'payment-batch-summaries',
-] as const;
-export type OnDemandEndpoint = (typeof ON_DEMAND_ENDPOINTS)[number];
+export type { OnDemandEndpoint } from '../catalog/on-demand-sections.js';
 
 /** On-demand JSON endpoints: one call (or offset/limit pages) per window, one table per section. */
 export interface OnDemandPipelineDef {
@@ -38,6 +34,7 @@ export interface OnDemandPipelineDef {
   paged: boolean;
   defaultSchedule: { cron: string; timezone: string };
   defaultLookbackDays: number;
+  enabledByDefault: boolean;
 }
 
 export type PipelineDef = ReportPipelineDef | OnDemandPipelineDef;

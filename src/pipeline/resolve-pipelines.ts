@@ -14,6 +14,8 @@ export interface ResolvedPipeline {
   schedule: { cron: string; timezone: string };
   /** Time zone the windows are cut in (the subscription's for report files, the schedule's otherwise). */
   timeZone: string;
+  /** False when config.yaml does not set it: a report pipeline then takes its subscription's zone. */
+  timeZoneConfigured: boolean;
   startDate: string;
   lookbackDays: number;
   windowDays: number;
@@ -45,8 +47,14 @@ export function resolvePipelines(
     }
   }
   return defs.map((def) => {
-    const s: PipelineSettings = config.pipelines[def.name] ?? { enabled: true };
+    const configured = config.pipelines[def.name];
+    const s: PipelineSettings = configured ?? { enabled: def.enabledByDefault };
     const schedule = s.schedule ?? def.defaultSchedule;
+    if (s.timezone !== undefined && !isValidTimeZone(s.timezone)) {
+      throw configError(
+        `config.yaml: key "pipelines.${def.name}.timezone": unknown time zone "${s.timezone}".`,
+      );
+    }
     if (!isValidTimeZone(schedule.timezone)) {
       throw configError(
         `config.yaml: key "pipelines.${def.name}.schedule.timezone": unknown time zone "${schedule.timezone}".`,
@@ -56,11 +64,12 @@ export function resolvePipelines(
     return {
       def,
       name: def.name,
-      enabled: s.enabled ?? true,
+      enabled: configured ? (configured.enabled ?? true) : def.enabledByDefault,
       organizations: [...organizations],
       reportName: def.kind === 'report' ? (s.reportName ?? def.defaultReportName) : undefined,
       schedule: { cron: schedule.cron, timezone: schedule.timezone },
-      timeZone: schedule.timezone,
+      timeZone: s.timezone ?? schedule.timezone,
+      timeZoneConfigured: s.timezone !== undefined,
       startDate:
         s.startDate ??
         config.defaults.startDate ??

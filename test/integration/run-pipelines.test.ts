@@ -30,6 +30,7 @@ const defs = [
     paged: false,
     defaultSchedule: { cron: '0 7 * * *', timezone: 'UTC' },
     defaultLookbackDays: 3,
+    enabledByDefault: true,
   }),
   definePipeline({
     kind: 'on-demand',
@@ -40,6 +41,7 @@ const defs = [
     paged: false,
     defaultSchedule: { cron: '0 7 * * *', timezone: 'America/Chicago' },
     defaultLookbackDays: 3,
+    enabledByDefault: true,
   }),
 ];
 

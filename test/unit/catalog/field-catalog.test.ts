@@ -317,7 +317,7 @@ describe('on-demand sections', () => {
       'purchase_refund_request_details',
       'purchase_refund_settlements',
       'purchase_refund_authorizations',
-      'purchase_refund_fee_and_funding_details',
+      'purchase_refund_fee_funding',
       'purchase_refund_others',
       'purchase_refund_settlement_statuses',
       'net_funding_summaries',

@@ -1,0 +1,112 @@
+import { finishRun, startRun } from '../state/runs.js';
+import { runPipelines } from '../pipeline/run-pipelines.js';
+import type { ProgressEvent, RunSummary } from '../pipeline/run-pipelines.js';
+import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
+import type { Runtime } from './runtime.js';
+
+export interface PassOptions {
+  command: 'run' | 'backfill' | 'schedule';
+  trigger: string;
+  pipelines: ResolvedPipeline[];
+  organizationId?: string;
+  range?: { from: string; to: string };
+  force?: boolean;
+  concurrency?: number;
+  signal?: AbortSignal;
+  drain?: AbortSignal;
+  onProgress?: (event: ProgressEvent) => void;
+}
+
+/** One recorded pass: an etl.runs row around runPipelines, with unavailable pipelines counted as failed. */
+export async function runPass(rt: Runtime, options: PassOptions): Promise<RunSummary & { runId: number }> {
+  const runnable = options.pipelines.filter((p) => !rt.unavailable.has(p.name));
+  const runId = await startRun(rt.warehouse.db, {
+    command: options.command,
+    trigger: options.trigger,
+    pipelines: options.pipelines.map((p) => p.name),
+  });
+  let summary: RunSummary;
+  try {
+    summary = await runPipelines(
+      { db: rt.warehouse.db, logger: rt.logger.child({ runId }), execute: rt.executor },
+      {
+        pipelines: runnable,
+        ...(options.organizationId ? { organizationId: options.organizationId } : {}),
+        ...(options.range ? { range: options.range } : {}),
+        force: options.force ?? false,
+        globalConcurrency: options.concurrency ?? rt.config.defaults.globalConcurrency,
+        leaseSeconds: rt.config.defaults.leaseSeconds,
+        runId,
+        now: () => (rt.simulator ? new Date(rt.simulator.now()) : new Date()),
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.drain ? { drain: options.drain } : {}),
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      },
+    );
+  } catch (error) {
+    await finishRun(rt.warehouse.db, runId, { status: 'failed', error: (error as Error).message });
+    throw error;
+  }
+  for (const p of options.pipelines) {
+    const reason = rt.unavailable.get(p.name);
+    if (reason) {
+      summary.windows.failed++;
+      summary.failures.push({
+        pipeline: p.name,
+        organizationId: '*',
+        windowKey: '*',
+        code: 'PIPELINE_UNAVAILABLE',
+        message: reason,
+      });
+    }
+  }
+  const counts = { ...summary.windows, rowsLoaded: summary.rowsLoaded, rowsRejected: summary.rowsRejected };
+  await finishRun(rt.warehouse.db, runId, {
+    status: summary.interrupted ? 'interrupted' : summary.windows.failed > 0 ? 'failed' : 'succeeded',
+    counts,
+    error: summary.failures.length > 0 ? `${summary.failures.length} window(s) failed` : null,
+  });
+  return { ...summary, runId };
+}
+
+/** The summary table printed at the end of run and backfill. */
+export function formatSummary(summary: RunSummary & { runId: number }, seconds: number): string {
+  const w = summary.windows;
+  const lines = [
+    `Run ${summary.runId} ${summary.interrupted ? 'interrupted' : 'finished'} in ${seconds.toFixed(1)} s`,
+    '',
+    '  windows loaded      ' + String(w.loaded).padStart(8),
+    '  windows no data     ' + String(w.no_data).padStart(8),
+    '  windows not ready   ' + String(w.not_ready).padStart(8),
+    '  windows failed      ' + String(w.failed).padStart(8),
+    '  windows skipped     ' + String(w.skipped).padStart(8) + '   (held by another process)',
+    '  rows loaded         ' + String(summary.rowsLoaded).padStart(8),
+    '  rows rejected       ' + String(summary.rowsRejected).padStart(8) + '   (see etl.rejects)',
+  ];
+  if (summary.failures.length > 0) {
+    lines.push('', 'Failed:');
+    for (const f of summary.failures.slice(0, 20)) {
+      lines.push(`  ${f.pipeline} ${f.organizationId} ${f.windowKey}: ${f.code}: ${f.message}`);
+    }
+    if (summary.failures.length > 20)
+      lines.push(`  … and ${summary.failures.length - 20} more (cybs-etl status)`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** Abort on the first SIGINT/SIGTERM (windows in flight roll back and are released); returns a disposer. */
+export function interruptOnSignals(
+  controller: AbortController,
+  onSignal?: (signal: string) => void,
+): () => void {
+  const handler = (signal: NodeJS.Signals) => {
+    onSignal?.(signal);
+    controller.abort();
+  };
+  process.once('SIGINT', handler);
+  process.once('SIGTERM', handler);
+  return () => {
+    process.off('SIGINT', handler);
+    process.off('SIGTERM', handler);
+  };
+}

@@ -1,0 +1,173 @@
+import { createReportingClient } from '../api/reporting-client.js';
+import type { ReportingClient } from '../api/reporting-client.js';
+import { isApiError } from '../api/errors.js';
+import type { Credentials } from '../config/env.js';
+import type { Config } from '../config/schema.js';
+import type { Warehouse } from '../load/warehouse.js';
+import type { Logger } from '../observability/logger.js';
+import { createMetrics, endpointLabel } from '../observability/metrics.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { PipelineDef } from '../pipeline/define-pipeline.js';
+import { createWindowExecutor } from '../pipeline/execute-window.js';
+import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
+import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
+import type { WindowExecutor } from '../pipeline/run-pipelines.js';
+import { startSimulator } from '../simulator/start-simulator.js';
+import type { SimulatorHandle } from '../simulator/start-simulator.js';
+import type { CliContext } from './context.js';
+
+/** Everything a loading command needs, built once per invocation. */
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  warehouse: Warehouse;
+  client: ReportingClient;
+  metrics: Metrics;
+  pipelines: ResolvedPipeline[];
+  /** Set when no credentials were given and the built-in simulator stands in for CyberSource. */
+  simulator?: SimulatorHandle;
+  /** Pipelines that cannot run (e.g. their subscription does not exist), with the reason. */
+  unavailable: Map<string, string>;
+  organizationParam: (organizationId: string) => string | undefined;
+  executor: WindowExecutor;
+}
+
+export interface RuntimeOptions {
+  defs: readonly PipelineDef[];
+  now: Date;
+  /** Print the simulator notice to this stream (the loud first lines of `run` without credentials). */
+  announce?: (line: string) => void;
+  /** Only these pipelines need their subscription looked up. */
+  selected?: readonly string[];
+}
+
+/**
+ * Build the runtime: warehouse (migrated), API client with metrics, pipelines resolved from config
+ * and, for report pipelines, their subscription's time zone. Without credentials, the built-in
+ * simulator is started in-process and used through a partner (portfolio) key for its merchants.
+ */
+export async function createRuntime(ctx: CliContext, options: RuntimeOptions): Promise<Runtime> {
+  const config = await ctx.config();
+  const logger = await ctx.logger();
+  const env = ctx.env();
+  const metrics = createMetrics();
+  let credentials: Credentials;
+  let target = env.target;
+  let simulator: SimulatorHandle | undefined;
+  let defaultOrganizations: string[];
+  let partner: boolean;
+  if (env.credentials) {
+    credentials = env.credentials;
+    defaultOrganizations = [credentials.merchantId];
+    partner = credentials.portfolioId !== undefined;
+  } else {
+    simulator = await startSimulator({ organizations: 2, transactionsPerDay: 200, logger });
+    ctx.onClose(() => simulator!.close());
+    const key = simulator.portfolioCredentials;
+    credentials = {
+      auth: 'jwt',
+      merchantId: key.merchantId,
+      portfolioId: key.portfolioId,
+      keyId: key.keyId,
+      sharedSecret: key.sharedSecret,
+    };
+    target = { baseUrl: simulator.baseUrl };
+    defaultOrganizations = simulator.organizations;
+    partner = true;
+    options.announce?.(
+      `No CyberSource credentials in the environment (CYBS_MERCHANT_ID, CYBS_KEY_ID, CYBS_SHARED_SECRET): ` +
+        `using the built-in simulator at ${simulator.baseUrl} with its organizations ${simulator.organizations.join(', ')}. ` +
+        `Data below is simulated, not yours.`,
+    );
+  }
+  const client = createReportingClient(
+    { credentials, target, api: config.api },
+    {
+      logger,
+      onEvent: (event) => {
+        const endpoint = endpointLabel(event.path);
+        if (event.type === 'response') {
+          metrics.apiRequests.inc({
+            method: event.method,
+            endpoint,
+            status: String(event.status ?? event.errorCode ?? 'error'),
+          });
+        } else if (event.type === 'retry') {
+          metrics.apiRetries.inc({ endpoint, reason: String(event.status ?? event.errorCode ?? 'error') });
+        }
+      },
+    },
+  );
+  ctx.onClose(() => client.close());
+  const warehouse = await ctx.warehouse();
+  const organizationParam = (organizationId: string) =>
+    partner || organizationId !== credentials.merchantId ? organizationId : undefined;
+  const pipelines = resolvePipelines(options.defs, config, { defaultOrganizations, now: options.now });
+  const unavailable = await applySubscriptionZones(
+    client,
+    pipelines,
+    organizationParam,
+    logger,
+    options.selected,
+  );
+  const executor = createWindowExecutor({ warehouse, client, logger, metrics, organizationParam });
+  return {
+    config,
+    logger,
+    warehouse,
+    client,
+    metrics,
+    pipelines,
+    ...(simulator ? { simulator } : {}),
+    unavailable,
+    organizationParam,
+    executor,
+  };
+}
+
+/**
+ * Report files are cut in their subscription's time zone (reportDate is the end date there): unless
+ * config.yaml sets `timezone`, look the subscription up. A pipeline whose subscription does not exist
+ * cannot run; it is reported, not silently skipped.
+ */
+async function applySubscriptionZones(
+  client: ReportingClient,
+  pipelines: ResolvedPipeline[],
+  organizationParam: (org: string) => string | undefined,
+  logger: Logger,
+  selected: readonly string[] | undefined,
+): Promise<Map<string, string>> {
+  const unavailable = new Map<string, string>();
+  for (const p of pipelines) {
+    if (p.def.kind !== 'report' || p.timeZoneConfigured) continue;
+    if (selected ? !selected.includes(p.name) : !p.enabled) continue;
+    const organizationId = p.organizations[0];
+    if (!organizationId || !p.reportName) continue;
+    const param = organizationParam(organizationId);
+    try {
+      const subscription = await client.getSubscription(p.reportName, param ? { organizationId: param } : {});
+      if (subscription.timezone) p.timeZone = subscription.timezone;
+      const frequency = String(subscription.reportFrequency ?? 'DAILY').toUpperCase();
+      if (frequency !== 'DAILY') {
+        unavailable.set(
+          p.name,
+          `subscription "${p.reportName}" is ${frequency}; cybs-etl loads daily subscriptions (set pipelines.${p.name}.reportName to a daily one)`,
+        );
+      }
+    } catch (error) {
+      if (isApiError(error) && error.status === 404) {
+        unavailable.set(
+          p.name,
+          `subscription "${p.reportName}" does not exist for organization ${organizationId}; declare it (cybs-etl subscriptions apply) or set pipelines.${p.name}.reportName`,
+        );
+      } else {
+        throw error;
+      }
+    }
+    logger.debug(
+      { pipeline: p.name, timeZone: p.timeZone },
+      'report pipeline time zone from its subscription',
+    );
+  }
+  return unavailable;
+}

@@ -1,0 +1,251 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ReportingClient } from '../api/reporting-client.js';
+import { CybsError } from '../errors.js';
+import { findReport } from '../extract/find-report.js';
+import { fetchOnDemandPages } from '../extract/on-demand-pages.js';
+import { loadWindow } from '../load/load-window.js';
+import type { LoadWindowResult } from '../load/load-window.js';
+import type { LoadSource, TableDecl } from '../load/table-spec.js';
+import type { Warehouse } from '../load/warehouse.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { openCsvReport } from '../parse/csv-report.js';
+import { parseOnDemandResponse } from '../parse/on-demand.js';
+import { openXmlReport } from '../parse/xml-report.js';
+import { completeWindow } from '../state/windows.js';
+import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
+import { RecordSpool, collectColumns, declaredColumns, toLoadSource } from './record-source.js';
+import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
+
+export interface ExecutorDeps {
+  warehouse: Warehouse;
+  client: ReportingClient;
+  logger: Logger;
+  metrics?: Metrics;
+  /**
+   * The organizationId query parameter for an organization: only a partner acting for a merchant
+   * sends it; a merchant's own credential names its organization (undefined).
+   */
+  organizationParam: (organizationId: string) => string | undefined;
+}
+
+/** extract → parse → load of one window; rows and window state commit in one transaction. */
+export function createWindowExecutor(deps: ExecutorDeps): WindowExecutor {
+  return async (task) => {
+    const started = performance.now();
+    let outcome = 'failed';
+    try {
+      const result =
+        task.pipeline.def.kind === 'report'
+          ? await executeReportWindow(deps, task, task.pipeline.def)
+          : await executeOnDemandWindow(deps, task, task.pipeline.def);
+      outcome = result.kind;
+      if (result.kind === 'loaded') {
+        deps.metrics?.rowsLoaded.inc({ pipeline: task.pipeline.name }, result.rowsLoaded);
+        deps.metrics?.rowsRejected.inc({ pipeline: task.pipeline.name }, result.rowsRejected);
+      }
+      return result;
+    } finally {
+      deps.metrics?.windows.inc({ pipeline: task.pipeline.name, outcome });
+      deps.metrics?.windowDuration.observe(
+        { pipeline: task.pipeline.name, outcome },
+        (performance.now() - started) / 1000,
+      );
+    }
+  };
+}
+
+function refOf(task: WindowTask) {
+  return {
+    pipeline: task.pipeline.name,
+    organizationId: task.window.organizationId,
+    windowKey: task.window.windowKey,
+  };
+}
+
+/** Load the given sources as the window, and mark the window loaded (or no_data) in the same transaction. */
+async function commitWindow(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  targets: { table: TableDecl; source: LoadSource }[],
+  sourceRef: string,
+  noData: boolean,
+): Promise<WindowResult> {
+  const ref = refOf(task);
+  const result: LoadWindowResult = await loadWindow(deps.warehouse, {
+    window: ref,
+    targets,
+    runId: task.runId,
+    rejectThreshold: task.pipeline.rejectThreshold,
+    logger: deps.logger,
+    beforeCommit: async (trx, r) => {
+      const counts = { inserted: 0, updated: 0, unchanged: 0, deleted: 0 };
+      for (const t of r.tables) {
+        counts.inserted += t.inserted;
+        counts.updated += t.updated;
+        counts.unchanged += t.unchanged;
+        counts.deleted += t.deleted;
+      }
+      await completeWindow(trx, ref, task.owner, {
+        status: noData || r.rowsLoaded + r.rowsRejected === 0 ? 'no_data' : 'loaded',
+        rowsLoaded: r.rowsLoaded,
+        rowsRejected: r.rowsRejected,
+        counts,
+        sourceRef,
+      });
+    },
+  });
+  if (noData || result.rowsLoaded + result.rowsRejected === 0) return { kind: 'no_data' };
+  return { kind: 'loaded', rowsLoaded: result.rowsLoaded, rowsRejected: result.rowsRejected };
+}
+
+async function* noBatches() {}
+
+async function executeReportWindow(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  def: ReportPipelineDef,
+): Promise<WindowResult> {
+  const reportName = task.pipeline.reportName ?? def.defaultReportName;
+  const organizationId = deps.organizationParam(task.window.organizationId);
+  const found = await findReport(deps.client, {
+    reportName,
+    ...(organizationId ? { organizationId } : {}),
+    window: task.window,
+    signal: task.signal,
+  });
+  if (found.kind === 'not_ready') return { kind: 'not_ready', message: found.message };
+  if (found.kind === 'error') {
+    throw new CybsError('EXTRACT_REPORT_ERROR', found.message, { stage: 'extract', context: { reportName } });
+  }
+  const source = `${reportName}/${found.kind === 'ready' ? found.reportDate : task.window.windowKey}`;
+  if (found.kind === 'no_data') {
+    // Rows loaded earlier from this report (if any) are removed: the service now says it has none.
+    return commitWindow(
+      deps,
+      task,
+      [{ table: def.table, source: { source, columns: declaredColumns(def.table), batches: noBatches() } }],
+      source,
+      true,
+    );
+  }
+  const params = {
+    reportName,
+    reportDate: found.reportDate,
+    accept: found.format === 'xml' ? ('application/xml' as const) : ('text/csv' as const),
+    ...(organizationId ? { organizationId } : {}),
+  };
+  const fileName = `${reportName}_${found.reportDate}.${found.format}`;
+  const sourceRef = `${source} (report ${found.report.reportId})`;
+  if (found.format === 'csv') {
+    // Streamed straight into the load transaction; a download that breaks mid-way rolls the
+    // transaction back and withDownload starts the whole window again with a fresh stream.
+    return deps.client.withDownload(
+      params,
+      async (download) => {
+        const records = await openCsvReport(download.body, { fileName, report: def.reportDefinitionName });
+        return commitWindow(
+          deps,
+          task,
+          [{ table: def.table, source: toLoadSource(records, source) }],
+          sourceRef,
+          false,
+        );
+      },
+      { signal: task.signal },
+    );
+  }
+  // XML: columns are discovered while reading, so the file is spooled and read twice.
+  const dir = await mkdtemp(join(tmpdir(), 'cybs-etl-'));
+  try {
+    const path = join(dir, fileName);
+    await deps.client.downloadReportToFile(params, path, { signal: task.signal });
+    return await loadXmlFile(deps, task, def, path, fileName, source, sourceRef);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function loadXmlFile(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  def: ReportPipelineDef,
+  path: string,
+  fileName: string,
+  source: string,
+  sourceRef: string,
+): Promise<WindowResult> {
+  const { createReadStream } = await import('node:fs');
+  const options = { fileName, report: def.reportDefinitionName };
+  const columns = await collectColumns(await openXmlReport(createReadStream(path), options));
+  const records = await openXmlReport(createReadStream(path), options);
+  return commitWindow(
+    deps,
+    task,
+    [{ table: def.table, source: toLoadSource(records, source, columns) }],
+    sourceRef,
+    false,
+  );
+}
+
+async function executeOnDemandWindow(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  def: OnDemandPipelineDef,
+): Promise<WindowResult> {
+  const organizationId = deps.organizationParam(task.window.organizationId);
+  const source = `${def.endpoint}/${task.window.start.toISOString()}..${task.window.end.toISOString()}`;
+  const dir = await mkdtemp(join(tmpdir(), 'cybs-etl-'));
+  const spools = new Map(
+    Object.keys(def.tables).map((name) => [
+      name,
+      new RecordSpool(join(dir, `${name}.jsonl`), declaredColumns(def.tables[name]!)),
+    ]),
+  );
+  try {
+    let pages = 0;
+    const offsets = new Map<string, number>();
+    for await (const body of fetchOnDemandPages(deps.client, def.endpoint, {
+      window: task.window,
+      ...(organizationId ? { organizationId } : {}),
+      pageLimit: task.pipeline.pageLimit,
+      signal: task.signal,
+    })) {
+      pages++;
+      const parsed = parseOnDemandResponse(def.endpoint, body, { source: `${source}#page${pages}` });
+      for (const [name, records] of Object.entries(parsed.sections)) {
+        const spool = spools.get(name);
+        if (!spool) continue;
+        // Record numbers continue across pages so that (source, row) stays unique in the window.
+        const base = offsets.get(name) ?? 0;
+        let last = base;
+        for await (const batch of records.batches) {
+          spool.setColumns(records.columns);
+          for (const r of batch.records) {
+            last = base + r.recordNumber;
+            await spool.write(last, r.values);
+          }
+          for (const r of batch.rejects) spool.addReject({ ...r, recordNumber: base + r.recordNumber });
+        }
+        offsets.set(name, Math.max(last, base + records.summary().dataRows));
+      }
+    }
+    for (const spool of spools.values()) await spool.close();
+    const targets = [...spools].map(([name, spool]) => ({
+      table: def.tables[name]!,
+      source: spool.toLoadSource(source),
+    }));
+    return await commitWindow(
+      deps,
+      task,
+      targets,
+      `${source} (${pages} page${pages === 1 ? '' : 's'})`,
+      pages === 0,
+    );
+  } finally {
+    for (const spool of spools.values()) await spool.close().catch(() => {});
+    await rm(dir, { recursive: true, force: true });
+  }
+}

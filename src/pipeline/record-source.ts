@@ -1,0 +1,152 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import type { WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import type {
+  LoadBatch,
+  LoadRecord,
+  LoadSource,
+  LoadValue,
+  SourceColumn,
+  TableDecl,
+} from '../load/table-spec.js';
+import { serialiseCsvRow } from '../parse/csv-report.js';
+import type { ColumnSpec, RecordSource, TypedRecord } from '../parse/records.js';
+
+/** A parser column as the loader sees it. */
+export function toSourceColumn(spec: ColumnSpec): SourceColumn {
+  const out: SourceColumn = { name: spec.column, pgType: spec.pgType };
+  if (spec.description) out.description = spec.description;
+  if (spec.field.kind === 'unknown') out.unknown = true;
+  return out;
+}
+
+/**
+ * A record as the loader sees it. Parsers do not keep each row's original text (it would double the
+ * work on the hot path); the few records the loader itself rejects get their values re-serialised as
+ * a CSV row instead.
+ */
+function toLoadRecord(record: TypedRecord): LoadRecord {
+  const { recordNumber, values } = record;
+  return {
+    recordNumber,
+    values,
+    get raw() {
+      return serialiseCsvRow(values.map((v) => (v === null ? '' : String(v))));
+    },
+  };
+}
+
+/**
+ * Feed a parser's record source to the loader. `columns` overrides the parser's column list when
+ * it is known in advance (an XML file read twice: its columns are discovered while reading, so the
+ * first pass collects them and the second pass loads with the full list; records are padded).
+ */
+export function toLoadSource(
+  records: RecordSource,
+  source: string,
+  columns?: readonly ColumnSpec[],
+): LoadSource {
+  return {
+    source,
+    columns: (columns ?? records.columns).map(toSourceColumn),
+    batches: (async function* (): AsyncGenerator<LoadBatch> {
+      for await (const batch of records.batches) {
+        yield { records: batch.records.map(toLoadRecord), rejects: batch.rejects.map((r) => ({ ...r })) };
+      }
+    })(),
+  };
+}
+
+/** Read a whole record source once, to learn every column it has (first pass of an XML file). */
+export async function collectColumns(records: RecordSource): Promise<ColumnSpec[]> {
+  for await (const batch of records.batches) void batch;
+  return [...records.columns];
+}
+
+/**
+ * A spool of typed records on disk, one JSON array per line: lets several loader targets be fed
+ * from one pass over on-demand pages without holding them in memory.
+ */
+export class RecordSpool {
+  private readonly out: WriteStream;
+  private columns: ColumnSpec[] = [];
+  /** Columns used when no page had records of this section (the table's declared ones). */
+  private readonly fallback: SourceColumn[];
+  private readonly rejects: LoadBatch['rejects'] = [];
+  private count = 0;
+
+  constructor(
+    private readonly path: string,
+    fallbackColumns: readonly SourceColumn[],
+  ) {
+    this.out = createWriteStream(path, { encoding: 'utf8' });
+    this.fallback = [...fallbackColumns];
+  }
+
+  setColumns(columns: readonly ColumnSpec[]): void {
+    if (columns.length > this.columns.length) this.columns = [...columns];
+  }
+
+  async write(recordNumber: number, values: readonly LoadValue[]): Promise<void> {
+    this.count++;
+    if (!this.out.write(`${JSON.stringify([recordNumber, ...values])}\n`)) await once(this.out, 'drain');
+  }
+
+  addReject(reject: LoadBatch['rejects'][number]): void {
+    this.rejects.push(reject);
+  }
+
+  get records(): number {
+    return this.count;
+  }
+
+  private closing?: Promise<void>;
+
+  /** Finish writing; safe to call more than once. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.out.end();
+      if (!this.out.closed) await once(this.out, 'close');
+    })();
+    return this.closing;
+  }
+
+  /** The spooled records as a loader source (call after close()). */
+  toLoadSource(source: string, batchSize = 2000): LoadSource {
+    const path = this.path;
+    const rejects = this.rejects;
+    return {
+      source,
+      columns: this.columns.length > 0 ? this.columns.map(toSourceColumn) : this.fallback,
+      batches: (async function* (): AsyncGenerator<LoadBatch> {
+        let batch: LoadRecord[] = [];
+        const lines = createInterface({
+          input: createReadStream(path, { encoding: 'utf8' }),
+          crlfDelay: Infinity,
+        });
+        let first = true;
+        for await (const line of lines) {
+          if (line === '') continue;
+          const [recordNumber, ...values] = JSON.parse(line) as [number, ...LoadValue[]];
+          batch.push(toLoadRecord({ recordNumber, values }));
+          if (batch.length >= batchSize) {
+            yield { records: batch, rejects: first ? rejects : [] };
+            first = false;
+            batch = [];
+          }
+        }
+        if (batch.length > 0 || first) yield { records: batch, rejects: first ? rejects : [] };
+      })(),
+    };
+  }
+}
+
+/** The declared data columns of a table, as a source's columns (for a source with no rows). */
+export function declaredColumns(table: TableDecl): SourceColumn[] {
+  return table.columns.map((c) => ({
+    name: c.name,
+    pgType: c.pgType,
+    ...(c.description ? { description: c.description } : {}),
+  }));
+}
