@@ -40,6 +40,9 @@ export function buildProgram(io: CliIo): { program: Command; ctx: CliContext } {
     .option('-v, --verbose', 'show debug logs and stack traces', false)
     .option('--pretty', 'human-readable logs even when stderr is not a terminal', false)
     .addOption(
+      new Option('--now <iso-time>', 'pretend the current time is this (replays and tests)').hideHelp(),
+    )
+    .addOption(
       new Option('--log-level <level>', 'log level').choices([
         'fatal',
         'error',

@@ -52,7 +52,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
         const out = ctx.io.stdout;
         const rt = await createRuntime(ctx, {
           defs: PIPELINES,
-          now: new Date(),
+          now: ctx.now(),
           announce: (line) => out.write(`${line}\n\n`),
           ...(opts.pipelines ? { selected: opts.pipelines } : {}),
         });

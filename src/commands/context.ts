@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { readEnv, secretValues } from '../config/env.js';
+import { configError } from '../errors.js';
 import type { EnvSettings } from '../config/env.js';
 import { loadConfig } from '../config/load-config.js';
 import type { Config } from '../config/schema.js';
@@ -26,6 +27,7 @@ export interface GlobalOptions {
   verbose: boolean;
   pretty: boolean;
   logLevel?: string;
+  now?: string;
 }
 
 /**
@@ -46,6 +48,18 @@ export class CliContext {
   globals(): GlobalOptions {
     return this.program.opts<GlobalOptions>();
   }
+
+  /** The current time: the real clock, or --now (which then moves forward with the real clock). */
+  now(): Date {
+    const given = this.globals().now;
+    if (!given) return new Date();
+    const t = Date.parse(given);
+    if (Number.isNaN(t)) throw configError(`--now ${given} is not an ISO 8601 time.`);
+    this.nowOffset ??= t - Date.now();
+    return new Date(Date.now() + this.nowOffset);
+  }
+
+  private nowOffset?: number;
 
   config(): Promise<Config> {
     this.configPromise ??= loadConfig(this.globals().config);

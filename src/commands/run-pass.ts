@@ -37,7 +37,7 @@ export async function runPass(rt: Runtime, options: PassOptions): Promise<RunSum
         globalConcurrency: options.concurrency ?? rt.config.defaults.globalConcurrency,
         leaseSeconds: rt.config.defaults.leaseSeconds,
         runId,
-        now: () => (rt.simulator ? new Date(rt.simulator.now()) : new Date()),
+        now: rt.now,
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.drain ? { drain: options.drain } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),

@@ -30,6 +30,8 @@ export interface Runtime {
   unavailable: Map<string, string>;
   organizationParam: (organizationId: string) => string | undefined;
   executor: WindowExecutor;
+  /** The clock of this invocation (--now, or real time). */
+  now: () => Date;
 }
 
 export interface RuntimeOptions {
@@ -122,6 +124,7 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
     unavailable,
     organizationParam,
     executor,
+    now: () => ctx.now(),
   };
 }
 

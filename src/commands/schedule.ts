@@ -23,7 +23,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
       const logger = await ctx.logger();
       const rt = await createRuntime(ctx, {
         defs: PIPELINES,
-        now: new Date(),
+        now: ctx.now(),
         announce: (line) => logger.warn(line),
         ...(opts.pipelines ? { selected: opts.pipelines } : {}),
       });

@@ -36,7 +36,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
     .action(async (opts: { json: boolean }) => {
       const config = await ctx.config();
       const warehouse = await ctx.warehouse();
-      const now = new Date();
+      const now = ctx.now();
       const { pipelines: rows, runs } = await readStatus(warehouse.db, now);
       let resolved: ResolvedPipeline[] = [];
       try {
