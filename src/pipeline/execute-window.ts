@@ -15,6 +15,7 @@ import { openCsvReport } from '../parse/csv-report.js';
 import { parseOnDemandResponse } from '../parse/on-demand.js';
 import { openXmlReport } from '../parse/xml-report.js';
 import { completeWindow } from '../state/windows.js';
+import { addDays } from './time-zones.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 import { RecordSpool, collectColumns, declaredColumns, toLoadSource } from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
@@ -120,7 +121,10 @@ async function executeReportWindow(
   if (found.kind === 'error') {
     throw new CybsError('EXTRACT_REPORT_ERROR', found.message, { stage: 'extract', context: { reportName } });
   }
-  const source = `${reportName}/${found.kind === 'ready' ? found.reportDate : task.window.windowKey}`;
+  // The lineage key is the report's name and date (the day after its last data day), whatever the
+  // outcome: a NO_DATA day must clear exactly the rows an earlier load of that same report wrote.
+  const reportDate = found.kind === 'ready' ? found.reportDate : addDays(task.window.lastDay, 1);
+  const source = `${reportName}/${reportDate}`;
   if (found.kind === 'no_data') {
     // Rows loaded earlier from this report (if any) are removed: the service now says it has none.
     return commitWindow(
