@@ -1,0 +1,163 @@
+/**
+ * Issue 7, end to end: the simulator → the CLI (in-process) → a fresh PostgreSQL database.
+ *  - backfill of 14 days for two organizations over every enabled pipeline equals the ground truth;
+ *  - `run` right after changes nothing;
+ *  - `run` the next (pretended) day loads only the new windows and the on-demand lookback windows.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addDays } from '../../src/pipeline/time-zones.js';
+import { startSimulator } from '../../src/simulator/start-simulator.js';
+import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
+import { cli } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+import { compareWithGroundTruth, duplicateRows } from '../helpers/ground-truth.js';
+
+const today = new Date().toISOString().slice(0, 10);
+// Every day up to `to + 1` is complete and its reports ready in real time.
+const to = addDays(today, -4);
+const from = addDays(to, -13);
+
+describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
+  let sim: SimulatorHandle;
+  let database: TestDatabase;
+  let client: pg.Client;
+  let dir: string;
+  let env: Record<string, string>;
+  let config: string;
+
+  const runCli = (args: string[]) => cli(['--config', config, ...args], { env });
+  const windowsOfRun = async (runId: number) =>
+    (
+      await client.query(
+        `select pipeline, organization_id, window_key, counts from etl.windows where run_id = $1 order by 1, 2, 3`,
+        [runId],
+      )
+    ).rows as {
+      pipeline: string;
+      organization_id: string;
+      window_key: string;
+      counts: Record<string, number>;
+    }[];
+  const lastRunId = async () => Number((await client.query('select max(id) as id from etl.runs')).rows[0].id);
+
+  beforeAll(async () => {
+    sim = await startSimulator({
+      organizations: 2,
+      transactionsPerDay: 40,
+      seed: 11,
+      startDate: addDays(from, -5),
+    });
+    database = await createTestDatabase('e2e');
+    client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    dir = await mkdtemp(join(tmpdir(), 'cybs-e2e-'));
+    config = join(dir, 'config.yaml');
+    await writeFile(
+      config,
+      [
+        'log:',
+        '  level: silent',
+        'api:',
+        '  retry:',
+        '    minDelayMs: 5',
+        '    maxDelayMs: 50',
+        'defaults:',
+        `  startDate: "${from}"`,
+        `  organizations: [${sim.organizations.join(', ')}]`,
+        '  globalConcurrency: 4',
+        '',
+      ].join('\n'),
+    );
+    const key = sim.portfolioCredentials;
+    env = {
+      CYBS_BASE_URL: sim.baseUrl,
+      CYBS_MERCHANT_ID: key.merchantId,
+      CYBS_KEY_ID: key.keyId,
+      CYBS_SHARED_SECRET: key.sharedSecret,
+      CYBS_PORTFOLIO_ID: key.portfolioId,
+      DATABASE_URL: database.url,
+    };
+  });
+
+  afterAll(async () => {
+    await client?.end();
+    await database?.drop();
+    await sim?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('backfills 14 days for two organizations over every enabled pipeline, equal to the ground truth', async () => {
+    const r = await runCli(['backfill', '--from', from, '--to', to]);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/windows failed\s+0/);
+    expect(r.code).toBe(0);
+    const result = await compareWithGroundTruth(client, {
+      truth: (org, a, b) => sim.groundTruth(org, a, b),
+      organizations: sim.organizations,
+      startDate: from,
+      endDate: to,
+    });
+    expect(result.mismatches).toEqual([]);
+    expect(result.sourcesCompared).toBeGreaterThan(14 * 2 * 5);
+    expect(result.rowsExpected).toBeGreaterThan(1000);
+    expect(result.rowsMissing + result.rowsExtra).toBe(0);
+    expect(await duplicateRows(client)).toBe(0);
+    const windows = await client.query(`select status, count(*)::int as n from etl.windows group by 1`);
+    expect(windows.rows.find((w) => w.status === 'failed')).toBeUndefined();
+  });
+
+  it('a run right after changes nothing', async () => {
+    const before = await client.query(
+      `select count(*)::int as n, max(_loaded_at) as t from cybs.transaction_request`,
+    );
+    // Pretend it is the morning after `to`: every window up to `to` is due, nothing later.
+    const r = await runCli(['--now', `${addDays(to, 1)}T15:00:00Z`, 'run']);
+    expect(r.code).toBe(0);
+    const runId = await lastRunId();
+    const touched = await windowsOfRun(runId);
+    // Only the on-demand lookback windows were loaded again, and they changed nothing.
+    expect(touched.length).toBeGreaterThan(0);
+    for (const w of touched) {
+      expect(w.pipeline).toMatch(
+        /^(purchase_refund_details|net_fundings|conversion_details|notification_of_changes|payment_batch_summaries)$/,
+      );
+      expect(w.counts.inserted ?? 0).toBe(0);
+      expect(w.counts.updated ?? 0).toBe(0);
+      expect(w.counts.deleted ?? 0).toBe(0);
+    }
+    const after = await client.query(
+      `select count(*)::int as n, max(_loaded_at) as t from cybs.transaction_request`,
+    );
+    expect(after.rows[0]).toEqual(before.rows[0]);
+  });
+
+  it('a run the next day loads only the new windows and the lookback windows', async () => {
+    const r = await runCli(['--now', `${addDays(to, 2)}T15:00:00Z`, 'run']);
+    expect(r.code).toBe(0);
+    const touched = await windowsOfRun(await lastRunId());
+    const newDay = addDays(to, 1);
+    const lookback = new Set([addDays(to, -1), to, newDay]);
+    for (const w of touched) {
+      const onDemand =
+        /^(purchase_refund_details|net_fundings|conversion_details|notification_of_changes|payment_batch_summaries)$/.test(
+          w.pipeline,
+        );
+      if (onDemand) expect(lookback.has(w.window_key)).toBe(true);
+      else expect(w.window_key).toBe(newDay);
+    }
+    // 4 report pipelines + 5 on-demand pipelines (3 lookback days each), for 2 organizations.
+    expect(touched.length).toBe(2 * (4 * 1 + 5 * 3));
+    const result = await compareWithGroundTruth(client, {
+      truth: (org, a, b) => sim.groundTruth(org, a, b),
+      organizations: sim.organizations,
+      startDate: from,
+      endDate: newDay,
+    });
+    expect(result.mismatches).toEqual([]);
+  });
+});
