@@ -16,5 +16,6 @@ COPY package.json config.yaml ./
 COPY sql ./sql
 USER node
 EXPOSE 9464
-ENTRYPOINT ["node", "dist/src/cli.js"]
+# --max-semi-space-size: see src/runtime-flags.ts
+ENTRYPOINT ["node", "--max-semi-space-size=16", "dist/src/cli.js"]
 CMD ["schedule"]

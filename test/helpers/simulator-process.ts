@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -26,7 +27,7 @@ export async function spawnSimulator(
   const entry = options.script
     ? [path.join(repoRoot, 'test', 'helpers', 'run-simulator.ts')]
     : [path.join(repoRoot, 'src', 'cli.ts'), '--log-level', 'warn', 'simulator'];
-  const child = spawn(process.execPath, ['--import', 'tsx', ...entry, ...args], {
+  const child = spawn(process.execPath, [...NODE_RUNTIME_FLAGS, '--import', 'tsx', ...entry, ...args], {
     cwd: repoRoot,
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
