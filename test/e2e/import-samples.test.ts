@@ -36,7 +36,7 @@ describe.each(['postgres', 'pglite'])('cybs-etl import on %s', (kind) => {
     if (kind === 'postgres') database = await createTestDatabase('import');
     backend = {
       name: kind,
-      env: () => (database ? { DATABASE_URL: database.url } : {}),
+      env: (): Record<string, string> => (database ? { DATABASE_URL: database.url } : {}),
       config: () => config,
       open: () =>
         openWarehouse(database ? { url: database.url, path: '' } : { path: join(dir, 'warehouse') }),
