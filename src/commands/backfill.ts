@@ -1,14 +1,11 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import { PIPELINES } from '../../pipelines/index.js';
 import { createProgressReporter } from '../observability/progress.js';
-import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 import { dayNumber } from '../pipeline/time-zones.js';
 import { configError } from '../errors.js';
 import type { CliContext } from './context.js';
 import { splitList } from './run.js';
-import { formatSummary, interruptOnSignals, runPass } from './run-pass.js';
-import { createRuntime } from './runtime.js';
+import { formatSummary, prepareCommand, runPass } from './run-pass.js';
 
 function isoDay(value: string): string {
   try {
@@ -50,16 +47,10 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
         }
         const started = performance.now();
         const out = ctx.io.stdout;
-        const rt = await createRuntime(ctx, {
-          defs: PIPELINES,
-          now: ctx.now(),
-          announce: (line) => out.write(`${line}\n\n`),
-          ...(opts.pipelines ? { selected: opts.pipelines } : {}),
-        });
-        const pipelines = selectPipelines(rt.pipelines, opts.pipelines);
-        const controller = new AbortController();
-        const dispose = interruptOnSignals(controller, (s) =>
-          out.write(`\n${s}: stopping cleanly; run the same command again to continue where it stopped.\n`),
+        const { rt, pipelines, controller, dispose } = await prepareCommand(
+          ctx,
+          opts.pipelines,
+          (s) => `\n${s}: stopping cleanly; run the same command again to continue where it stopped.\n`,
         );
         const progress = createProgressReporter(ctx.io.stderr, rt.logger);
         try {

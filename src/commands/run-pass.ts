@@ -2,6 +2,10 @@ import { finishRun, startRun } from '../state/runs.js';
 import { runPipelines } from '../pipeline/run-pipelines.js';
 import type { ProgressEvent, RunSummary } from '../pipeline/run-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
+import { PIPELINES } from '../../pipelines/index.js';
+import { selectPipelines } from '../pipeline/resolve-pipelines.js';
+import type { CliContext } from './context.js';
+import { createRuntime } from './runtime.js';
 import type { Runtime } from './runtime.js';
 
 export interface PassOptions {
@@ -109,4 +113,26 @@ export function interruptOnSignals(
     process.off('SIGINT', handler);
     process.off('SIGTERM', handler);
   };
+}
+
+/**
+ * What run and backfill share before their pass: the runtime (announcing the simulator on stdout),
+ * the selected pipelines, and an abort controller wired to SIGINT/SIGTERM.
+ */
+export async function prepareCommand(
+  ctx: CliContext,
+  selected: string[] | undefined,
+  onSignal: (signal: string) => string,
+): Promise<{ rt: Runtime; pipelines: ResolvedPipeline[]; controller: AbortController; dispose: () => void }> {
+  const out = ctx.io.stdout;
+  const rt = await createRuntime(ctx, {
+    defs: PIPELINES,
+    now: ctx.now(),
+    announce: (line) => out.write(`${line}\n\n`),
+    ...(selected ? { selected } : {}),
+  });
+  const pipelines = selectPipelines(rt.pipelines, selected);
+  const controller = new AbortController();
+  const dispose = interruptOnSignals(controller, (s) => out.write(onSignal(s)));
+  return { rt, pipelines, controller, dispose };
 }

@@ -1,9 +1,6 @@
 import type { Command } from 'commander';
-import { PIPELINES } from '../../pipelines/index.js';
-import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 import type { CliContext } from './context.js';
-import { formatSummary, interruptOnSignals, runPass } from './run-pass.js';
-import { createRuntime } from './runtime.js';
+import { formatSummary, prepareCommand, runPass } from './run-pass.js';
 
 export function registerRunCommand(program: Command, ctx: CliContext): void {
   program
@@ -14,16 +11,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
     .action(async (opts: { pipelines?: string[]; organizationId?: string }) => {
       const started = performance.now();
       const out = ctx.io.stdout;
-      const rt = await createRuntime(ctx, {
-        defs: PIPELINES,
-        now: ctx.now(),
-        announce: (line) => out.write(`${line}\n\n`),
-        ...(opts.pipelines ? { selected: opts.pipelines } : {}),
-      });
-      const pipelines = selectPipelines(rt.pipelines, opts.pipelines);
-      const controller = new AbortController();
-      const dispose = interruptOnSignals(controller, (s) =>
-        out.write(`\n${s}: stopping; windows in flight roll back.\n`),
+      const { rt, pipelines, controller, dispose } = await prepareCommand(
+        ctx,
+        opts.pipelines,
+        (s) => `\n${s}: stopping; windows in flight roll back.\n`,
       );
       try {
         const summary = await runPass(rt, {

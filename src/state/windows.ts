@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { ExpressionBuilder } from 'kysely';
 import type { Db } from '../load/warehouse.js';
 
 export const WINDOW_STATUSES = ['pending', 'running', 'loaded', 'no_data', 'failed'] as const;
@@ -31,6 +32,18 @@ export interface WindowRow extends WindowRef {
   leaseExpiresAt: Date | null;
   loadedAt: Date | null;
   updatedAt: Date;
+}
+
+/** The condition that selects one window row. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyWindows = ExpressionBuilder<any, 'etl.windows'>;
+function isWindow(ref: WindowRef) {
+  return (eb: AnyWindows) =>
+    eb.and([
+      eb('pipeline', '=', ref.pipeline),
+      eb('organization_id', '=', ref.organizationId),
+      eb('window_key', '=', ref.windowKey),
+    ]);
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -90,13 +103,7 @@ export async function listWindows(
 }
 
 export async function getWindow(db: Db, ref: WindowRef): Promise<WindowRow | undefined> {
-  const row = await db
-    .selectFrom('etl.windows')
-    .selectAll()
-    .where('pipeline', '=', ref.pipeline)
-    .where('organization_id', '=', ref.organizationId)
-    .where('window_key', '=', ref.windowKey)
-    .executeTakeFirst();
+  const row = await db.selectFrom('etl.windows').selectAll().where(isWindow(ref)).executeTakeFirst();
   return row ? toWindowRow(row) : undefined;
 }
 
@@ -129,9 +136,7 @@ export async function claimWindow(
       run_id: options.runId,
       updated_at: sql`now()`,
     })
-    .where('pipeline', '=', ref.pipeline)
-    .where('organization_id', '=', ref.organizationId)
-    .where('window_key', '=', ref.windowKey)
+    .where(isWindow(ref))
     .where((eb) =>
       eb.or([
         eb('status', 'in', [...options.claimable.filter((s) => s !== 'running')]),
@@ -153,9 +158,7 @@ export async function renewLease(
   const r = await db
     .updateTable('etl.windows')
     .set({ lease_expires_at: sql`now() + make_interval(secs => ${leaseSeconds})` })
-    .where('pipeline', '=', ref.pipeline)
-    .where('organization_id', '=', ref.organizationId)
-    .where('window_key', '=', ref.windowKey)
+    .where(isWindow(ref))
     .where('status', '=', 'running')
     .where('lease_owner', '=', owner)
     .executeTakeFirst();
@@ -199,9 +202,7 @@ export async function completeWindow(
       loaded_at: sql`now()`,
       updated_at: sql`now()`,
     })
-    .where('pipeline', '=', ref.pipeline)
-    .where('organization_id', '=', ref.organizationId)
-    .where('window_key', '=', ref.windowKey)
+    .where(isWindow(ref))
     .where('lease_owner', '=', owner)
     .execute();
 }
@@ -222,9 +223,7 @@ export async function releaseNotReady(db: Db, ref: WindowRef, owner: string, mes
       lease_expires_at: null,
       updated_at: sql`now()`,
     })
-    .where('pipeline', '=', ref.pipeline)
-    .where('organization_id', '=', ref.organizationId)
-    .where('window_key', '=', ref.windowKey)
+    .where(isWindow(ref))
     .where('lease_owner', '=', owner)
     .execute();
 }
@@ -249,9 +248,7 @@ export async function failWindow(
       lease_expires_at: null,
       updated_at: sql`now()`,
     })
-    .where('pipeline', '=', ref.pipeline)
-    .where('organization_id', '=', ref.organizationId)
-    .where('window_key', '=', ref.windowKey)
+    .where(isWindow(ref))
     .where('lease_owner', '=', owner)
     .execute();
 }
