@@ -160,4 +160,41 @@ describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
     });
     expect(result.mismatches).toEqual([]);
   });
+
+  it('status shows every pipeline and organization, their last window, lag and the last runs', async () => {
+    const r = await runCli(['--now', `${addDays(to, 2)}T16:00:00Z`, 'status', '--json']);
+    expect(r.code).toBe(0);
+    const status = JSON.parse(r.stdout) as {
+      pipelines: {
+        pipeline: string;
+        organizationId: string;
+        lastLoadedWindow: string;
+        lagSeconds: number;
+        failed: unknown[];
+      }[];
+      runs: { command: string; status: string }[];
+    };
+    expect(status.pipelines).toHaveLength(9 * 2);
+    for (const p of status.pipelines) {
+      expect(p.lastLoadedWindow).toBe(addDays(to, 1));
+      expect(p.failed).toEqual([]);
+      expect(p.lagSeconds).toBeGreaterThan(0);
+    }
+    expect(status.runs.map((run) => run.command)).toEqual(['run', 'run', 'backfill']);
+    const text = await runCli(['status']);
+    expect(text.stdout).toMatch(/transaction_request\s+\| sim_merchant_1/);
+    expect(text.stdout).toContain('Last runs:');
+  });
+
+  it('pipelines lists every pipeline and prints the DDL of every table', async () => {
+    const list = await runCli(['pipelines', '--json']);
+    const rows = JSON.parse(list.stdout) as { pipeline: string; enabled: string }[];
+    expect(rows).toHaveLength(19 + 5);
+    expect(rows.filter((row) => row.enabled === 'yes')).toHaveLength(9);
+    const ddl = await runCli(['pipelines', '--sql']);
+    expect(ddl.code).toBe(0);
+    expect(ddl.stdout.match(/create table if not exists/gi)).toHaveLength(19 + 12);
+    expect(ddl.stdout).toContain('"cybs"."purchase_refund_fee_funding"');
+    expect(ddl.stdout).toMatch(/comment on column "cybs"\."transaction_request"\."amount"/i);
+  });
 });
