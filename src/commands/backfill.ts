@@ -36,6 +36,10 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
     .option('--organization-id <id>', 'only this organization')
     .option('--concurrency <n>', 'windows in flight overall', positive)
     .option('--force', 're-load windows that are already loaded', false)
+    .option(
+      '--no-one-time-reports',
+      'do not create one-time reports for days no subscription report covers (they stay not ready)',
+    )
     .action(
       async (opts: {
         from: string;
@@ -44,6 +48,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
         organizationId?: string;
         concurrency?: number;
         force: boolean;
+        oneTimeReports: boolean;
       }) => {
         if (dayNumber(opts.to) < dayNumber(opts.from)) {
           throw configError(`--to ${opts.to} is before --from ${opts.from}.`);
@@ -55,6 +60,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
           now: ctx.now(),
           announce: (line) => out.write(`${line}\n\n`),
           ...(opts.pipelines ? { selected: opts.pipelines } : {}),
+          ...(opts.oneTimeReports ? { oneTimeReports: { range: { from: opts.from, to: opts.to } } } : {}),
         });
         const pipelines = selectPipelines(rt.pipelines, opts.pipelines);
         const controller = new AbortController();
