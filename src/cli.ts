@@ -79,6 +79,10 @@ export function buildProgram(io: CliIo): { program: Command; ctx: CliContext } {
 /** Run the CLI with the given arguments (without node and script); resolves to the exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const { program, ctx } = buildProgram(io);
+  // Commands report a non-zero outcome through process.exitCode; read it for this invocation only,
+  // so that one in-process run (tests, embedding) does not leak its exit code into the next one.
+  const previousExitCode = process.exitCode;
+  process.exitCode = undefined;
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT_OK;
@@ -103,6 +107,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       io.stderr.write(`${scrubSecrets(error.stack, secrets)}\n`);
     return isCybsError(error) ? error.exitCode : EXIT_FAILURE;
   } finally {
+    process.exitCode = previousExitCode;
     await ctx.close();
   }
 }

@@ -33,6 +33,10 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
     .option('--organization-id <id>', 'only this organization')
     .option('--concurrency <n>', 'windows in flight overall', positive)
     .option('--force', 're-load windows that are already loaded', false)
+    .option(
+      '--no-one-time-reports',
+      'do not create one-time reports for days no subscription report covers (they stay not ready)',
+    )
     .action(
       async (opts: {
         from: string;
@@ -41,6 +45,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
         organizationId?: string;
         concurrency?: number;
         force: boolean;
+        oneTimeReports: boolean;
       }) => {
         if (dayNumber(opts.to) < dayNumber(opts.from)) {
           throw configError(`--to ${opts.to} is before --from ${opts.from}.`);
@@ -51,6 +56,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
           ctx,
           opts.pipelines,
           (s) => `\n${s}: stopping cleanly; run the same command again to continue where it stopped.\n`,
+          opts.oneTimeReports ? { oneTimeReports: { range: { from: opts.from, to: opts.to } } } : {},
         );
         const progress = createProgressReporter(ctx.io.stderr, rt.logger);
         try {

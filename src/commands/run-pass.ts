@@ -6,7 +6,7 @@ import { PIPELINES } from '../../pipelines/index.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 import type { CliContext } from './context.js';
 import { createRuntime } from './runtime.js';
-import type { Runtime } from './runtime.js';
+import type { Runtime, RuntimeOptions } from './runtime.js';
 
 export interface PassOptions {
   command: 'run' | 'backfill' | 'schedule';
@@ -123,6 +123,7 @@ export async function prepareCommand(
   ctx: CliContext,
   selected: string[] | undefined,
   onSignal: (signal: string) => string,
+  extra: Pick<RuntimeOptions, 'oneTimeReports'> = {},
 ): Promise<{ rt: Runtime; pipelines: ResolvedPipeline[]; controller: AbortController; dispose: () => void }> {
   const out = ctx.io.stdout;
   const rt = await createRuntime(ctx, {
@@ -130,6 +131,7 @@ export async function prepareCommand(
     now: ctx.now(),
     announce: (line) => out.write(`${line}\n\n`),
     ...(selected ? { selected } : {}),
+    ...extra,
   });
   const pipelines = selectPipelines(rt.pipelines, selected);
   const controller = new AbortController();

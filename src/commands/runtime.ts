@@ -6,6 +6,7 @@ import type { Config } from '../config/schema.js';
 import type { Warehouse } from '../load/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import { createMetrics, endpointLabel } from '../observability/metrics.js';
+import { OneTimeReports } from '../extract/one-time-reports.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { PipelineDef } from '../pipeline/define-pipeline.js';
 import { createWindowExecutor } from '../pipeline/execute-window.js';
@@ -41,6 +42,8 @@ export interface RuntimeOptions {
   announce?: (line: string) => void;
   /** Only these pipelines need their subscription looked up. */
   selected?: readonly string[];
+  /** Backfill: load windows no subscription report covers from one-time reports (anchored on this range). */
+  oneTimeReports?: { range: { from: string; to: string } };
 }
 
 /**
@@ -112,7 +115,23 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
     logger,
     options.selected,
   );
-  const executor = createWindowExecutor({ warehouse, client, logger, metrics, organizationParam });
+  let oneTimeReports: OneTimeReports | undefined;
+  if (options.oneTimeReports) {
+    const reports = new OneTimeReports(
+      { client, logger },
+      { range: options.oneTimeReports.range, now: () => ctx.now() },
+    );
+    ctx.onClose(() => reports.close());
+    oneTimeReports = reports;
+  }
+  const executor = createWindowExecutor({
+    warehouse,
+    client,
+    logger,
+    metrics,
+    organizationParam,
+    ...(oneTimeReports ? { oneTimeReports } : {}),
+  });
   return {
     config,
     logger,

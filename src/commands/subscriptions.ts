@@ -1,10 +1,158 @@
 import type { Command } from 'commander';
+import { createReportingClient } from '../api/reporting-client.js';
+import type { Credentials } from '../config/env.js';
+import type { Config } from '../config/schema.js';
+import { configError } from '../errors.js';
+import { startSimulator } from '../simulator/start-simulator.js';
+import { applyPlan, fetchLiveSubscriptions } from '../subscriptions/apply.js';
+import type { SubscriptionDeps } from '../subscriptions/apply.js';
+import { liveSettings, managedOrganizations } from '../subscriptions/declared-subscriptions.js';
+import { formatPlan, hasChanges, planSubscriptions } from '../subscriptions/plan.js';
 import type { CliContext } from './context.js';
-import { notBuilt } from './not-built.js';
+import { formatTable } from './sql.js';
 
-export function registerSubscriptionsCommand(program: Command, _ctx: CliContext): void {
-  notBuilt(
-    program.command('subscriptions').description('list, plan and apply declared report subscriptions'),
-    8,
-  );
+interface ApiAccess extends SubscriptionDeps {
+  /** The organizations "every organization" means: config's, else the credential's (or the simulator's). */
+  organizations: string[];
+}
+
+/**
+ * The API client of the subscriptions commands (no warehouse). Without credentials the built-in
+ * simulator stands in, as for `run`, and says so.
+ */
+async function connect(ctx: CliContext, config: Config): Promise<ApiAccess> {
+  const logger = await ctx.logger();
+  const env = ctx.env();
+  let credentials: Credentials;
+  let target = env.target;
+  let defaults: string[];
+  let partner: boolean;
+  if (env.credentials) {
+    credentials = env.credentials;
+    defaults = [credentials.merchantId];
+    partner = credentials.portfolioId !== undefined;
+  } else {
+    const sim = await startSimulator({ organizations: 2, logger });
+    ctx.onClose(() => sim.close());
+    const key = sim.portfolioCredentials;
+    credentials = { auth: 'jwt', ...key };
+    target = { baseUrl: sim.baseUrl };
+    defaults = sim.organizations;
+    partner = true;
+    ctx.io.stderr.write(
+      `No CyberSource credentials in the environment: using the built-in simulator at ${sim.baseUrl} (organizations ${sim.organizations.join(', ')}).\n`,
+    );
+  }
+  const client = createReportingClient({ credentials, target, api: config.api }, { logger });
+  ctx.onClose(() => client.close());
+  const configured = new Set([
+    ...(config.defaults.organizations ?? []),
+    ...Object.values(config.pipelines).flatMap((p) => p.organizations ?? []),
+  ]);
+  return {
+    client,
+    organizationParam: (org) => (partner || org !== credentials.merchantId ? org : undefined),
+    organizations: configured.size > 0 ? [...configured] : defaults,
+  };
+}
+
+function declared(config: Config) {
+  if (!config.subscriptions) {
+    throw configError(
+      'config.yaml declares no "subscriptions:"; add the list of report subscriptions to manage (see README, "Subscriptions as code").',
+    );
+  }
+  return config.subscriptions;
+}
+
+function scope(all: string[], only: string | undefined): string[] {
+  if (!only) return all;
+  return [only];
+}
+
+export function registerSubscriptionsCommand(program: Command, ctx: CliContext): void {
+  const command = program
+    .command('subscriptions')
+    .description('list, plan and apply the report subscriptions declared in config.yaml');
+
+  command
+    .command('list')
+    .description('show the live report subscriptions of each organization')
+    .option('--organization-id <id>', 'only this organization')
+    .option('--json', 'machine-readable output', false)
+    .action(async (opts: { organizationId?: string; json: boolean }) => {
+      const config = await ctx.config();
+      const api = await connect(ctx, config);
+      const orgs = scope(
+        managedOrganizations(config.subscriptions ?? [], api.organizations),
+        opts.organizationId,
+      );
+      const live = await fetchLiveSubscriptions(api, orgs);
+      const rows = [...live].flatMap(([org, subs]) =>
+        subs.map((s) => {
+          const n = liveSettings(s);
+          return {
+            organization: org,
+            reportName: n.reportName,
+            definition: n.reportDefinitionName,
+            format: n.reportMimeType,
+            frequency: n.reportFrequency + (n.startDay !== null ? ` (day ${n.startDay})` : ''),
+            timezone: n.timezone,
+            startTime: n.startTime,
+            fields: String(n.reportFields.length),
+          };
+        }),
+      );
+      if (opts.json) {
+        ctx.io.stdout.write(`${JSON.stringify(Object.fromEntries(live), null, 2)}\n`);
+      } else {
+        ctx.io.stdout.write(rows.length > 0 ? formatTable(rows) : 'No subscriptions.\n');
+      }
+    });
+
+  command
+    .command('plan')
+    .description(
+      'show, attribute by attribute, what apply would create, change or delete (exit 2 on changes)',
+    )
+    .option('--prune', 'plan to delete live subscriptions that config.yaml does not declare', false)
+    .option('--organization-id <id>', 'only this organization')
+    .action(async (opts: { prune: boolean; organizationId?: string }) => {
+      const config = await ctx.config();
+      const decls = declared(config);
+      const api = await connect(ctx, config);
+      const orgs = scope(managedOrganizations(decls, api.organizations), opts.organizationId);
+      const plan = planSubscriptions(decls, await fetchLiveSubscriptions(api, orgs), { prune: opts.prune });
+      ctx.io.stdout.write(formatPlan(plan));
+      if (hasChanges(plan)) process.exitCode = 2;
+    });
+
+  command
+    .command('apply')
+    .description('create or update the declared subscriptions (PUT); --prune also deletes undeclared ones')
+    .option('--prune', 'delete live subscriptions that config.yaml does not declare', false)
+    .option('--organization-id <id>', 'only this organization')
+    .action(async (opts: { prune: boolean; organizationId?: string }) => {
+      const config = await ctx.config();
+      const decls = declared(config);
+      const api = await connect(ctx, config);
+      const orgs = scope(managedOrganizations(decls, api.organizations), opts.organizationId);
+      const plan = planSubscriptions(decls, await fetchLiveSubscriptions(api, orgs), { prune: opts.prune });
+      const out = ctx.io.stdout;
+      out.write(formatPlan(plan));
+      if (!hasChanges(plan)) return;
+      const results = await applyPlan(api, plan);
+      out.write('\n');
+      for (const r of results) {
+        const what = r.outcome === 'not-modified' ? 'already so (304)' : r.outcome;
+        out.write(`  ${r.organizationId} ${r.reportName}: ${what}${r.message ? `: ${r.message}` : ''}\n`);
+      }
+      const failed = results.filter((r) => r.outcome === 'failed').length;
+      out.write(
+        failed > 0
+          ? `\nApply finished with ${failed} refused request(s); the others were applied.\n`
+          : `\nApply complete: ${results.length} change(s).\n`,
+      );
+      if (failed > 0) process.exitCode = 1;
+    });
 }

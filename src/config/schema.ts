@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import * as D from './defaults.js';
+import { subscriptionsSchema } from './subscriptions-schema.js';
 
 export const DEPLOYMENTS = ['test', 'production', 'production-india'] as const;
 export type Deployment = (typeof DEPLOYMENTS)[number];
@@ -93,6 +94,8 @@ export const configSchema = z.strictObject({
   pipelines: z
     .record(z.string().regex(/^[a-z][a-z0-9_]*$/, 'expected a pipeline name'), pipelineSettingsSchema)
     .default({}),
+  /** Report subscriptions as code (cybs-etl subscriptions plan/apply); absent: not managed. */
+  subscriptions: subscriptionsSchema.optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,10 +1,13 @@
+import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { ReportingClient } from '../api/reporting-client.js';
 import { CybsError } from '../errors.js';
 import { findReport } from '../extract/find-report.js';
 import { fetchOnDemandPages } from '../extract/on-demand-pages.js';
+import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
+import type { OneTimeReports } from '../extract/one-time-reports.js';
 import { loadWindow } from '../load/load-window.js';
 import type { LoadWindowResult } from '../load/load-window.js';
 import type { LoadSource, TableDecl } from '../load/table-spec.js';
@@ -30,6 +33,8 @@ export interface ExecutorDeps {
    * sends it; a merchant's own credential names its organization (undefined).
    */
   organizationParam: (organizationId: string) => string | undefined;
+  /** Backfill only: one-time reports for windows that no subscription report covers. */
+  oneTimeReports?: OneTimeReports;
 }
 
 /** extract → parse → load of one window; rows and window state commit in one transaction. */
@@ -117,7 +122,12 @@ async function executeReportWindow(
     window: task.window,
     signal: task.signal,
   });
-  if (found.kind === 'not_ready') return { kind: 'not_ready', message: found.message };
+  if (found.kind === 'not_ready') {
+    if (found.status === 'NOT_FOUND' && oneTimeApplies(deps, task, def)) {
+      return executeOneTimeWindow(deps, task, def, reportName, organizationId);
+    }
+    return { kind: 'not_ready', message: found.message };
+  }
   if (found.kind === 'error') {
     throw new CybsError('EXTRACT_REPORT_ERROR', found.message, { stage: 'extract', context: { reportName } });
   }
@@ -170,6 +180,70 @@ async function executeReportWindow(
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The one-time fallback rule: during a backfill, a window of a report definition whose rows can be
+ * cut into windows, for which the search finds no subscription report although the window ended
+ * longer ago than the not-ready horizon (the report will not come: the subscription did not exist
+ * yet, or the service never generated it).
+ */
+function oneTimeApplies(deps: ExecutorDeps, task: WindowTask, def: ReportPipelineDef): boolean {
+  const oneTime = deps.oneTimeReports;
+  if (!oneTime || !oneTime.supports(def.reportDefinitionName)) return false;
+  const horizonMs = task.pipeline.notReadyHorizonHours * 3_600_000;
+  return task.window.end.getTime() + horizonMs <= oneTime.now().getTime();
+}
+
+/**
+ * Load a window from the one-time report of its chunk: only the rows whose period field lies in
+ * the window, under the same `_source` a subscription report of the window would have, so that a
+ * later load from a subscription report replaces these rows instead of adding to them.
+ */
+async function executeOneTimeWindow(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  def: ReportPipelineDef,
+  reportName: string,
+  organizationId: string | undefined,
+): Promise<WindowResult> {
+  const result = await deps.oneTimeReports!.reportFor({
+    pipeline: task.pipeline.name,
+    reportDefinitionName: def.reportDefinitionName,
+    subscriptionName: reportName,
+    window: task.window,
+    windowDays: task.pipeline.windowDays,
+    timeZone: task.pipeline.timeZone,
+    organizationParam: organizationId,
+    signal: task.signal,
+  });
+  const source = `${reportName}/${addDays(task.window.lastDay, 1)}`;
+  const sourceRef = `${source} (one-time report ${result.reportName}, ${result.reportId})`;
+  if (result.kind === 'no_data') {
+    return commitWindow(
+      deps,
+      task,
+      [{ table: def.table, source: { source, columns: declaredColumns(def.table), batches: noBatches() } }],
+      sourceRef,
+      true,
+    );
+  }
+  const options = { fileName: basename(result.path), report: def.reportDefinitionName };
+  const field = PERIOD_FIELDS[def.reportDefinitionName]!;
+  const keepRejects = result.start.getTime() === task.window.start.getTime();
+  const open = () =>
+    result.format === 'xml'
+      ? openXmlReport(createReadStream(result.path), options)
+      : openCsvReport(createReadStream(result.path), options);
+  const columns = result.format === 'xml' ? await collectColumns(await open()) : undefined;
+  const records = filterToWindow(await open(), field, task.window, keepRejects);
+  return commitWindow(
+    deps,
+    task,
+    [{ table: def.table, source: toLoadSource(records, source, columns) }],
+    sourceRef,
+    false,
+  );
 }
 
 async function loadXmlFile(

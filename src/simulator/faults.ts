@@ -16,6 +16,8 @@
  *             truncate (param: bytes after which the body ends early but the response completes normally;
  *                       default half the first chunk) ·
  *             stuck (param: a reportName; default every report: COMPLETED reports stay RUNNING and cannot be downloaded) ·
+ *             error (param: a reportName, or a prefix ending in `*`; default every report: reports end in ERROR
+ *                    instead of COMPLETED / NO_DATA and cannot be downloaded) ·
  *             malformed-row (param: 1-based data row, default 1; a CSV row loses a column, or with
  *                            `=<row>/amount` gets an unparseable amount; XML: the request element is left open
  *                            or the amount is unparseable)
@@ -24,7 +26,8 @@
  *   xN        fire at most N times, then stop (default: no limit)
  *
  * Examples: `download:reset@0.3`, `search:429x2`, `purchase-refund-details:500@0.1`,
- * `download:truncate`, `*:slow-headers=1500x1`, `download:malformed-row=3/amount`, `report:stuck`.
+ * `download:truncate`, `*:slow-headers=1500x1`, `download:malformed-row=3/amount`, `report:stuck`,
+ * `report:error=cybs-etl_*`.
  */
 import { createRng, hash32 } from './prng.js';
 import type { Rng } from './prng.js';
@@ -54,6 +57,7 @@ export const FAULT_KINDS = [
   'reset',
   'truncate',
   'stuck',
+  'error',
   'malformed-row',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -77,7 +81,7 @@ export function parseFaultSpec(spec: string): FaultRule[] {
     if (!text) continue;
     // kind is one of the known kinds (longest first), so that `429x2` reads as kind 429, count 2.
     const m =
-      /^([*a-z-]+):(slow-headers|malformed-row|slow-body|truncate|reset|stuck|429|500|502|503)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(
+      /^([*a-z-]+):(slow-headers|malformed-row|slow-body|truncate|reset|stuck|error|429|500|502|503)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(
         text,
       ) ?? /^([*a-z-]+):([0-9a-z-]+?)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(text);
     if (!m) {
@@ -162,7 +166,7 @@ export class FaultPlan {
     for (const a of this.active) {
       if (a.rule.endpoint !== '*' && a.rule.endpoint !== endpoint) continue;
       if (kinds && !kinds.includes(a.rule.kind)) continue;
-      if (a.rule.kind === 'stuck') continue;
+      if (a.rule.kind === 'stuck' || a.rule.kind === 'error') continue;
       if (a.rule.count !== undefined && a.fired >= a.rule.count) continue;
       const p = a.rule.probability ?? 1;
       if (p < 1 && !(a.rng.next() < p)) continue;
@@ -170,6 +174,21 @@ export class FaultPlan {
       out.push(a.rule);
     }
     return out;
+  }
+
+  /** Whether a report ends in ERROR (decided per report id, so it stays failed). */
+  isError(reportId: string, reportName: string): boolean {
+    for (const a of this.active) {
+      if (a.rule.kind !== 'error') continue;
+      const param = a.rule.param;
+      if (param !== undefined) {
+        const match = param.endsWith('*') ? reportName.startsWith(param.slice(0, -1)) : reportName === param;
+        if (!match) continue;
+      }
+      const p = a.rule.probability ?? 1;
+      if (p >= 1 || hash32(`${this.seed}|error|${reportId}`) / 4294967296 < p) return true;
+    }
+    return false;
   }
 
   /** Whether a report is stuck in RUNNING (decided per report id, so it stays stuck). */

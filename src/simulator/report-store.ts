@@ -27,7 +27,7 @@ export const REPORT_FREQUENCIES = ['DAILY', 'WEEKLY', 'MONTHLY', 'USER_DEFINED']
 export type ReportFrequency = (typeof REPORT_FREQUENCIES)[number];
 export const REPORT_MIME_TYPES = ['text/csv', 'application/xml'] as const;
 export type ReportMimeType = (typeof REPORT_MIME_TYPES)[number];
-export type ReportStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'NO_DATA';
+export type ReportStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'NO_DATA' | 'ERROR';
 
 export interface ReportPreferences {
   signedAmounts: boolean;
@@ -439,6 +439,7 @@ export class ReportStore {
     if (now < r.generatingTime) return 'QUEUED';
     if (now < r.completedTime) return 'RUNNING';
     if (this.deps.faults.isStuck(r.reportId, r.reportName)) return 'RUNNING';
+    if (this.deps.faults.isError(r.reportId, r.reportName)) return 'ERROR';
     return this.hasRows(r) ? 'COMPLETED' : 'NO_DATA';
   }
 

@@ -42,6 +42,16 @@ describe('cybs-etl command line (foundation)', () => {
     }
   });
 
+  it('reads only its own exit code: an earlier process.exitCode neither leaks in nor is lost', async () => {
+    process.exitCode = 3;
+    try {
+      expect((await cli(['--version'])).code).toBe(0);
+      expect(process.exitCode).toBe(3);
+    } finally {
+      process.exitCode = undefined;
+    }
+  });
+
   it('exits 2 on a usage error', async () => {
     const r = await cli(['no-such-command']);
     expect(r.code).toBe(2);

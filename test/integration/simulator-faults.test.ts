@@ -155,6 +155,20 @@ describe('simulator faults', () => {
     expect(other.reportSearchResults[0]!.status).toBe('COMPLETED');
   });
 
+  it('error: reports (by name or name prefix) end in ERROR and cannot be downloaded', async () => {
+    sim.setFaults('report:error=TransactionRequest*');
+    const body = (await (await get(`${SEARCH}&reportName=TransactionRequestReport_Daily`)).json()) as {
+      reportSearchResults: { status: string }[];
+    };
+    expect(body.reportSearchResults.length).toBeGreaterThan(0);
+    expect(body.reportSearchResults.every((r) => r.status === 'ERROR')).toBe(true);
+    expect((await get(DOWNLOAD)).status).toBe(404);
+    const other = (await (await get(`${SEARCH}&reportName=FundingDetailReport_Daily`)).json()) as {
+      reportSearchResults: { status: string }[];
+    };
+    expect(other.reportSearchResults[0]!.status).toBe('COMPLETED');
+  });
+
   it('malformed-row: a CSV row with a missing column, or an unparseable amount; a broken XML file', async () => {
     sim.setFaults('download:malformed-row=3');
     const csv = await (await get(DOWNLOAD)).text();
