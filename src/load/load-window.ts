@@ -778,10 +778,16 @@ async function deleteVanished(
     .filter((k) => k !== '_organization_id' && k !== '_source')
     .map((k) => sql`s.${sql.id(k)} = t.${sql.id(k)}`);
   const sameKey = matches.length > 0 ? sql.join(matches, sql` and `) : sql`true`;
+  // The target's statistics do not see the rows merged in this transaction (a table created or
+  // filled by this load looks empty to the planner), so it would pick a nested-loop anti join that
+  // scans the whole staging table once per target row: quadratic, minutes for 100k rows. A hash
+  // (or merge) anti join is linear whatever the estimates.
+  await sql`select set_config('enable_nestloop', 'off', true)`.execute(trx);
   const result = await sql`
     delete from ${sql.id(decl.schema, decl.name)} as t
      where t."_organization_id" = ${options.window.organizationId}
        and t."_source" = ${source.source}
        and not exists (select 1 from ${staging} as s where ${sameKey})`.execute(trx);
+  await sql`reset enable_nestloop`.execute(trx);
   return Number(result.numAffectedRows ?? 0n);
 }
