@@ -17,6 +17,10 @@ import {
   validateTableDecl,
 } from './ddl.js';
 import type { ExistingColumn } from './ddl.js';
+import { PG_TYPES } from '../catalog/index.js';
+import type { PgType } from '../catalog/index.js';
+import { isFastPathRefusal, rawColumnSql, refuseFastPath } from './fast-csv.js';
+import type { RawCsvBody } from './fast-csv.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
 import type { ColumnDecl, LoadBatch, LoadSource, LoadValue, TableDecl } from './table-spec.js';
@@ -385,7 +389,9 @@ async function loadTarget(
 
     const rejectedBefore = ctx.rejects.count;
     const started = performance.now();
-    const stagedCount = await copySource(ctx, decl, source, staged, stagingName);
+    const stagedCount = source.rawCsv
+      ? await copyRawCsv(ctx, trx, decl, source.rawCsv, staged, stagingName, drift.length > 0)
+      : await copySource(ctx, decl, source, staged, stagingName);
     ctx.rowsLoaded += stagedCount;
     await sql`analyze ${staging}`.execute(trx);
     const copied = performance.now();
@@ -657,6 +663,98 @@ async function copySource(
   }
 }
 
+/**
+ * The fast path (src/load/fast-csv.ts): the file's data bytes → COPY (FORMAT csv) into a TEMP
+ * table of text columns → one INSERT … SELECT that casts into the typed staging table. Every row
+ * must pass the checks that make PostgreSQL's reading equal to the catalog coercers'; otherwise,
+ * or when PostgreSQL refuses the bytes, the window is refused and the caller uses the per-row path.
+ */
+async function copyRawCsv(
+  ctx: WindowContext,
+  trx: Db,
+  decl: TableDecl,
+  body: RawCsvBody,
+  staged: StagedColumn[],
+  stagingName: string,
+  drift: boolean,
+): Promise<number> {
+  if (ctx.kind !== 'postgres') throw refuseFastPath('the embedded warehouse has no streaming COPY');
+  if (drift) throw refuseFastPath('column types differ from the table (values need checking one by one)');
+  const raw = `${stagingName}_raw`;
+  const rawColumns = staged.map((_, i) => `c${i}`);
+  const casts = staged.map((c, i) => {
+    if (!(PG_TYPES as readonly string[]).includes(c.sourceType)) {
+      throw refuseFastPath(`column ${c.name} has type ${c.sourceType}`);
+    }
+    return rawColumnSql(`r.${rawColumns[i]}`, c.sourceType as PgType);
+  });
+  const keys = decl.naturalKey
+    .filter((k) => !KEY_LINEAGE_COLUMNS.has(k))
+    .map((k) => `r.${rawColumns[staged.findIndex((c) => c.name === k)]} is not null`);
+  const valid = [...casts.map((c) => c.valid).filter((v) => v !== 'true'), ...keys];
+  await sql
+    .raw(
+      `create temp table ${quoteIdent(raw)} (${rawColumns.map((c) => `${c} text`).join(', ')}, ` +
+        `_ord bigint generated always as identity) on commit drop`,
+    )
+    .execute(trx);
+  let copied: number;
+  try {
+    copied = await ctx.session.copyFrom(
+      `COPY pg_temp.${quoteIdent(raw)} (${rawColumns.join(', ')}) FROM STDIN ` +
+        `(FORMAT csv, FORCE_NULL (${rawColumns.join(', ')}))`,
+      body.chunks,
+    );
+  } catch (error) {
+    if (isFastPathRefusal(error)) throw error;
+    throw refuseFastPath(`PostgreSQL's CSV reader refused the data (${errorMessage(error)})`);
+  }
+  if (copied !== body.records()) {
+    throw refuseFastPath(`COPY read ${copied} rows where the file has ${body.records()} lines`);
+  }
+  // Records after a multi-line value start further down: their line numbers come from a small map.
+  const { starts, shifts } = body.lineShifts();
+  let lineShift = '';
+  if (starts.length > 0) {
+    const shiftsTable = `${stagingName}_lines`;
+    await sql
+      .raw(
+        `create temp table ${quoteIdent(shiftsTable)} (start bigint primary key, shift bigint) on commit drop`,
+      )
+      .execute(trx);
+    const lines: string[] = [];
+    for (let i = 0; i < starts.length; i++) lines.push(`${starts[i]}\t${shifts[i]}\n`);
+    const parts: string[] = [];
+    for (let i = 0; i < lines.length; i += 10_000) parts.push(lines.slice(i, i + 10_000).join(''));
+    await ctx.session.copyFrom(`COPY pg_temp.${quoteIdent(shiftsTable)} (start, shift) FROM STDIN`, parts);
+    await sql.raw(`analyze pg_temp.${quoteIdent(shiftsTable)}`).execute(trx);
+    lineShift =
+      ` + coalesce((select l.shift from pg_temp.${quoteIdent(shiftsTable)} as l` +
+      ` where l.start <= r._ord order by l.start desc limit 1), 0)`;
+  }
+  let inserted: number;
+  try {
+    const result = await sql
+      .raw(
+        `insert into pg_temp.${quoteIdent(stagingName)} (${[...staged.map((c) => c.name), '_source_row']
+          .map(quoteIdent)
+          .join(', ')}) ` +
+          `select ${casts.map((c) => c.value).join(', ')}, r._ord + ${body.firstLine - 1}${lineShift} ` +
+          `from pg_temp.${quoteIdent(raw)} as r` +
+          (valid.length > 0 ? ` where ${valid.join(' and ')}` : ''),
+      )
+      .execute(trx);
+    inserted = Number(result.numAffectedRows ?? 0n);
+  } catch (error) {
+    throw refuseFastPath(`a value did not cast (${errorMessage(error)})`);
+  }
+  if (inserted !== copied) {
+    throw refuseFastPath(`${copied - inserted} rows hold values the per-row path must check or reject`);
+  }
+  await sql.raw(`drop table pg_temp.${quoteIdent(raw)}`).execute(trx);
+  return inserted;
+}
+
 function describeBadValue(
   column: StagedColumn,
   value: LoadValue | undefined,
@@ -778,10 +876,16 @@ async function deleteVanished(
     .filter((k) => k !== '_organization_id' && k !== '_source')
     .map((k) => sql`s.${sql.id(k)} = t.${sql.id(k)}`);
   const sameKey = matches.length > 0 ? sql.join(matches, sql` and `) : sql`true`;
+  // The target's statistics do not see the rows merged in this transaction (a table created or
+  // filled by this load looks empty to the planner), so it would pick a nested-loop anti join that
+  // scans the whole staging table once per target row: quadratic, minutes for 100k rows. A hash
+  // (or merge) anti join is linear whatever the estimates.
+  await sql`select set_config('enable_nestloop', 'off', true)`.execute(trx);
   const result = await sql`
     delete from ${sql.id(decl.schema, decl.name)} as t
      where t."_organization_id" = ${options.window.organizationId}
        and t."_source" = ${source.source}
        and not exists (select 1 from ${staging} as s where ${sameKey})`.execute(trx);
+  await sql`reset enable_nestloop`.execute(trx);
   return Number(result.numAffectedRows ?? 0n);
 }

@@ -1,3 +1,5 @@
+import type { RawCsvBody } from './fast-csv.js';
+
 /**
  * Declarations of warehouse tables (made by pipelines/ from the catalog) and of what a load gets
  * from a parser. The loader knows nothing of CSV, XML, JSON or HTTP: only these shapes.
@@ -84,4 +86,10 @@ export interface LoadSource {
   source: string;
   columns: SourceColumn[];
   batches: AsyncIterable<LoadBatch>;
+  /**
+   * The data bytes of a CSV file for the fast path (src/load/fast-csv.ts): when set, `batches` is
+   * not read and the bytes go straight to COPY; the load throws LOAD_FAST_PATH_REFUSED (rolling
+   * back the window) when the file needs the per-row path.
+   */
+  rawCsv?: RawCsvBody;
 }

@@ -8,6 +8,7 @@ import { findReport } from '../extract/find-report.js';
 import { fetchOnDemandPages } from '../extract/on-demand-pages.js';
 import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
+import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
 import type { LoadWindowResult } from '../load/load-window.js';
 import type { LoadSource, TableDecl } from '../load/table-spec.js';
@@ -20,7 +21,13 @@ import { openXmlReport } from '../parse/xml-report.js';
 import { completeWindow } from '../state/windows.js';
 import { addDays } from './time-zones.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
-import { RecordSpool, collectColumns, declaredColumns, toLoadSource } from './record-source.js';
+import {
+  RecordSpool,
+  collectColumns,
+  declaredColumns,
+  toLoadSource,
+  toRawLoadSource,
+} from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
 
 export interface ExecutorDeps {
@@ -154,6 +161,41 @@ async function executeReportWindow(
   const fileName = `${reportName}_${found.reportDate}.${found.format}`;
   const sourceRef = `${source} (report ${found.report.reportId})`;
   if (found.format === 'csv') {
+    // The fast path first (PostgreSQL only); a file it refuses is downloaded again for the per-row path.
+    if (deps.warehouse.kind === 'postgres') {
+      const fast = await deps.client.withDownload(
+        params,
+        async (download) => {
+          try {
+            const report = await openRawCsvReport(download.body, {
+              fileName,
+              report: def.reportDefinitionName,
+            });
+            return await commitWindow(
+              deps,
+              task,
+              [{ table: def.table, source: toRawLoadSource(report, source) }],
+              sourceRef,
+              false,
+            );
+          } catch (error) {
+            if (!isFastPathRefusal(error)) throw error;
+            download.body.destroy();
+            deps.logger.info(
+              {
+                pipeline: task.pipeline.name,
+                windowKey: task.window.windowKey,
+                reason: (error as Error).message,
+              },
+              'CSV fast path refused; loading the file row by row',
+            );
+            return undefined;
+          }
+        },
+        { signal: task.signal },
+      );
+      if (fast !== undefined) return fast;
+    }
     // Streamed straight into the load transaction; a download that breaks mid-way rolls the
     // transaction back and withDownload starts the whole window again with a fresh stream.
     return deps.client.withDownload(

@@ -10,6 +10,7 @@ import type {
   SourceColumn,
   TableDecl,
 } from '../load/table-spec.js';
+import type { RawCsvReport } from '../load/fast-csv.js';
 import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, RecordSource, TypedRecord } from '../parse/records.js';
 
@@ -149,4 +150,14 @@ export function declaredColumns(table: TableDecl): SourceColumn[] {
     pgType: c.pgType,
     ...(c.description ? { description: c.description } : {}),
   }));
+}
+
+/** A CSV file opened for the fast path as a loader source (its bytes go straight to COPY). */
+export function toRawLoadSource(report: RawCsvReport, source: string): LoadSource {
+  return {
+    source,
+    columns: report.columns.map(toSourceColumn),
+    batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
+    rawCsv: report.body,
+  };
 }

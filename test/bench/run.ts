@@ -1,0 +1,479 @@
+/**
+ * `npm run bench`: cybs-etl against PostgreSQL's own `psql \copy`, in one run, on the local
+ * PostgreSQL (127.0.0.1:5432, user postgres, trust). See test/bench/README.md.
+ *
+ * Environment: BENCH_SCALE (default 1; 0.05 for a quick run) scales every size; BENCH_REPS
+ * (default 3) repetitions per case (the median is reported); BENCH_CASES (comma list) runs a subset
+ * (ref,csv,xml,prd,backfill,naive); TEST_PG_ADMIN_URL as for the tests.
+ *
+ * Each case runs in its own process (the compiled CLI, as deployed: `node dist/src/cli.js`) under
+ * /usr/bin/time, whose maximum resident set size is the peak RSS reported. The simulator runs in
+ * another process, so its memory is not counted.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import pg from 'pg';
+import { parse } from 'csv-parse/sync';
+import { resolveHeader } from '../../src/catalog/index.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ADMIN_URL = process.env['TEST_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const SCALE = Number(process.env['BENCH_SCALE'] ?? '1');
+const REPS = Math.max(1, Math.trunc(Number(process.env['BENCH_REPS'] ?? '3')));
+const CASES = new Set(
+  (process.env['BENCH_CASES'] ?? 'ref,csv,xml,prd,backfill,naive').split(',').map((s) => s.trim()),
+);
+const size = (n: number, min: number): number => Math.max(min, Math.round(n * SCALE));
+const CSV_ROWS = size(1_000_000, 2000);
+/** Purchase and Refund Detail: the simulator has ≈ 0.78 records a day per transaction. */
+const PRD_RECORDS = size(200_000, 2000);
+const PRD_TX_PER_DAY = Math.round(PRD_RECORDS / 0.7796);
+const BACKFILL_DAYS = 30;
+const BACKFILL_TX_PER_DAY = size(20_000, 200);
+const NAIVE_ROWS = size(20_000, 1000);
+
+const DAY_MS = 86_400_000;
+const isoDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
+const DAY = isoDay(today - 5 * DAY_MS);
+const START = isoDay(today - 45 * DAY_MS);
+const BACKFILL_FROM = isoDay(today - (4 + BACKFILL_DAYS) * DAY_MS);
+
+const log = (line: string): void => void process.stderr.write(`[bench] ${line}\n`);
+
+interface Measured {
+  seconds: number;
+  rssMB: number;
+  stdout: string;
+}
+
+/** Run a command under /usr/bin/time; its wall time and maximum RSS. */
+async function measure(cmd: string, args: string[], env: Record<string, string> = {}): Promise<Measured> {
+  const started = performance.now();
+  const child = spawn('/usr/bin/time', ['-f', 'BENCH_MAXRSS_KB=%M', cmd, ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  const seconds = (performance.now() - started) / 1000;
+  if (code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${code}:\n${out}\n${err}`);
+  const m = /BENCH_MAXRSS_KB=(\d+)/.exec(err);
+  return { seconds, rssMB: m ? Number(m[1]) / 1024 : NaN, stdout: out };
+}
+
+interface Sim {
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+async function startSim(options: Record<string, unknown>): Promise<Sim> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(root, 'test/bench/sim.ts'), JSON.stringify(options)],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('Press Ctrl+C')) resolve();
+    });
+    child.on('exit', (code) => reject(new Error(`simulator exited with ${code}: ${out}`)));
+  });
+  const env: Record<string, string> = { CYBS_AUTH: 'http-signature' };
+  for (const m of out.matchAll(/([A-Z_]+)=(\S+)/g)) env[m[1]!] = m[2]!;
+  return {
+    env,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+async function admin(sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: ADMIN_URL });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+const databases: string[] = [];
+async function freshDatabase(label: string): Promise<string> {
+  const name = `cybs_bench_${label}_${process.pid}_${databases.length}`;
+  await admin(`drop database if exists "${name}" with (force)`);
+  await admin(`create database "${name}"`);
+  databases.push(name);
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+async function dropDatabases(): Promise<void> {
+  for (const name of databases.splice(0)) await admin(`drop database if exists "${name}" with (force)`);
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+
+interface Figure {
+  key: string;
+  label: string;
+  rows: number;
+  bytes: number | undefined;
+  seconds: number;
+  rssMB: number;
+  /** Rows per second of this figure (extrapolated ones included). */
+  rowsPerSecond: number;
+  note?: string;
+}
+const figures: Figure[] = [];
+
+function record(
+  key: string,
+  label: string,
+  rows: number,
+  bytes: number | undefined,
+  runs: Measured[],
+  note?: string,
+): Figure {
+  const seconds = median(runs.map((r) => r.seconds));
+  const figure: Figure = {
+    key,
+    label,
+    rows,
+    bytes,
+    seconds,
+    rssMB: Math.max(...runs.map((r) => r.rssMB)),
+    rowsPerSecond: rows / seconds,
+    ...(note ? { note } : {}),
+  };
+  figures.push(figure);
+  log(
+    `${label}: ${figure.seconds.toFixed(2)} s (runs ${runs.map((r) => r.seconds.toFixed(2)).join(', ')}), ${Math.round(figure.rowsPerSecond)} rows/s, peak RSS ${figure.rssMB.toFixed(0)} MB`,
+  );
+  return figure;
+}
+
+function rowsOf(stdout: string): { loaded: number; rejected: number } {
+  const loaded = /rows loaded\s+(\d+)/.exec(stdout);
+  const rejected = /rows rejected\s+(\d+)/.exec(stdout);
+  return { loaded: Number(loaded?.[1] ?? NaN), rejected: Number(rejected?.[1] ?? 0) };
+}
+
+/** Compile src/ and pipelines/ once, as deployed (node dist/src/cli.js), into a cache folder. */
+function build(): string {
+  const out = path.join(root, 'node_modules', '.cache', 'cybs-etl-bench');
+  log(`compiling into ${path.relative(root, out)}`);
+  const r = spawnSync(
+    process.execPath,
+    [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', out],
+    { cwd: root, stdio: 'inherit' },
+  );
+  if (r.status !== 0) throw new Error('tsc failed');
+  return path.join(out, 'src', 'cli.js');
+}
+
+async function main(): Promise<void> {
+  const cli = build();
+  const work = await mkdtemp(path.join(tmpdir(), 'cybs-bench-'));
+  const configPath = path.join(work, 'config.yaml');
+  await writeFile(
+    configPath,
+    'log:\n  level: warn\npipelines:\n  purchase_refund_details:\n    pageLimit: 2000\n',
+    'utf8',
+  );
+  const etl = (url: string, sim: Sim, args: string[]) =>
+    measure(process.execPath, [cli, '--config', configPath, ...args], { ...sim.env, DATABASE_URL: url });
+  const migrate = async (url: string, sim: Sim) => {
+    await etl(url, sim, ['migrate']);
+  };
+  log(
+    `scale ${SCALE}: CSV ${CSV_ROWS} rows on ${DAY}, PRD ≈${PRD_RECORDS} records, backfill ${BACKFILL_DAYS} days × ${BACKFILL_TX_PER_DAY}, naive ${NAIVE_ROWS}; ${REPS} repetitions`,
+  );
+  const sims: Sim[] = [];
+  try {
+    // ---- CSV: the reference \copy and the CSV report ----
+    const csvSim = await startSim({ transactionsPerDay: CSV_ROWS, startDate: START });
+    sims.push(csvSim);
+    const csvFile = path.join(work, 'transaction_request.csv');
+    const fetched = await measure(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'test/bench/fetch-report.ts',
+        'TransactionRequestReport_Daily',
+        DAY,
+        'csv',
+        csvFile,
+      ],
+      csvSim.env,
+    );
+    const csvBytes = (await stat(csvFile)).size;
+    log(`CSV report: ${csvBytes} bytes, downloaded in ${fetched.seconds.toFixed(1)} s`);
+    // The same rows without the metadata line, for \copy.
+    const refFile = path.join(work, 'ref.csv');
+    spawnSync('sh', ['-c', `tail -n +2 '${csvFile}' > '${refFile}'`]);
+    const header = await firstLine(refFile);
+    const columns = (parse(header) as string[][])[0]!.map((h) =>
+      resolveHeader(h, { report: 'TransactionRequestClass' }),
+    );
+    let refRows = 0;
+
+    let ref: Figure | undefined;
+    if (CASES.has('ref')) {
+      const runs: Measured[] = [];
+      for (let i = 0; i < REPS; i++) {
+        const url = await freshDatabase('ref');
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        await c.query(
+          `create table ref (${columns.map((col) => `"${col.column}" ${col.pgType}`).join(', ')}, primary key (request_id))`,
+        );
+        await c.end();
+        const copied = await measure('psql', [
+          url,
+          '-qc',
+          `\\copy ref (${columns.map((col) => `"${col.column}"`).join(', ')}) from '${refFile}' with (format csv, header true)`,
+        ]);
+        runs.push(copied);
+        const counter = new pg.Client({ connectionString: url });
+        await counter.connect();
+        refRows = Number((await counter.query('select count(*) as n from ref')).rows[0].n);
+        await counter.end();
+        await dropDatabases();
+      }
+      ref = record('copy', 'psql \\copy into a typed, keyed table (reference)', refRows, csvBytes, runs);
+    }
+
+    if (CASES.has('csv')) {
+      const first: Measured[] = [];
+      const reload: Measured[] = [];
+      let rows = 0;
+      for (let i = 0; i < REPS; i++) {
+        const url = await freshDatabase('csv');
+        await migrate(url, csvSim);
+        const args = ['backfill', '--from', DAY, '--to', DAY, '--pipelines', 'transaction_request'];
+        const a = await etl(url, csvSim, args);
+        first.push(a);
+        rows = rowsOf(a.stdout).loaded + rowsOf(a.stdout).rejected;
+        reload.push(await etl(url, csvSim, [...args, '--force']));
+        await dropDatabases();
+      }
+      record('csv_first', 'CSV report → typed table, first load', rows, csvBytes, first);
+      record('csv_reload', 'CSV report → typed table, identical reload', rows, csvBytes, reload);
+    }
+    await csvSim.stop();
+
+    if (CASES.has('xml')) {
+      const xmlSim = await startSim({ transactionsPerDay: CSV_ROWS, startDate: START, xml: true });
+      sims.push(xmlSim);
+      // The XML file's size is not measured: downloading it separately takes minutes and > 1 GB
+      // of memory in downloadReportToFile (see the README), so MB/s is left out for XML.
+      const xmlBytes = undefined;
+      const runs: Measured[] = [];
+      let rows = 0;
+      for (let i = 0; i < REPS; i++) {
+        const url = await freshDatabase('xml');
+        await migrate(url, xmlSim);
+        const r = await etl(url, xmlSim, [
+          'backfill',
+          '--from',
+          DAY,
+          '--to',
+          DAY,
+          '--pipelines',
+          'transaction_request',
+        ]);
+        runs.push(r);
+        rows = rowsOf(r.stdout).loaded + rowsOf(r.stdout).rejected;
+        await dropDatabases();
+      }
+      record('xml', 'XML report (same rows) → typed table', rows, xmlBytes, runs);
+      await xmlSim.stop();
+    }
+
+    if (CASES.has('prd')) {
+      const prdSim = await startSim({ transactionsPerDay: PRD_TX_PER_DAY, startDate: START });
+      sims.push(prdSim);
+      const runs: Measured[] = [];
+      let records = 0;
+      let rows = 0;
+      for (let i = 0; i < REPS; i++) {
+        const url = await freshDatabase('prd');
+        await migrate(url, prdSim);
+        const r = await etl(url, prdSim, [
+          'backfill',
+          '--from',
+          DAY,
+          '--to',
+          DAY,
+          '--pipelines',
+          'purchase_refund_details',
+        ]);
+        runs.push(r);
+        rows = rowsOf(r.stdout).loaded;
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        records = Number(
+          (await c.query('select count(*) as n from cybs.purchase_refund_request_details')).rows[0].n,
+        );
+        await c.end();
+        await dropDatabases();
+      }
+      record(
+        'prd',
+        `Purchase and Refund Detail, pages of 2,000 → six tables (${rows} rows)`,
+        records,
+        undefined,
+        runs,
+        'records',
+      );
+      await prdSim.stop();
+    }
+
+    const smallSim =
+      CASES.has('backfill') || CASES.has('naive')
+        ? await startSim({ transactionsPerDay: BACKFILL_TX_PER_DAY, startDate: START })
+        : undefined;
+    if (smallSim) sims.push(smallSim);
+    if (smallSim && CASES.has('backfill')) {
+      const runs: Measured[] = [];
+      let rows = 0;
+      for (let i = 0; i < REPS; i++) {
+        const url = await freshDatabase('backfill');
+        await migrate(url, smallSim);
+        const r = await etl(url, smallSim, ['backfill', '--from', BACKFILL_FROM, '--to', DAY]);
+        runs.push(r);
+        rows = rowsOf(r.stdout).loaded + rowsOf(r.stdout).rejected;
+        await dropDatabases();
+      }
+      record('backfill', `${BACKFILL_DAYS}-day backfill, all default pipelines`, rows, undefined, runs);
+    }
+    if (smallSim && CASES.has('naive')) {
+      const naiveSim = await startSim({ transactionsPerDay: NAIVE_ROWS, startDate: START });
+      sims.push(naiveSim);
+      const runs: Measured[] = [];
+      let rows = 0;
+      for (let i = 0; i < REPS; i++) {
+        const url = await freshDatabase('naive');
+        const r = await measure(
+          process.execPath,
+          ['--import', 'tsx', 'test/bench/naive.ts', 'TransactionRequestReport_Daily', DAY],
+          { ...naiveSim.env, DATABASE_URL: url },
+        );
+        runs.push(r);
+        rows = (JSON.parse(r.stdout.trim()) as { rows: number }).rows;
+        await dropDatabases();
+      }
+      const f = record(
+        'naive',
+        `naive: fetch + one INSERT per row (${rows}-row sample, extrapolated)`,
+        rows,
+        undefined,
+        runs,
+      );
+      f.note = `≈ ${((CSV_ROWS / f.rowsPerSecond) | 0).toString()} s for ${CSV_ROWS} rows`;
+      await naiveSim.stop();
+    }
+
+    printReport(ref, { csvRows: CSV_ROWS });
+  } finally {
+    for (const s of sims) await s.stop().catch(() => {});
+    await dropDatabases().catch(() => {});
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function firstLine(file: string): Promise<string> {
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+  for await (const line of lines) {
+    lines.close();
+    return line;
+  }
+  return '';
+}
+
+function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
+  const pad = (s: string, n: number) => s.padEnd(n);
+  const lpad = (s: string, n: number) => s.padStart(n);
+  const lines: string[] = [];
+  lines.push('');
+  lines.push(
+    `cybs-etl bench — scale ${SCALE} (CSV ${info.csvRows} rows), medians of ${REPS}, ` +
+      `node ${process.version}, ${new Date().toISOString()}`,
+  );
+  lines.push(
+    `${pad('case', 72)} ${lpad('rows', 9)} ${lpad('s', 7)} ${lpad('rows/s', 9)} ${lpad('MB/s', 6)} ${lpad('× \\copy', 8)} ${lpad('peak RSS', 9)}`,
+  );
+  for (const f of figures) {
+    const ratio = ref ? f.rowsPerSecond / ref.rowsPerSecond : NaN;
+    lines.push(
+      `${pad(f.label, 72)} ${lpad(String(f.rows), 9)} ${lpad(f.seconds.toFixed(2), 7)} ${lpad(Math.round(f.rowsPerSecond).toString(), 9)} ` +
+        `${lpad(f.bytes === undefined ? '—' : (f.bytes / 1e6 / f.seconds).toFixed(1), 6)} ${lpad(Number.isNaN(ratio) ? '—' : ratio.toFixed(3), 8)} ` +
+        `${lpad(`${f.rssMB.toFixed(0)} MB`, 9)}${f.note ? `  (${f.note})` : ''}`,
+    );
+  }
+  lines.push('');
+  const kv: string[] = [`scale=${SCALE}`, `reps=${REPS}`];
+  const get = (k: string) => figures.find((f) => f.key === k);
+  for (const f of figures) {
+    kv.push(`${f.key}_rows=${f.rows}`);
+    kv.push(`${f.key}_seconds=${f.seconds.toFixed(3)}`);
+    kv.push(`${f.key}_rows_per_s=${Math.round(f.rowsPerSecond)}`);
+    if (f.bytes !== undefined) kv.push(`${f.key}_mb_per_s=${(f.bytes / 1e6 / f.seconds).toFixed(2)}`);
+    if (ref && f !== ref) kv.push(`${f.key}_ratio=${(f.rowsPerSecond / ref.rowsPerSecond).toFixed(3)}`);
+    kv.push(`${f.key}_peak_rss_mb=${f.rssMB.toFixed(0)}`);
+  }
+  const naive = get('naive');
+  const csvFirst = get('csv_first');
+  if (naive && csvFirst)
+    kv.push(`csv_first_vs_naive=${(csvFirst.rowsPerSecond / naive.rowsPerSecond).toFixed(1)}`);
+  // Targets of issue 9.
+  const targets: [string, boolean | undefined][] = [
+    [
+      'target_csv_first_ratio_0.6',
+      ref && csvFirst ? csvFirst.rowsPerSecond / ref.rowsPerSecond >= 0.6 : undefined,
+    ],
+    [
+      'target_csv_reload_ratio_0.6',
+      ref && get('csv_reload') ? get('csv_reload')!.rowsPerSecond / ref.rowsPerSecond >= 0.6 : undefined,
+    ],
+    [
+      'target_xml_ratio_0.15',
+      ref && get('xml') ? get('xml')!.rowsPerSecond / ref.rowsPerSecond >= 0.15 : undefined,
+    ],
+    ['target_prd_50k_records_per_s', get('prd') ? get('prd')!.rowsPerSecond >= 50_000 : undefined],
+    [
+      'target_peak_rss_200mb',
+      figures.filter((f) => f.key !== 'copy' && f.key !== 'naive').every((f) => f.rssMB <= 200),
+    ],
+    ['target_10x_naive', naive && csvFirst ? csvFirst.rowsPerSecond / naive.rowsPerSecond >= 10 : undefined],
+  ];
+  for (const [k, met] of targets)
+    kv.push(`${k}=${met === undefined ? 'not_measured' : met ? 'met' : 'missed'}`);
+  process.stdout.write(`${lines.join('\n')}\n${kv.join('\n')}\n`);
+}
+
+await main();

@@ -1,0 +1,38 @@
+/**
+ * The simulator for the benchmark, in its own process (its memory is not the loader's):
+ *   node --import tsx test/bench/sim.ts '<json>'
+ * JSON: { transactionsPerDay, startDate, xml?: boolean }. With `xml`, the Transaction Request
+ * subscription delivers XML instead of CSV (the same rows as an XML report).
+ * Prints `export CYBS_BASE_URL=… CYBS_MERCHANT_ID=… CYBS_KEY_ID=… CYBS_SHARED_SECRET=…`, then
+ * "Press Ctrl+C to stop." and runs until SIGTERM.
+ */
+import { startSimulator } from '../../src/simulator/start-simulator.js';
+
+interface BenchSimOptions {
+  transactionsPerDay: number;
+  startDate: string;
+  xml?: boolean;
+}
+
+const options = JSON.parse(process.argv[2] ?? '{}') as BenchSimOptions;
+const sim = await startSimulator({
+  seed: 9,
+  organizations: 1,
+  transactionsPerDay: options.transactionsPerDay,
+  startDate: options.startDate,
+  quietDayRate: 0,
+});
+const org = sim.organizations[0]!;
+if (options.xml) {
+  const sub = sim.store.findSubscription(org, 'TransactionRequestReport_Daily')!;
+  sub.reportMimeType = 'application/xml';
+}
+const c = sim.credentials;
+process.stdout.write(
+  `export CYBS_BASE_URL=${sim.baseUrl} CYBS_MERCHANT_ID=${c.merchantId} CYBS_KEY_ID=${c.keyId} CYBS_SHARED_SECRET=${c.sharedSecret}\nPress Ctrl+C to stop.\n`,
+);
+const stop = (): void => {
+  void sim.close().then(() => process.exit(0));
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,309 @@
+/**
+ * The fast CSV path (raw bytes → COPY → set-wise casts) against the per-row reference path
+ * (openCsvReport → toLoadSource): the same table contents, etl.rejects, etl.schema_changes and
+ * load result, on the sample files and on simulator data with bad rows mixed in. The fast path
+ * either loads a file itself or refuses it, and then the per-row path loads it (as the executor
+ * does); each case also says which of the two it expects.
+ */
+import { readFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { parse } from 'csv-parse/sync';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPORT_PIPELINES } from '../../pipelines/index.js';
+import { createReportingClient } from '../../src/api/reporting-client.js';
+import { resolveHeader } from '../../src/catalog/index.js';
+import { parseConfig } from '../../src/config/load-config.js';
+import { isFastPathRefusal, openRawCsvReport } from '../../src/load/fast-csv.js';
+import { loadWindow } from '../../src/load/load-window.js';
+import type { LoadWindowResult } from '../../src/load/load-window.js';
+import { migrateToLatest } from '../../src/load/migrate.js';
+import { openWarehouse } from '../../src/load/warehouse.js';
+import type { Warehouse } from '../../src/load/warehouse.js';
+import { openCsvReport, serialiseCsvRow } from '../../src/parse/csv-report.js';
+import { toLoadSource, toRawLoadSource } from '../../src/pipeline/record-source.js';
+import { startSimulator } from '../../src/simulator/start-simulator.js';
+import { createTestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+
+const SAMPLES = '/work/shared/samples/cybersource';
+const DAY_MS = 86_400_000;
+
+type Outcome = { result: LoadWindowResult } | { error: string };
+
+interface Side {
+  db: TestDatabase;
+  warehouse: Warehouse;
+}
+
+let reference: Side;
+let fast: Side;
+let simulated = '';
+
+async function openSide(prefix: string): Promise<Side> {
+  const db = await createTestDatabase(prefix);
+  const warehouse = await openWarehouse({ url: db.url, path: '' });
+  await migrateToLatest(warehouse.db);
+  return { db, warehouse };
+}
+
+beforeAll(async () => {
+  reference = await openSide('fastcsv_ref');
+  fast = await openSide('fastcsv_fast');
+  const day = new Date(Date.now() - 5 * DAY_MS).toISOString().slice(0, 10);
+  const sim = await startSimulator({
+    seed: 3,
+    organizations: 1,
+    transactionsPerDay: 400,
+    quietDayRate: 0,
+    startDate: new Date(Date.now() - 20 * DAY_MS).toISOString().slice(0, 10),
+  });
+  const client = createReportingClient({
+    credentials: { auth: 'http-signature', ...sim.credentials },
+    target: { baseUrl: sim.baseUrl },
+    api: parseConfig('').api,
+  });
+  try {
+    const download = await client.downloadReport({
+      reportName: 'TransactionRequestReport_Daily',
+      reportDate: day,
+      accept: 'text/csv',
+    });
+    const parts: Buffer[] = [];
+    for await (const chunk of download.body) parts.push(chunk as Buffer);
+    simulated = Buffer.concat(parts).toString('utf8');
+  } finally {
+    await client.close();
+    await sim.close();
+  }
+}, 60_000);
+
+afterAll(async () => {
+  for (const side of [reference, fast]) {
+    await side?.warehouse.close();
+    await side?.db.drop();
+  }
+});
+
+function chunksOf(text: string, size: number): Readable {
+  const bytes = Buffer.from(text, 'utf8');
+  const parts: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += size) parts.push(bytes.subarray(i, i + size));
+  return Readable.from(parts);
+}
+
+interface LoadCase {
+  text: string;
+  report: string;
+  table: string;
+  windowKey: string;
+  rejectThreshold?: number;
+}
+
+function pipelineOf(report: string) {
+  return REPORT_PIPELINES.find((p) => p.reportDefinitionName === report)!;
+}
+
+function windowOptions(c: LoadCase) {
+  const p = pipelineOf(c.report);
+  return {
+    window: { pipeline: p.name, organizationId: 'org_1', windowKey: c.windowKey },
+    runId: null,
+    ...(c.rejectThreshold !== undefined ? { rejectThreshold: c.rejectThreshold } : {}),
+  };
+}
+
+async function perRow(side: Side, c: LoadCase): Promise<Outcome> {
+  const p = pipelineOf(c.report);
+  try {
+    const records = await openCsvReport(chunksOf(c.text, 1000), { fileName: 'f.csv', report: c.report });
+    const result = await loadWindow(side.warehouse, {
+      ...windowOptions(c),
+      targets: [{ table: p.table, source: toLoadSource(records, `src:${c.windowKey}`) }],
+    });
+    return { result };
+  } catch (error) {
+    return { error: `${(error as { code?: string }).code}: ${(error as Error).message}` };
+  }
+}
+
+/** The executor's order: the fast path, and the per-row path when it refuses. */
+async function fastFirst(side: Side, c: LoadCase): Promise<{ outcome: Outcome; refused: boolean }> {
+  const p = pipelineOf(c.report);
+  try {
+    const report = await openRawCsvReport(chunksOf(c.text, 997), { fileName: 'f.csv', report: c.report });
+    const result = await loadWindow(side.warehouse, {
+      ...windowOptions(c),
+      targets: [{ table: p.table, source: toRawLoadSource(report, `src:${c.windowKey}`) }],
+    });
+    return { outcome: { result }, refused: false };
+  } catch (error) {
+    if (!isFastPathRefusal(error)) {
+      return {
+        outcome: { error: `${(error as { code?: string }).code}: ${(error as Error).message}` },
+        refused: false,
+      };
+    }
+    return { outcome: await perRow(side, c), refused: true };
+  }
+}
+
+async function snapshot(side: Side, table: string): Promise<unknown> {
+  const run = async (text: string) => (await sql.raw(text).execute(side.warehouse.db)).rows;
+  const rows = await run(
+    `select to_jsonb(t) - '_loaded_at' - '_run_id' as row from cybs.${table} t order by _organization_id, _source, _source_row`,
+  );
+  const rejects = await run(
+    `select pipeline, organization_id, window_key, source, record_number, raw_text, error_code, message, run_id
+       from etl.rejects order by window_key, record_number, error_code, message`,
+  );
+  const changes = await run(
+    `select table_schema, table_name, column_name, column_type, change, source, pipeline
+       from etl.schema_changes order by table_name, column_name`,
+  );
+  const columns = await run(
+    `select column_name, data_type from information_schema.columns
+      where table_schema = 'cybs' and table_name = '${table}' order by column_name`,
+  );
+  return { rows, rejects, changes, columns };
+}
+
+async function expectSame(c: LoadCase, expectFast: boolean): Promise<void> {
+  const ref = await perRow(reference, c);
+  const got = await fastFirst(fast, c);
+  expect(got.refused).toBe(!expectFast);
+  expect(got.outcome).toEqual(ref);
+  expect(await snapshot(fast, c.table)).toEqual(await snapshot(reference, c.table));
+}
+
+/** The simulated report with `edit` applied to its data rows (fields parsed, then re-serialised). */
+function edited(
+  edit: (rows: string[][], column: (name: string) => number, header: string[]) => void,
+  text = simulated,
+): string {
+  const lines = text.split('\r\n');
+  const metadata = lines[0]!;
+  const table = parse(lines.slice(1).join('\n'), { relax_column_count: true }) as string[][];
+  const header = table[0]!;
+  const column = (name: string) =>
+    header.findIndex((h) => resolveHeader(h, { report: 'TransactionRequestClass' }).column === name);
+  const rows = table.slice(1);
+  edit(rows, column, header);
+  // Cells are re-quoted as needed; a cell written `RAW:…` goes into the file as it is.
+  const cell = (v: string) => (v.startsWith('RAW:') ? v.slice(4) : serialiseCsvRow([v]));
+  return [metadata, serialiseCsvRow(header), ...rows.map((r) => r.map(cell).join(','))].join('\r\n') + '\r\n';
+}
+
+const TR = { report: 'TransactionRequestClass', table: 'transaction_request' };
+
+describe('fast CSV path ≡ per-row path', () => {
+  it('loads a clean simulated report by itself, and an identical reload', async () => {
+    expect(simulated.split('\n').length).toBeGreaterThan(300);
+    await expectSame({ ...TR, text: simulated, windowKey: 'w1' }, true);
+    await expectSame({ ...TR, text: simulated, windowKey: 'w1' }, true);
+  });
+
+  it('reloads a changed report: updated values, vanished rows, duplicate keys (last one wins)', async () => {
+    const text = edited((rows, column) => {
+      rows[3]![column('amount')] = '1.10';
+      rows.splice(10, 5);
+      rows.push([...rows[0]!]);
+      rows[rows.length - 1]![column('merchant_id')] = 'changed';
+    });
+    await expectSame({ ...TR, text, windowKey: 'w1' }, true);
+  });
+
+  it('handles quoted values with commas and quotes, empty and quoted-empty values', async () => {
+    const text = edited((rows, column) => {
+      rows[1]![column('bill_to_city')] = 'Paris, "Île"';
+      rows[2]![column('bill_to_city')] = 'RAW:""';
+      rows[3]![column('bill_to_city')] = '';
+      rows[4]![column('bill_to_city')] = '  spaced  ';
+      rows[5]![column('amount')] = '';
+    });
+    await expectSame({ ...TR, text, windowKey: 'w2' }, true);
+  });
+
+  it('adds unknown headers as text columns, recorded in etl.schema_changes', async () => {
+    const text = edited((rows, _column, header) => {
+      header.push('Brand New Field');
+      rows.forEach((r, i) => r.push(`v${i}`));
+    });
+    await expectSame({ ...TR, text, windowKey: 'w3' }, true);
+  });
+
+  it('refuses bad values, and the per-row path rejects them the same way', async () => {
+    const text = edited((rows, column) => {
+      rows[2]![column('amount')] = 'abc';
+      rows[7]![column('transaction_date')] = '2023-13-45T00:00:00Z';
+      rows[9]![column('request_id')] = '';
+    });
+    await expectSame({ ...TR, text, windowKey: 'w4', rejectThreshold: 0.5 }, false);
+  });
+
+  it('loads multi-line values; refuses a ragged row, non-canonical numbers, mixed line ends', async () => {
+    const ragged = edited((rows) => {
+      rows[4]!.push('extra');
+      rows[6]!.pop();
+    });
+    await expectSame({ ...TR, text: ragged, windowKey: 'w5', rejectThreshold: 0.5 }, false);
+    const multiline = edited((rows, column) => {
+      rows[4]![column('bill_to_address1')] = 'line one\r\nline two\rthree\nfour';
+      rows[5]![column('bill_to_address1')] = 'a\n\nb';
+    });
+    await expectSame({ ...TR, text: multiline, windowKey: 'w6' }, true);
+    const numbers = edited((rows, column) => {
+      rows[1]![column('amount')] = '007.50';
+      rows[2]![column('amount')] = '-0.00';
+      rows[3]![column('transaction_date')] = '2023-10-11 04:15:21';
+    });
+    await expectSame({ ...TR, text: numbers, windowKey: 'w7' }, false);
+    const lines = simulated.replace(/\r\n/g, '\n').split('\n');
+    await expectSame({ ...TR, text: lines.join('\n'), windowKey: 'w8' }, true);
+    lines[5] = `${lines[5]!}\r`;
+    await expectSame({ ...TR, text: lines.join('\n'), windowKey: 'w8' }, false);
+  });
+
+  it('fails the window over the reject threshold exactly like the per-row path', async () => {
+    const text = edited((rows, column) => {
+      for (let i = 0; i < 20; i++) rows[i * 3]![column('amount')] = 'x';
+    });
+    await expectSame({ ...TR, text, windowKey: 'w9' }, false);
+  });
+
+  it('loads the CSV sample files the same way', async () => {
+    const sample = await readFile(
+      `${SAMPLES}/rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv`,
+      'utf8',
+    );
+    await expectSame(
+      {
+        report: 'PaymentBatchDetailClass',
+        table: 'payment_batch_detail',
+        text: sample,
+        windowKey: 's1',
+        rejectThreshold: 1,
+      },
+      !sample.includes('\r'),
+    );
+    const legacy = await readFile(`${SAMPLES}/legacy-docs-PaymentBatchDetailReport.csv`, 'utf8');
+    const ref = await perRow(reference, {
+      report: 'PaymentBatchDetailClass',
+      table: 'payment_batch_detail',
+      text: legacy,
+      windowKey: 's2',
+      rejectThreshold: 1,
+    });
+    const got = await fastFirst(fast, {
+      report: 'PaymentBatchDetailClass',
+      table: 'payment_batch_detail',
+      text: legacy,
+      windowKey: 's2',
+      rejectThreshold: 1,
+    });
+    expect(got.outcome).toEqual(ref);
+    expect(await snapshot(fast, 'payment_batch_detail')).toEqual(
+      await snapshot(reference, 'payment_batch_detail'),
+    );
+  });
+});
