@@ -164,6 +164,59 @@ export function purchaseRefundSections(
   return out;
 }
 
+interface PageCursor {
+  records: Generator<SimTransaction>;
+  /** Records consumed from `records` so far (the offset the next page starts at). */
+  position: number;
+}
+
+/**
+ * Resumable page cursors, per dataset: a client walking offset/limit pages in order continues the
+ * previous page's generator instead of regenerating every record before its offset (which made a
+ * 200,000-record window quadratic). A cursor is only reused for a window that is complete (its end
+ * is not after the simulated now), so its records cannot change between pages.
+ */
+const cursors = new WeakMap<Dataset, Map<string, PageCursor>>();
+const MAX_CURSORS = 32;
+
+function cursorKey(w: Window, options: { viewBy?: string; paymentSubtype?: string }): string | undefined {
+  if (w.end > w.now) return undefined;
+  return [w.organizationId, w.start, w.end, options.viewBy ?? '', options.paymentSubtype ?? ''].join('|');
+}
+
+function pageCursor(
+  dataset: Dataset,
+  w: Window,
+  options: { offset: number; viewBy?: 'requestDate' | 'submissionDate'; paymentSubtype?: PaymentSubtype },
+): { records: Generator<SimTransaction>; skipped: number } {
+  const key = cursorKey(w, options);
+  const map = cursors.get(dataset);
+  const cursor = key === undefined ? undefined : map?.get(key);
+  if (cursor && cursor.position === options.offset) {
+    map!.delete(key!);
+    return { records: cursor.records, skipped: options.offset };
+  }
+  const records = settledRecords(dataset, w, options);
+  let skipped = 0;
+  while (skipped < options.offset && !records.next().done) skipped++;
+  return { records, skipped };
+}
+
+function savePageCursor(
+  dataset: Dataset,
+  w: Window,
+  options: { viewBy?: 'requestDate' | 'submissionDate'; paymentSubtype?: PaymentSubtype },
+  records: Generator<SimTransaction>,
+  position: number,
+): void {
+  const key = cursorKey(w, options);
+  if (key === undefined) return;
+  let map = cursors.get(dataset);
+  if (!map) cursors.set(dataset, (map = new Map()));
+  map.set(key, { records, position });
+  while (map.size > MAX_CURSORS) map.delete(map.keys().next().value!);
+}
+
 /** One page; undefined when the window holds no record at all (404). */
 export function purchaseRefundPage(
   dataset: Dataset,
@@ -187,12 +240,9 @@ export function purchaseRefundPage(
     others: [],
     settlementStatuses: [],
   };
-  let seen = 0;
-  for (const tx of settledRecords(dataset, w, options)) {
-    seen++;
-    if (seen <= options.offset) continue;
-    if (page.pageResults >= options.limit) break;
-    const s = purchaseRefundSections(tx, org);
+  const { records, skipped } = pageCursor(dataset, w, options);
+  for (let r = records.next(); !r.done;) {
+    const s = purchaseRefundSections(r.value, org);
     page.pageResults++;
     page.requestDetails.push(s.requestDetails);
     page.settlements.push(s.settlements);
@@ -200,7 +250,11 @@ export function purchaseRefundPage(
     page.feeAndFundingDetails.push(s.feeAndFundingDetails);
     page.others.push(s.others);
     page.settlementStatuses.push(s.settlementStatuses);
+    if (page.pageResults >= options.limit) break;
+    r = records.next();
   }
+  savePageCursor(dataset, w, options, records, options.offset + page.pageResults);
+  const seen = skipped + page.pageResults;
   if (seen === 0) return undefined;
   if (page.pageResults === 0) return { offset: options.offset, limit: options.limit, pageResults: 0 };
   return page;
