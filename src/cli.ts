@@ -12,23 +12,54 @@ import { scrubSecrets } from './observability/redact.js';
 import { packageVersion } from './paths.js';
 import { CliContext } from './commands/context.js';
 import type { CliIo } from './commands/context.js';
-import { registerApiCommand } from './commands/api.js';
-import { registerBackfillCommand } from './commands/backfill.js';
-import { registerImportCommand } from './commands/import.js';
-import { registerMigrateCommand } from './commands/migrate.js';
-import { registerPipelinesCommand } from './commands/pipelines.js';
-import { registerRunCommand } from './commands/run.js';
-import { registerScheduleCommand } from './commands/schedule.js';
-import { registerSimulatorCommand } from './commands/simulator.js';
-import { registerSqlCommand } from './commands/sql.js';
-import { registerStatusCommand } from './commands/status.js';
-import { registerSubscriptionsCommand } from './commands/subscriptions.js';
+import type { Command as CommandType } from 'commander';
+
+type Register = (program: CommandType, ctx: CliContext) => void;
+
+/**
+ * Commands in help order, each loaded on demand: a command imports only what it needs (the
+ * simulator does not load the warehouse stack, `migrate` does not load the API client), which keeps
+ * start-up time and memory down.
+ */
+const COMMANDS: readonly [string, () => Promise<Register>][] = [
+  ['run', async () => (await import('./commands/run.js')).registerRunCommand],
+  ['backfill', async () => (await import('./commands/backfill.js')).registerBackfillCommand],
+  ['schedule', async () => (await import('./commands/schedule.js')).registerScheduleCommand],
+  ['status', async () => (await import('./commands/status.js')).registerStatusCommand],
+  ['import', async () => (await import('./commands/import.js')).registerImportCommand],
+  ['subscriptions', async () => (await import('./commands/subscriptions.js')).registerSubscriptionsCommand],
+  ['simulator', async () => (await import('./commands/simulator.js')).registerSimulatorCommand],
+  ['api', async () => (await import('./commands/api.js')).registerApiCommand],
+  ['pipelines', async () => (await import('./commands/pipelines.js')).registerPipelinesCommand],
+  ['migrate', async () => (await import('./commands/migrate.js')).registerMigrateCommand],
+  ['sql', async () => (await import('./commands/sql.js')).registerSqlCommand],
+];
+
+/** Global options that take a value (their value is not the command name). */
+const GLOBAL_VALUE_OPTIONS = new Set(['-c', '--config', '--log-level', '--now']);
+
+/** The command named on the command line, if it is a known one. */
+export function invokedCommand(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (GLOBAL_VALUE_OPTIONS.has(arg)) {
+      i++;
+      continue;
+    }
+    if (arg.startsWith('-')) continue;
+    return COMMANDS.some(([name]) => name === arg) ? arg : undefined;
+  }
+  return undefined;
+}
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
-export function buildProgram(io: CliIo): { program: Command; ctx: CliContext } {
+export async function buildProgram(
+  io: CliIo,
+  argv: readonly string[] = [],
+): Promise<{ program: Command; ctx: CliContext }> {
   const program = new Command('cybs-etl');
   const ctx = new CliContext(io, program);
   program
@@ -60,17 +91,10 @@ export function buildProgram(io: CliIo): { program: Command; ctx: CliContext } {
     })
     .exitOverride();
 
-  registerRunCommand(program, ctx);
-  registerBackfillCommand(program, ctx);
-  registerScheduleCommand(program, ctx);
-  registerStatusCommand(program, ctx);
-  registerImportCommand(program, ctx);
-  registerSubscriptionsCommand(program, ctx);
-  registerSimulatorCommand(program, ctx);
-  registerApiCommand(program, ctx);
-  registerPipelinesCommand(program, ctx);
-  registerMigrateCommand(program, ctx);
-  registerSqlCommand(program, ctx);
+  const only = invokedCommand(argv);
+  for (const [name, load] of COMMANDS) {
+    if (only === undefined || only === name) (await load())(program, ctx);
+  }
 
   for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
   return { program, ctx };
@@ -78,7 +102,7 @@ export function buildProgram(io: CliIo): { program: Command; ctx: CliContext } {
 
 /** Run the CLI with the given arguments (without node and script); resolves to the exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
-  const { program, ctx } = buildProgram(io);
+  const { program, ctx } = await buildProgram(io, argv);
   // Commands report a non-zero outcome through process.exitCode; read it for this invocation only,
   // so that one in-process run (tests, embedding) does not leak its exit code into the next one.
   const previousExitCode = process.exitCode;

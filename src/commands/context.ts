@@ -4,8 +4,6 @@ import { configError } from '../errors.js';
 import type { EnvSettings } from '../config/env.js';
 import { loadConfig } from '../config/load-config.js';
 import type { Config } from '../config/schema.js';
-import { migrateToLatest } from '../load/migrate.js';
-import { openWarehouse } from '../load/warehouse.js';
 import type { Warehouse } from '../load/warehouse.js';
 import { createLogger } from '../observability/logger.js';
 import type { Logger } from '../observability/logger.js';
@@ -103,6 +101,9 @@ export class CliContext {
   async warehouse(options: { migrate?: boolean } = {}): Promise<Warehouse> {
     const config = await this.config();
     const url = this.env().databaseUrl ?? config.warehouse.url;
+    // Loaded on demand: commands that never touch the warehouse do not pay for kysely, pg and PGlite.
+    const { openWarehouse } = await import('../load/warehouse.js');
+    const { migrateToLatest } = await import('../load/migrate.js');
     const warehouse = await openWarehouse({ url, path: config.warehouse.path });
     this.closers.push(() => warehouse.close());
     if (options.migrate !== false) await migrateToLatest(warehouse.db);

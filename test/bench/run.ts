@@ -20,6 +20,7 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { parse } from 'csv-parse/sync';
 import { resolveHeader } from '../../src/catalog/index.js';
+import { compileCli } from '../helpers/compiled-cli.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ADMIN_URL = process.env['TEST_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -183,15 +184,8 @@ function rowsOf(stdout: string): { loaded: number; rejected: number } {
 
 /** Compile src/ and pipelines/ once, as deployed (node dist/src/cli.js), into a cache folder. */
 function build(): string {
-  const out = path.join(root, 'node_modules', '.cache', 'cybs-etl-bench');
-  log(`compiling into ${path.relative(root, out)}`);
-  const r = spawnSync(
-    process.execPath,
-    [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', out],
-    { cwd: root, stdio: 'inherit' },
-  );
-  if (r.status !== 0) throw new Error('tsc failed');
-  return path.join(out, 'src', 'cli.js');
+  log('compiling into node_modules/.cache/cybs-etl-bench');
+  return compileCli('cybs-etl-bench');
 }
 
 async function main(): Promise<void> {

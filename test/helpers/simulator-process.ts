@@ -17,17 +17,20 @@ export interface SimulatorProcess {
 
 /**
  * Start a simulator in a child process (through tsx) and read its printed base URL and credentials:
- * `cybs-etl simulator <args>` by default, or `test/helpers/run-simulator.ts <json options>` with `script: true`.
+ * `cybs-etl simulator <args>` by default, `test/helpers/run-simulator.ts <json options>` with `script: true`,
+ * or the compiled CLI (`compiledCli`, no tsx: the product as shipped).
  */
 export async function spawnSimulator(
   args: string[],
   env: Record<string, string> = {},
-  options: { script?: boolean } = {},
+  options: { script?: boolean; compiledCli?: string } = {},
 ): Promise<SimulatorProcess> {
-  const entry = options.script
-    ? [path.join(repoRoot, 'test', 'helpers', 'run-simulator.ts')]
-    : [path.join(repoRoot, 'src', 'cli.ts'), '--log-level', 'warn', 'simulator'];
-  const child = spawn(process.execPath, [...NODE_RUNTIME_FLAGS, '--import', 'tsx', ...entry, ...args], {
+  const entry = options.compiledCli
+    ? [options.compiledCli, '--log-level', 'warn', 'simulator']
+    : options.script
+      ? ['--import', 'tsx', path.join(repoRoot, 'test', 'helpers', 'run-simulator.ts')]
+      : ['--import', 'tsx', path.join(repoRoot, 'src', 'cli.ts'), '--log-level', 'warn', 'simulator'];
+  const child = spawn(process.execPath, [...NODE_RUNTIME_FLAGS, ...entry, ...args], {
     cwd: repoRoot,
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signedFetch } from '../helpers/cybs-sign.js';
+import { compileCli } from '../helpers/compiled-cli.js';
 import { rssOf, spawnSimulator } from '../helpers/simulator-process.js';
 import type { SimulatorProcess } from '../helpers/simulator-process.js';
 
@@ -14,22 +15,25 @@ describe.skipIf(process.platform !== 'linux')('simulator memory while streaming 
   let sim: SimulatorProcess;
 
   beforeAll(async () => {
-    // The small runner script rather than the whole CLI: the CLI also loads the warehouse stack
-    // (pg, kysely, PGlite), which is not the simulator's memory.
+    // The product as shipped: the compiled CLI (`cybs-etl simulator`), without tsx in the process.
+    const cli = compileCli('cybs-etl-test');
     sim = await spawnSimulator(
       [
-        JSON.stringify({
-          seed: 11,
-          organizations: 1,
-          transactionsPerDay: ROWS,
-          startDate: '2024-01-01',
-          quietDayRate: 0,
-        }),
+        '--seed',
+        '11',
+        '--organizations',
+        '1',
+        '--transactions-per-day',
+        String(ROWS),
+        '--start-date',
+        '2024-01-01',
+        '--quiet-day-rate',
+        '0',
       ],
       {},
-      { script: true },
+      { compiledCli: cli },
     );
-  });
+  }, 180_000);
   afterAll(async () => {
     expect(await sim.stop()).toBe(0);
   });
