@@ -120,7 +120,9 @@ async function executeReportWindow(
   if (found.kind === 'error') {
     throw new CybsError('EXTRACT_REPORT_ERROR', found.message, { stage: 'extract', context: { reportName } });
   }
-  const source = `${reportName}/${found.kind === 'ready' ? found.reportDate : task.window.windowKey}`;
+  // The same source for a report with data and without: a NO_DATA answer must clear this report's
+  // rows (if an earlier version had some), never those of the previous day's report.
+  const source = `${reportName}/${found.reportDate}`;
   if (found.kind === 'no_data') {
     // Rows loaded earlier from this report (if any) are removed: the service now says it has none.
     return commitWindow(
