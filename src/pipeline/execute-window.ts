@@ -147,7 +147,11 @@ async function executeReportWindow(
     return deps.client.withDownload(
       params,
       async (download) => {
-        const records = await openCsvReport(download.body, { fileName, report: def.reportDefinitionName });
+        const records = await openCsvReport(download.body, {
+          fileName,
+          report: def.reportDefinitionName,
+          requireFinalLineBreak: true,
+        });
         return commitWindow(
           deps,
           task,
