@@ -39,10 +39,10 @@ const FAULTS: FaultCase[] = [
   { name: '500 on every attempt', rule: '500', expect: 'failed', code: /^API_HTTP_STATUS$/ },
   { name: '502 once', rule: '502x1', expect: 'loaded' },
   { name: '503 twice', rule: '503x2', expect: 'loaded' },
-  { name: 'slow headers past the timeout, once', rule: 'slow-headers=1500x1', expect: 'loaded' },
+  { name: 'slow headers past the timeout, once', rule: 'slow-headers=2500x1', expect: 'loaded' },
   {
     name: 'slow headers past the timeout, always',
-    rule: 'slow-headers=1500',
+    rule: 'slow-headers=2500',
     expect: 'failed',
     code: /TIMEOUT/,
   },
@@ -210,7 +210,7 @@ describe('fault matrix (end to end)', { timeout: 120_000 }, () => {
       const storms = long ? 4 : 1;
       for (let i = 0; i < storms; i++) {
         world.sim.setFaults(
-          '*:500@0.08,*:reset@0.08,*:503@0.05,*:429=1@0.02,*:slow-headers=1000@0.03,download:truncate@0.05,download:malformed-row=3@0.05,purchase-refund-details:truncate@0.03',
+          '*:500@0.08,*:reset@0.08,*:503@0.05,*:429=1@0.02,*:slow-headers=2500@0.03,download:truncate@0.05,download:malformed-row=3@0.05,purchase-refund-details:truncate@0.03',
         );
         const r = await world.run(['backfill', '--from', from, '--to', to]);
         expect([0, 1], r.stdout + r.stderr).toContain(r.code);
@@ -242,8 +242,8 @@ describe('fault matrix (end to end)', { timeout: 120_000 }, () => {
       { name: '500 always', rule: '500', ok: false, status: 500 },
       { name: '502 once', rule: '502x1', ok: true },
       { name: '503 twice', rule: '503x2', ok: true },
-      { name: 'slow headers once', rule: 'slow-headers=1500x1', ok: true },
-      { name: 'slow headers always', rule: 'slow-headers=1500', ok: false },
+      { name: 'slow headers once', rule: 'slow-headers=2500x1', ok: true },
+      { name: 'slow headers always', rule: 'slow-headers=2500', ok: false },
       { name: '401', rule: '401x1', ok: false, status: 401 },
       { name: 'connection reset mid-body, once', rule: 'resetx1', ok: true },
       // A cut JSON body is an error; a reply without a body (PUT → 200/304) has nothing to cut.
@@ -256,7 +256,7 @@ describe('fault matrix (end to end)', { timeout: 120_000 }, () => {
         const key = world.sim.portfolioCredentials;
         const api = configSchema.parse({
           api: {
-            headersTimeoutMs: 500,
+            headersTimeoutMs: 1000,
             retry: { attempts: 3, minDelayMs: 5, maxDelayMs: 50, maxTotalMs: 10_000 },
           },
         }).api;

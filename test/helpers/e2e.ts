@@ -25,7 +25,7 @@ export function e2eConfigYaml(organizations: readonly string[], extra = ''): str
     '  level: warn',
     'api:',
     '  connectTimeoutMs: 2000',
-    '  headersTimeoutMs: 500',
+    '  headersTimeoutMs: 1000',
     '  bodyTimeoutMs: 2000',
     '  retry:',
     '    attempts: 3',
