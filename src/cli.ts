@@ -109,7 +109,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   process.exitCode = undefined;
   try {
     await program.parseAsync([...argv], { from: 'user' });
-    return typeof process.exitCode === 'number' ? process.exitCode : EXIT_OK;
+    return ctx.exitCode ?? EXIT_OK;
   } catch (error) {
     if (error instanceof CommanderError) {
       if (

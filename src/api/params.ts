@@ -48,7 +48,15 @@ export function requireText(value: string | undefined, name: string): string {
   return value;
 }
 
-/** Path segment: percent-encoded so that a name cannot change the path. */
+/**
+ * Path segment: percent-encoded so that a name cannot change the path. `.` and `..` are refused:
+ * encodeURIComponent leaves them as they are, and URL parsers (and proxies) resolve them — even
+ * written `%2e%2e` — so `deleteSubscription('..')` would become DELETE /reporting/v3/.
+ */
 export function encodePathSegment(value: string, name: string): string {
-  return encodeURIComponent(requireText(value, name));
+  const text = requireText(value, name);
+  if (/^(\.|%2e){1,2}$/i.test(text)) {
+    throw invalid(`${name} "${text}" is not a usable name: "." and ".." would change the request path.`);
+  }
+  return encodeURIComponent(text);
 }

@@ -471,7 +471,7 @@ export function createReportingClient(
     target,
     authScheme: authenticator.scheme,
 
-    listReportDefinitions(params, options) {
+    async listReportDefinitions(params, options) {
       return getJson(
         {
           method: 'GET',
@@ -484,7 +484,7 @@ export function createReportingClient(
       );
     },
 
-    getReportDefinition(params, options) {
+    async getReportDefinition(params, options) {
       return getJson(
         {
           method: 'GET',
@@ -501,7 +501,7 @@ export function createReportingClient(
       );
     },
 
-    listSubscriptions(params, options) {
+    async listSubscriptions(params, options) {
       return getJson(
         {
           method: 'GET',
@@ -514,7 +514,7 @@ export function createReportingClient(
       );
     },
 
-    getSubscription(reportName, params, options) {
+    async getSubscription(reportName, params, options) {
       return getJson(
         {
           method: 'GET',
@@ -553,7 +553,7 @@ export function createReportingClient(
       );
     },
 
-    searchReports(params, options) {
+    async searchReports(params, options) {
       return getJson(
         {
           method: 'GET',
@@ -576,7 +576,7 @@ export function createReportingClient(
       );
     },
 
-    getReport(reportId, params, options) {
+    async getReport(reportId, params, options) {
       return getJson(
         {
           method: 'GET',
@@ -690,11 +690,11 @@ export function createReportingClient(
       return { ...response, attempt: 1 };
     },
 
-    getConversionDetails(params, options) {
+    async getConversionDetails(params, options) {
       return getJson(onDemandRequest('conversion-details', params), conversionDetailsResponseSchema, options);
     },
 
-    getNotificationOfChanges(params, options) {
+    async getNotificationOfChanges(params, options) {
       return getJson(
         onDemandRequest('notification-of-changes', params),
         notificationOfChangesResponseSchema,
@@ -702,7 +702,7 @@ export function createReportingClient(
       );
     },
 
-    getPurchaseRefundDetails(params, options) {
+    async getPurchaseRefundDetails(params, options) {
       return getJson(
         onDemandRequest('purchase-refund-details', params),
         purchaseRefundDetailsResponseSchema,
@@ -710,11 +710,11 @@ export function createReportingClient(
       );
     },
 
-    getNetFundings(params, options) {
+    async getNetFundings(params, options) {
       return getJson(onDemandRequest('net-fundings', params), netFundingsResponseSchema, options);
     },
 
-    getPaymentBatchSummaries(params, options) {
+    async getPaymentBatchSummaries(params, options) {
       return getJson(
         onDemandRequest('payment-batch-summaries', params as OnDemandReportParams),
         paymentBatchSummariesResponseSchema,

@@ -209,11 +209,18 @@ export interface ResolveHeaderOptions {
   report?: string;
 }
 
-/** Column name of a header the catalog does not know: snake_case, within PostgreSQL's limit. */
+/** PostgreSQL's system columns: a user column cannot have these names (ALTER TABLE fails). */
+const SYSTEM_COLUMNS = new Set(['tableoid', 'xmin', 'cmin', 'xmax', 'cmax', 'ctid']);
+
+/**
+ * Column name of a header the catalog does not know: snake_case, within PostgreSQL's limit, never a
+ * system column name (a report header "ctid" would otherwise fail every load of its table).
+ */
 export function unknownColumnName(header: string): string {
   let column = snakeCase(header);
   if (column === '') column = 'column';
   if (/^\d/.test(column)) column = `c_${column}`;
+  if (SYSTEM_COLUMNS.has(column)) column = `${column}_column`;
   if (column.length > MAX_IDENTIFIER_LENGTH) {
     let hash = 0;
     for (let i = 0; i < column.length; i++) hash = (Math.imul(hash, 31) + column.charCodeAt(i)) >>> 0;

@@ -73,7 +73,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
           });
           progress.stop();
           out.write(formatSummary(summary, (performance.now() - started) / 1000));
-          if (summary.windows.failed > 0 || summary.interrupted) process.exitCode = 1;
+          if (summary.windows.failed > 0 || summary.interrupted) ctx.exitCode = 1;
         } finally {
           progress.stop();
           dispose();

@@ -37,6 +37,12 @@ export class CliContext {
   private envSettings?: EnvSettings;
   private loggerInstance?: Logger;
   private readonly closers: (() => Promise<void>)[] = [];
+  /**
+   * Exit code a command asks for without throwing (e.g. 1 when windows failed). Kept here, not in
+   * the global process.exitCode, so that one invocation's failure cannot leak into the next one
+   * run in the same process (tests, embedding).
+   */
+  exitCode?: number;
 
   constructor(
     readonly io: CliIo,

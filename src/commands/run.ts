@@ -26,7 +26,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
         });
         out.write(formatSummary(summary, (performance.now() - started) / 1000));
         out.write(whereTheDataIs(rt.warehouse.kind, rt.warehouse.location));
-        if (summary.windows.failed > 0 || summary.interrupted) process.exitCode = 1;
+        if (summary.windows.failed > 0 || summary.interrupted) ctx.exitCode = 1;
       } finally {
         dispose();
       }

@@ -12,7 +12,7 @@ Faults (--faults): comma-separated rules  endpoint:kind[=param][@probability][xC
   endpoint  * | report-definitions | subscriptions | search | create-report | report | download |
             purchase-refund-details | net-fundings | conversion-details | notification-of-changes |
             payment-batch-summaries
-  kind      429[=retryAfterSeconds] | 500 | 502 | 503 | slow-headers[=ms] | slow-body[=ms] |
+  kind      401 | 429[=retryAfterSeconds] | 500 | 502 | 503 | slow-headers[=ms] | slow-body[=ms] |
             reset[=bytes] | truncate[=bytes] | stuck[=reportName] | malformed-row[=row[/amount]]
   @p        probability per matching request (seeded, repeatable); xN: at most N times
   e.g. --faults 'download:reset@0.3,search:429x2,purchase-refund-details:500@0.1,download:truncate'

@@ -14,7 +14,7 @@ export type FoundReport =
       reportDate: string;
       format: ReportFormat;
     }
-  | { kind: 'no_data'; reason: string }
+  | { kind: 'no_data'; reason: string; reportName: string; reportDate: string }
   | { kind: 'not_ready'; status: string; message: string }
   | { kind: 'error'; message: string };
 
@@ -82,17 +82,26 @@ export async function findReport(client: ReportingClient, options: FindReportOpt
   );
   const report = matching[0]!;
   const status = String(report.status ?? 'UNKNOWN');
+  // The report of the local days firstDay..lastDay is dated the day after lastDay, whether it has
+  // data or not: its rows (if any were loaded earlier) live under that source.
+  const reportDate = addDays(options.window.lastDay, 1);
   if (status === 'COMPLETED') {
     return {
       kind: 'ready',
       report,
       reportName: options.reportName,
-      reportDate: addDays(options.window.lastDay, 1),
+      reportDate,
       format: formatOf(report.reportMimeType),
     };
   }
-  if (status === 'NO_DATA')
-    return { kind: 'no_data', reason: `report ${report.reportId ?? ''} has no data`.trim() };
+  if (status === 'NO_DATA') {
+    return {
+      kind: 'no_data',
+      reason: `report ${report.reportId ?? ''} has no data`.trim(),
+      reportName: options.reportName,
+      reportDate,
+    };
+  }
   if (NOT_READY.has(status)) {
     return { kind: 'not_ready', status, message: `report "${options.reportName}" is ${status}` };
   }

@@ -59,11 +59,23 @@ export async function* fetchOnDemandPages(
     noDataAs(client.getPurchaseRefundDetails({ ...base, offset, limit }, req));
   let offset = 0;
   let pending = fetchPage(offset);
+  let previous: string | undefined;
   for (let page = 0; ; page++) {
     const body = await pending;
     if (body === undefined) return;
     const count = pageRecordCount(body);
     const more = count >= limit;
+    // A service that ignores offset returns the same full page for ever: stop at the first repeat
+    // instead of spooling maxPages copies of it.
+    const signature = more ? pageSignature(body) : undefined;
+    if (signature !== undefined && signature === previous) {
+      throw new CybsError(
+        'EXTRACT_PAGING_RUNAWAY',
+        `purchase-refund-details returned the same page of ${limit} records at offset ${offset} as at offset ${offset - limit}; giving up (the service ignores offset)`,
+        { stage: 'extract', context: { offset, limit } },
+      );
+    }
+    previous = signature;
     if (more) {
       if (page + 1 >= maxPages) {
         throw new CybsError(
@@ -87,4 +99,15 @@ export function pageRecordCount(body: unknown): number {
   if (!body || typeof body !== 'object') return 0;
   const details = (body as { requestDetails?: unknown }).requestDetails;
   return Array.isArray(details) ? details.length : 0;
+}
+
+/** The first and last request ids of a page (undefined when they are not strings). */
+function pageSignature(body: unknown): string | undefined {
+  const details = (body as { requestDetails?: unknown[] }).requestDetails;
+  if (!Array.isArray(details) || details.length === 0) return undefined;
+  const id = (item: unknown) =>
+    item && typeof item === 'object' ? (item as { requestId?: unknown }).requestId : undefined;
+  const first = id(details[0]);
+  const last = id(details[details.length - 1]);
+  return typeof first === 'string' && typeof last === 'string' ? `${first}|${last}` : undefined;
 }

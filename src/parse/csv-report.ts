@@ -14,12 +14,21 @@
  *    `PARSE_CSV_COLUMN_COUNT` with its line; extra empty trailing values (padding) are accepted.
  *  - An unterminated quote or another quoting error → thrown `PARSE_CSV_INVALID` with file and line;
  *    a record larger than 32 Mi characters (in practice: a runaway quote) too.
+ *  - Truncation (a body that ends early but "normally", e.g. a proxy or a server cutting a chunked
+ *    response): a last line without a line break whose row has fewer values than the header is
+ *    thrown `PARSE_CSV_TRUNCATED` — never a reject, which would let the rest of a cut file load
+ *    under the reject threshold. With `requireFinalLineBreak` (downloads), ANY unterminated last
+ *    line is `PARSE_CSV_TRUNCATED`, because its last value may be cut (an amount "12.3" of
+ *    "12.34"). Not detectable from the bytes: a cut exactly after a line break (a valid, shorter
+ *    file); the Reporting API sends no row count or checksum to tell it, and the transport catches
+ *    cuts that break Content-Length or the socket.
  *  - An empty file, or a metadata line without a header → thrown `PARSE_EMPTY`. Metadata + header
  *    and no rows is a valid, empty report.
  */
 import { Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import type { Parser } from 'csv-parse';
+import { CybsError } from '../errors.js';
 import { INVALID, coerceTimestamptz, guessReportDefinition, resolveHeader } from '../catalog/index.js';
 import type { TypedValue } from '../catalog/index.js';
 import {
@@ -166,6 +175,19 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
   });
   const source = toReadable(input);
   source.on('error', (error) => parser.destroy(error));
+  // The last character of the input, to tell a file that ends inside its last line.
+  let lastChar = '';
+  source.on('data', (chunk: Buffer | string) => {
+    if (chunk.length === 0) return;
+    lastChar = typeof chunk === 'string' ? chunk.slice(-1) : String.fromCharCode(chunk[chunk.length - 1]!);
+  });
+  const endsInsideLine = (): boolean => lastChar !== '' && lastChar !== '\n' && lastChar !== '\r';
+  const truncated = (line: number, detail: string) =>
+    new CybsError(
+      'PARSE_CSV_TRUNCATED',
+      `${fileName}: the file ends inside line ${line} (${detail}); it was cut off in transfer. Nothing of it is loaded; download it again.`,
+      { stage: 'parse', context: { file: fileName, line } },
+    );
   source.pipe(parser);
   const reader = new ObjectReader<string[]>(parser);
 
@@ -264,12 +286,16 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
   const originals: string[] = new Array<string>(width).fill('');
 
   async function* batches(): AsyncGenerator<RecordBatch> {
+    let lastLine = headerLine;
+    let lastShort = false;
     try {
       for (;;) {
         const row = await nextRecord();
         if (row === undefined) break;
         const line = takeLine(row);
         const n = row.length;
+        lastLine = line;
+        lastShort = n < width;
         if (n === 1 && row[0] === '' && width !== 1) {
           builder.totals.blankLines++;
           continue;
@@ -308,6 +334,12 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
           }
         }
         if (builder.full) yield builder.take();
+      }
+      if (endsInsideLine() && (lastShort || options.requireFinalLineBreak === true)) {
+        throw truncated(
+          lastLine,
+          lastShort ? 'its last row has fewer values than the header' : 'no line break after the last line',
+        );
       }
       if (builder.size > 0) yield builder.take();
     } finally {

@@ -19,7 +19,7 @@
  *
  * Error codes:
  *  - thrown (whole file unusable), CybsError stage 'parse': `PARSE_CSV_INVALID` (broken quote, record
- *    too large), `PARSE_XML_INVALID` (malformed XML), `PARSE_JSON_INVALID` (wrong body or section
+ *    too large), `PARSE_CSV_TRUNCATED` (the file ends inside its last line), `PARSE_XML_INVALID` (malformed XML), `PARSE_JSON_INVALID` (wrong body or section
  *    shape), `PARSE_EMPTY` (no content, or a metadata line without a header); context
  *    `{ file, line | record, … }`;
  *  - rejects: `MAP_INVALID_VALUE` (a value that does not fit its column's type), `PARSE_CSV_COLUMN_COUNT`
@@ -115,6 +115,12 @@ export interface OpenReportOptions {
   report?: string;
   batchSize?: number;
   maxBatchChars?: number;
+  /**
+   * CSV: the file must end with a line break (CyberSource's files do), so that a body cut off in
+   * its last line fails as `PARSE_CSV_TRUNCATED` instead of loading a shortened last value. Set for
+   * downloads from the API; local imports accept an unterminated last line when it is complete.
+   */
+  requireFinalLineBreak?: boolean;
 }
 
 export const DEFAULT_BATCH_SIZE = 1_000;
@@ -207,7 +213,8 @@ export function invalidValueReject(
 }
 
 export function parseError(
-  code: 'PARSE_CSV_INVALID' | 'PARSE_XML_INVALID' | 'PARSE_JSON_INVALID' | 'PARSE_EMPTY',
+  code:
+    'PARSE_CSV_INVALID' | 'PARSE_CSV_TRUNCATED' | 'PARSE_XML_INVALID' | 'PARSE_JSON_INVALID' | 'PARSE_EMPTY',
   message: string,
   context: Record<string, unknown>,
   cause?: unknown,

@@ -8,7 +8,16 @@
  *
  * The DOCTYPE is skipped, never interpreted: entity declarations are not expanded (billion-laughs
  * safe); a DOCTYPE or an `<!ENTITY` inside a record is malformed.
+ *
+ * Bounds (hostile or broken files): a record, or a tag/comment/declaration outside records, larger
+ * than {@link MAX_XML_RECORD_CHARS} characters, and elements nested deeper than
+ * {@link MAX_XML_DEPTH}, are malformed — so memory stays bounded whatever the file holds.
  */
+
+/** The largest record (or single token outside records) the scanner buffers: 8 Mi characters (a real record is a few KiB). */
+export const MAX_XML_RECORD_CHARS = 8 * 1024 * 1024;
+/** The deepest element nesting accepted (reports nest about five levels). */
+export const MAX_XML_DEPTH = 256;
 
 export interface ScannedRecord {
   /** 1-based position of the record element in the document. */
@@ -81,7 +90,10 @@ export class XmlRecordScanner {
   rootName: string | undefined;
   rootAttributes: [string, string][] = [];
 
-  constructor(private readonly recordElement: string) {}
+  constructor(
+    private readonly recordElement: string,
+    private readonly maxRecordChars = MAX_XML_RECORD_CHARS,
+  ) {}
 
   push(chunk: string): void {
     this.buf += chunk;
@@ -120,6 +132,14 @@ export class XmlRecordScanner {
       return undefined;
     }
     const keep = this.recordStart >= 0 ? this.recordStart : at;
+    if (this.buf.length - keep > this.maxRecordChars) {
+      this.fail(
+        this.recordStart >= 0
+          ? `A <${this.recordElement}> record larger than ${this.maxRecordChars} characters`
+          : `A tag, comment or declaration larger than ${this.maxRecordChars} characters`,
+        keep,
+      );
+    }
     if (keep > 0) {
       this.buf = this.buf.slice(keep);
       this.dropped += keep;
@@ -239,6 +259,9 @@ export class XmlRecordScanner {
       const name = nameEnd < 0 ? tag : tag.slice(0, nameEnd);
       if (name === '') this.fail('A tag without a name', lt);
       this.pos = end + 1;
+      if (!selfClosing && this.stack.length >= MAX_XML_DEPTH) {
+        this.fail(`Elements nested deeper than ${MAX_XML_DEPTH} levels`, lt);
+      }
       if (this.recordStart >= 0) {
         if (!selfClosing) this.stack.push({ name, inherited: this.recordInherited });
         continue;

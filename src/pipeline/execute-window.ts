@@ -138,10 +138,9 @@ async function executeReportWindow(
   if (found.kind === 'error') {
     throw new CybsError('EXTRACT_REPORT_ERROR', found.message, { stage: 'extract', context: { reportName } });
   }
-  // The lineage key is the report's name and date (the day after its last data day), whatever the
-  // outcome: a NO_DATA day must clear exactly the rows an earlier load of that same report wrote.
-  const reportDate = found.kind === 'ready' ? found.reportDate : addDays(task.window.lastDay, 1);
-  const source = `${reportName}/${reportDate}`;
+  // The same source for a report with data and without: a NO_DATA answer must clear this report's
+  // rows (if an earlier version had some), never those of the previous day's report.
+  const source = `${reportName}/${found.reportDate}`;
   if (found.kind === 'no_data') {
     // Rows loaded earlier from this report (if any) are removed: the service now says it has none.
     return commitWindow(
@@ -201,7 +200,11 @@ async function executeReportWindow(
     return deps.client.withDownload(
       params,
       async (download) => {
-        const records = await openCsvReport(download.body, { fileName, report: def.reportDefinitionName });
+        const records = await openCsvReport(download.body, {
+          fileName,
+          report: def.reportDefinitionName,
+          requireFinalLineBreak: true,
+        });
         return commitWindow(
           deps,
           task,

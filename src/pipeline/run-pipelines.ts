@@ -75,6 +75,18 @@ export interface RunPipelinesOptions {
   /** Stops claiming new windows; windows in flight finish (graceful shutdown). */
   drain?: AbortSignal;
   onProgress?: (event: ProgressEvent) => void;
+  /**
+   * Attempts of a window whose load fails with a retryable load error (LOAD_CONFLICT: deadlock or
+   * serialization failure; a lost database connection), including the first. Default 3.
+   */
+  loadAttempts?: number;
+  /** Waits between those attempts (tests); default a jittered 100–400 ms × attempt. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** A load error that another attempt of the whole window transaction may not hit. */
+export function isRetryableLoadError(error: unknown): boolean {
+  return isCybsError(error) && error.stage === 'load' && error.retryable === true;
 }
 
 export interface RunPipelinesDeps {
@@ -82,6 +94,10 @@ export interface RunPipelinesDeps {
   logger: Logger;
   execute: WindowExecutor;
 }
+
+const DEFAULT_LOAD_ATTEMPTS = 3;
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** An identifier for this process's leases. */
 export function leaseOwner(): string {
@@ -153,14 +169,31 @@ export async function runPipelines(
     renew.unref();
     let outcome: string;
     try {
-      const result = await deps.execute({
-        pipeline: job.pipeline,
-        window: job.window,
-        state,
-        owner,
-        runId: options.runId,
-        signal,
-      });
+      const maxAttempts = Math.max(1, options.loadAttempts ?? DEFAULT_LOAD_ATTEMPTS);
+      let result: WindowResult;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          result = await deps.execute({
+            pipeline: job.pipeline,
+            window: job.window,
+            state,
+            owner,
+            runId: options.runId,
+            signal,
+          });
+          break;
+        } catch (error) {
+          // The window's transaction rolled back as a whole: running it again is safe. Only
+          // conflicts with other writers (and lost connections) are retried, a few times.
+          if (attempt >= maxAttempts || signal.aborted || !isRetryableLoadError(error)) throw error;
+          const code = isCybsError(error) ? error.code : 'UNEXPECTED';
+          log.warn(
+            { code, attempt, err: (error as Error).message },
+            'window load conflict; retrying the window',
+          );
+          await (options.sleep ?? defaultSleep)(Math.round((100 + Math.random() * 300) * attempt));
+        }
+      }
       if (result.kind === 'not_ready') {
         const since = state.notReadySince ?? options.now();
         const horizonMs = job.pipeline.notReadyHorizonHours * 3_600_000;

@@ -10,6 +10,7 @@
  *             download, purchase-refund-details, net-fundings, conversion-details,
  *             notification-of-changes, payment-batch-summaries
  *   kind      429 (param: Retry-After seconds, default 1) · 500 · 502 · 503 ·
+ *             401 (the credentials are refused, as when a key is revoked mid-run) ·
  *             slow-headers (param: delay ms before the headers, default 2000) ·
  *             slow-body (param: delay ms between body chunks, default 200) ·
  *             reset (param: bytes of body sent before the socket is destroyed; default half the first chunk) ·
@@ -48,6 +49,7 @@ export const ENDPOINT_NAMES = [
 export type EndpointName = (typeof ENDPOINT_NAMES)[number];
 
 export const FAULT_KINDS = [
+  '401',
   '429',
   '500',
   '502',
@@ -81,7 +83,7 @@ export function parseFaultSpec(spec: string): FaultRule[] {
     if (!text) continue;
     // kind is one of the known kinds (longest first), so that `429x2` reads as kind 429, count 2.
     const m =
-      /^([*a-z-]+):(slow-headers|malformed-row|slow-body|truncate|reset|stuck|error|429|500|502|503)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(
+      /^([*a-z-]+):(slow-headers|malformed-row|slow-body|truncate|reset|stuck|error|401|429|500|502|503)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(
         text,
       ) ?? /^([*a-z-]+):([0-9a-z-]+?)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(text);
     if (!m) {

@@ -467,7 +467,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const drawn = faults.draw(match.route.endpoint);
     const statusFault = drawn.find((f) => ['429', '500', '502', '503'].includes(f.kind));
     let reply: Reply;
-    if (statusFault) {
+    if (drawn.some((f) => f.kind === '401')) {
+      reply = errorBean(401, {
+        code: 'UNAUTHORIZED',
+        message: 'Authentication Failed',
+        localizationKey: 'cybsapi.authentication.failed',
+        detail: 'simulated fault: the key was refused',
+      });
+    } else if (statusFault) {
       reply = serverErrorReply(Number(statusFault.kind), statusFault.param);
     } else {
       const accept = req.headers['accept'];

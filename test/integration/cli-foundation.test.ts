@@ -76,6 +76,21 @@ describe('cybs-etl command line (foundation)', () => {
     expect(r.rows[0].n).toBeGreaterThanOrEqual(4);
   });
 
+  it('returns its own exit code, not one left in process.exitCode by an earlier invocation', async () => {
+    // Regression: run/backfill set the global process.exitCode on failed windows, and runCli
+    // returned it, so every later invocation in the same process (tests, embedding) "failed".
+    const config = join(dir, 'pg.yaml');
+    await writeFile(config, 'log:\n  level: silent\n');
+    const before = process.exitCode;
+    process.exitCode = 1;
+    try {
+      const r = await cli(['--config', config, 'migrate'], { env: { DATABASE_URL: database.url } });
+      expect(r.code).toBe(0);
+    } finally {
+      process.exitCode = before;
+    }
+  });
+
   it('migrates the embedded warehouse when no DATABASE_URL is set', async () => {
     const config = join(dir, 'lite.yaml');
     await writeFile(config, `warehouse:\n  path: ${join(dir, 'wh')}\n`);

@@ -9,6 +9,7 @@ import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
 import { runPipelines } from '../../src/pipeline/run-pipelines.js';
 import type { WindowExecutor } from '../../src/pipeline/run-pipelines.js';
 import { completeWindow, listWindows } from '../../src/state/windows.js';
+import { CybsError } from '../../src/errors.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 
@@ -161,5 +162,54 @@ describe('runPipelines', () => {
     expect(running).toEqual([]);
     const failed = await listWindows(warehouse.db, { statuses: ['failed'] });
     expect(failed.some((w) => w.windowKey.startsWith('2026-10'))).toBe(false);
+  });
+
+  it('retries a window whose load hit a conflict (deadlock, serialization failure), a bounded number of times', async () => {
+    const conflict = () =>
+      new CybsError('LOAD_CONFLICT', 'Serialization failure on cybs.t', { stage: 'load', retryable: true });
+    const calls = new Map<string, number>();
+    const sleeps: number[] = [];
+    const execute: WindowExecutor = async (task) => {
+      const key = `${task.pipeline.name}/${task.window.organizationId}`;
+      const n = (calls.get(key) ?? 0) + 1;
+      calls.set(key, n);
+      if (key === 'alpha/org1' && n === 1) throw conflict(); // once: retried to success
+      if (key === 'alpha/org2') throw conflict(); // always: fails after the attempts
+      if (key === 'beta/org1')
+        throw new CybsError('LOAD_CONSTRAINT', 'bad data', { stage: 'load', retryable: false }); // never retried
+      await completeWindow(
+        warehouse.db,
+        {
+          pipeline: task.pipeline.name,
+          organizationId: task.window.organizationId,
+          windowKey: task.window.windowKey,
+        },
+        task.owner,
+        { status: 'loaded', rowsLoaded: 1, rowsRejected: 0, counts: {}, sourceRef: 'x' },
+      );
+      return { kind: 'loaded', rowsLoaded: 1, rowsRejected: 0 };
+    };
+    const summary = await runPipelines(
+      { db: warehouse.db, logger: silentLogger(), execute },
+      {
+        ...base,
+        range: { from: '2026-09-01', to: '2026-09-01' },
+        sleep: (ms) => {
+          sleeps.push(ms);
+          return Promise.resolve();
+        },
+      },
+    );
+    expect(calls.get('alpha/org1')).toBe(2);
+    expect(calls.get('alpha/org2')).toBe(3);
+    expect(calls.get('beta/org1')).toBe(1);
+    expect(calls.get('beta/org2')).toBe(1);
+    expect(summary.windows.loaded).toBe(2);
+    expect(summary.failures.map((f) => `${f.pipeline}/${f.organizationId}:${f.code}`).sort()).toEqual([
+      'alpha/org2:LOAD_CONFLICT',
+      'beta/org1:LOAD_CONSTRAINT',
+    ]);
+    expect(sleeps).toHaveLength(3);
+    expect(await listWindows(warehouse.db, { statuses: ['running'] })).toEqual([]);
   });
 });

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
+  unknownColumnName,
   CATALOG_FIELDS,
   FIELD_GROUPS,
   MAX_IDENTIFIER_LENGTH,
@@ -340,5 +341,15 @@ describe('on-demand sections', () => {
     expect(settlements.fields.find((f) => f.key === 'cybersourceBatchTime')?.column).toBe(
       'cybersource_batch_time',
     );
+  });
+});
+
+describe('unknown header names', () => {
+  it('never name a column like a PostgreSQL system column (the load would fail every time)', () => {
+    // Regression: a report header "ctid" made ALTER TABLE fail, so its window could never load.
+    for (const name of ['ctid', 'xmin', 'XMAX', 'cmin', 'cmax', 'tableoid', ' ctid ']) {
+      expect(unknownColumnName(name)).toMatch(/_column$/);
+    }
+    expect(unknownColumnName('oid')).toBe('oid');
   });
 });

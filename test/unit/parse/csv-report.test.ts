@@ -168,6 +168,49 @@ describe('CSV reports: bad input', () => {
   });
 });
 
+describe('CSV reports: truncation', () => {
+  const full = `${META}\nrequest_id,amount,currency_code\n1,10.25,USD\n2,20.50,EUR\n3,30.75,USD\n`;
+  const strict = (text: string, chunk = 5) =>
+    openCsvReport(chunked(text, chunk), { fileName: 'cut.csv', requireFinalLineBreak: true });
+
+  it('fails a file cut inside its last row (fewer values) as PARSE_CSV_TRUNCATED, never a reject', async () => {
+    const cut = full.slice(0, full.indexOf('3,30') + 3); // "…\n3,30"
+    const error = await thrown(cut);
+    expect(error.code).toBe('PARSE_CSV_TRUNCATED');
+    expect(error.message).toMatch(/ends inside line 5 .*cut off in transfer/);
+  });
+
+  it('with requireFinalLineBreak (downloads), fails any unterminated last line: its last value may be cut', async () => {
+    const cut = full.slice(0, full.length - 2); // "3,30.75,US": every column present, the value cut
+    await expect((async () => collect(await strict(cut)))()).rejects.toMatchObject({
+      code: 'PARSE_CSV_TRUNCATED',
+    });
+    const headerOnly = `${META}\nrequest_id,amount,curr`;
+    await expect((async () => collect(await strict(headerOnly)))()).rejects.toMatchObject({
+      code: 'PARSE_CSV_TRUNCATED',
+    });
+    // Every cut point inside the body fails or (only at a line boundary) reads a shorter valid file.
+    const headerEnd = full.indexOf('\n', META.length + 1) + 1;
+    for (let at = headerEnd; at < full.length; at++) {
+      const text = full.slice(0, at);
+      const atBoundary = text.endsWith('\n');
+      const outcome = await (async () => collect(await strict(text, 3)))().then(
+        (r) => `rows:${r.records.length}:${r.rejects.length}`,
+        (e: CybsError) => e.code,
+      );
+      if (atBoundary) expect(outcome, JSON.stringify(text)).toMatch(/^rows:\d:0$/);
+      else expect(outcome, JSON.stringify(text)).toBe('PARSE_CSV_TRUNCATED');
+    }
+  });
+
+  it('accepts a complete file with or without the final line break when not strict (local files)', async () => {
+    const { records } = await collect(await open(full.slice(0, -1)));
+    expect(records).toHaveLength(3);
+    const strictFull = await collect(await strict(full));
+    expect(strictFull.records).toHaveLength(3);
+  });
+});
+
 describe('CSV reports: round trip (property)', () => {
   it('parses any RFC 4180 table of strings back to the same values', async () => {
     const cell = fc.oneof(

@@ -15,6 +15,7 @@ describe('fault spec', () => {
       { endpoint: '*', kind: 'slow-headers', param: '1500', count: 1 },
       { endpoint: 'download', kind: 'malformed-row', param: '3/amount' },
     ]);
+    expect(parseFaultSpec('search:401x1')).toEqual([{ endpoint: 'search', kind: '401', count: 1 }]);
   });
 
   it('rejects unknown endpoints, kinds and probabilities', () => {

@@ -1,0 +1,139 @@
+/**
+ * Crash campaign: a backfill in a child process (`node --import tsx src/cli.ts backfill …`) is
+ * killed with SIGKILL at seeded random moments — during start-up, migrations, report search,
+ * downloads, COPY, merge or commit — and restarted each time. At the end the warehouse equals the
+ * simulator's ground truth, no window is left `running`, nothing is duplicated and etl.rejects holds
+ * only bad rows (the feed has none, so none).
+ *
+ * Kills: CYBS_CRASH_KILLS (default 10; 40 with CYBS_LONG_TESTS=1); seed: CYBS_CRASH_SEED (default 7).
+ * Each restart uses --force, so every attempt re-loads windows that earlier attempts committed: a
+ * kill in the middle of a re-load must leave the committed version intact.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { E2E_NOW, createE2eWorld, e2eConfigYaml } from '../helpers/e2e.js';
+import type { E2eWorld } from '../helpers/e2e.js';
+import { seededRandom, spawnCli } from '../helpers/cli-process.js';
+import { compareWithGroundTruth, duplicateRows } from '../helpers/ground-truth.js';
+import { findSecrets, secretsOf } from '../helpers/secrets.js';
+
+const LONG = process.env['CYBS_LONG_TESTS'] === '1';
+const KILLS = Number(process.env['CYBS_CRASH_KILLS'] ?? (LONG ? 40 : 10));
+const SEED = Number(process.env['CYBS_CRASH_SEED'] ?? 7);
+const FROM = '2024-03-02';
+const TO = LONG ? '2024-03-15' : '2024-03-04';
+const LEASE_SECONDS = 2;
+
+describe('crash campaign (SIGKILL at random moments, restart)', () => {
+  let world: E2eWorld;
+  let config: string;
+  const outputs: string[] = [];
+
+  beforeAll(async () => {
+    world = await createE2eWorld({
+      prefix: 'crash',
+      simulator: { organizations: 2, transactionsPerDay: LONG ? 80 : 30 },
+    });
+    config = join(world.dir, 'crash.yaml');
+    await writeFile(
+      config,
+      e2eConfigYaml(
+        world.sim.organizations,
+        `  leaseSeconds: ${LEASE_SECONDS}\n  globalConcurrency: 4\n`,
+      ).replace('level: warn', 'level: info'),
+    );
+  });
+  afterAll(async () => {
+    await world?.close();
+  });
+
+  const backfill = (force: boolean) =>
+    spawnCli(
+      [
+        '--config',
+        config,
+        '--now',
+        E2E_NOW,
+        'backfill',
+        '--from',
+        FROM,
+        '--to',
+        TO,
+        ...(force ? ['--force'] : []),
+      ],
+      world.env,
+    );
+
+  it(`survives ${KILLS} kills and ends equal to the ground truth`, { timeout: 600_000 }, async () => {
+    const random = seededRandom(SEED);
+    // How long one uninterrupted run takes here (start-up included): the kills fall inside it.
+    const t0 = performance.now();
+    const first = backfill(false);
+    const done = await first.exited;
+    const fullMs = performance.now() - t0;
+    outputs.push(first.stdout(), first.stderr());
+    expect(done.code, first.stdout() + first.stderr()).toBe(0);
+
+    let killedMidWindow = 0;
+    let killedDuringCommit = 0;
+    for (let i = 0; i < KILLS; i++) {
+      const p = backfill(true);
+      const delay = Math.round(random() * fullMs);
+      const timer = setTimeout(() => p.child.kill('SIGKILL'), delay);
+      const exit = await p.exited;
+      clearTimeout(timer);
+      outputs.push(p.stdout(), p.stderr());
+      if (exit.signal === 'SIGKILL') {
+        const running = await world.db.query(
+          `select count(*)::int as n from etl.windows where status = 'running'`,
+        );
+        if (running.rows[0].n > 0) killedMidWindow++;
+        if (/window done/.test(p.stderr())) killedDuringCommit++;
+      } else {
+        expect(exit.code, p.stdout() + p.stderr()).toBe(0);
+      }
+      // Invariants after every kill: nothing duplicated, every loaded window whole.
+      expect(await duplicateRows(world.db)).toBe(0);
+    }
+
+    // Restart until a run finds nothing held by a dead process's lease (leases expire after LEASE_SECONDS).
+    let final: ReturnType<typeof backfill> | undefined;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      final = backfill(false);
+      const exit = await final.exited;
+      outputs.push(final.stdout(), final.stderr());
+      expect(exit.code, final.stdout() + final.stderr()).toBe(0);
+      const skipped = /windows skipped\s+(\d+)/.exec(final.stdout());
+      if (skipped && skipped[1] === '0') break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(final!.stdout()).toMatch(/windows skipped\s+0\b/);
+
+    const result = await compareWithGroundTruth(world.db, {
+      truth: (o, s, e) => world.sim.groundTruth(o, s, e),
+      organizations: world.sim.organizations,
+      startDate: FROM,
+      endDate: TO,
+    });
+    expect(result.mismatches).toEqual([]);
+    expect(result.rowsExpected).toBeGreaterThan(500);
+    expect(await duplicateRows(world.db)).toBe(0);
+    const states = await world.db.query(
+      `select status, count(*)::int as n,
+              count(*) filter (where lease_expires_at is not null and lease_expires_at < now())::int as expired
+         from etl.windows group by status`,
+    );
+    for (const row of states.rows) {
+      expect(['loaded', 'no_data']).toContain(row.status);
+    }
+    const rejects = await world.db.query(`select count(*)::int as n from etl.rejects`);
+    expect(rejects.rows[0].n).toBe(0);
+    expect(findSecrets(outputs.join('\n'), secretsOf(world))).toEqual([]);
+    console.log(
+      `crash campaign: ${KILLS} SIGKILLs (seed ${SEED}), ${killedMidWindow} with a window in flight, ` +
+        `${killedDuringCommit} after at least one window committed in that attempt; ` +
+        `${result.rowsExpected} rows equal to the truth, 0 lost, 0 duplicated; one full run ${Math.round(fullMs)} ms`,
+    );
+  });
+});
