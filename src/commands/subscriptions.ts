@@ -124,7 +124,7 @@ export function registerSubscriptionsCommand(program: Command, ctx: CliContext):
       const orgs = scope(managedOrganizations(decls, api.organizations), opts.organizationId);
       const plan = planSubscriptions(decls, await fetchLiveSubscriptions(api, orgs), { prune: opts.prune });
       ctx.io.stdout.write(formatPlan(plan));
-      if (hasChanges(plan)) process.exitCode = 2;
+      if (hasChanges(plan)) ctx.exitCode = 2;
     });
 
   command
@@ -153,6 +153,6 @@ export function registerSubscriptionsCommand(program: Command, ctx: CliContext):
           ? `\nApply finished with ${failed} refused request(s); the others were applied.\n`
           : `\nApply complete: ${results.length} change(s).\n`,
       );
-      if (failed > 0) process.exitCode = 1;
+      if (failed > 0) ctx.exitCode = 1;
     });
 }
