@@ -116,6 +116,21 @@ async function commitWindow(
 
 async function* noBatches() {}
 
+/**
+ * A report window the service says has no data: commit an empty load of its source, which also
+ * removes the rows an earlier version of that same report had written, and mark the window no_data.
+ */
+function commitNoData(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  def: ReportPipelineDef,
+  source: string,
+  sourceRef: string,
+): Promise<WindowResult> {
+  const empty = { source, columns: declaredColumns(def.table), batches: noBatches() };
+  return commitWindow(deps, task, [{ table: def.table, source: empty }], sourceRef, true);
+}
+
 async function executeReportWindow(
   deps: ExecutorDeps,
   task: WindowTask,
@@ -142,14 +157,7 @@ async function executeReportWindow(
   // rows (if an earlier version had some), never those of the previous day's report.
   const source = `${reportName}/${found.reportDate}`;
   if (found.kind === 'no_data') {
-    // Rows loaded earlier from this report (if any) are removed: the service now says it has none.
-    return commitWindow(
-      deps,
-      task,
-      [{ table: def.table, source: { source, columns: declaredColumns(def.table), batches: noBatches() } }],
-      source,
-      true,
-    );
+    return commitNoData(deps, task, def, source, source);
   }
   const params = {
     reportName,
@@ -265,13 +273,7 @@ async function executeOneTimeWindow(
   const source = `${reportName}/${addDays(task.window.lastDay, 1)}`;
   const sourceRef = `${source} (one-time report ${result.reportName}, ${result.reportId})`;
   if (result.kind === 'no_data') {
-    return commitWindow(
-      deps,
-      task,
-      [{ table: def.table, source: { source, columns: declaredColumns(def.table), batches: noBatches() } }],
-      sourceRef,
-      true,
-    );
+    return commitNoData(deps, task, def, source, sourceRef);
   }
   const options = { fileName: basename(result.path), report: def.reportDefinitionName };
   const field = PERIOD_FIELDS[def.reportDefinitionName]!;
