@@ -23,7 +23,7 @@ import { parse } from 'csv-parse/sync';
 import { guessReportDefinition, resolveHeader } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
 import { CybsError } from '../errors.js';
-import { parseCsvMetadataLine } from '../parse/csv-report.js';
+import { parseCsvMetadataLine, truncatedCsvError } from '../parse/csv-report.js';
 import { ColumnSet, emptyMetadata } from '../parse/records.js';
 import type { ColumnSpec, ReportMetadata } from '../parse/records.js';
 
@@ -73,7 +73,7 @@ const QUOTE = 0x22;
  */
 export async function openRawCsvReport(
   input: Readable | AsyncIterable<Buffer | string>,
-  options: { fileName: string; report?: string },
+  options: { fileName: string; report?: string; requireFinalLineBreak?: boolean },
 ): Promise<RawCsvReport> {
   const iterator = (input as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]();
   let buffer: Buffer = Buffer.alloc(0);
@@ -237,7 +237,18 @@ export async function openRawCsvReport(
       yield chunk;
     }
     if (inQuote) throw refuseFastPath('a quoted value that never closes');
-    if (!atLineStart) records++;
+    if (!atLineStart) {
+      // A download that ends inside a line was cut off in transfer: its last value may be cut too
+      // (an amount "12.3" of "12.34"), so it is a structural error, as on the per-row path.
+      if (options.requireFinalLineBreak === true) {
+        throw truncatedCsvError(
+          options.fileName,
+          headerLine + 1 + records,
+          'no line break after the last line',
+        );
+      }
+      records++;
+    }
   }
 
   return {

@@ -707,6 +707,9 @@ async function copyRawCsv(
     );
   } catch (error) {
     if (isFastPathRefusal(error)) throw error;
+    // A structural error of the file itself (e.g. PARSE_CSV_TRUNCATED) fails the window as on the
+    // per-row path; only what PostgreSQL's CSV reader refuses sends the file to the per-row path.
+    if (error instanceof CybsError && error.stage === 'parse') throw error;
     throw refuseFastPath(`PostgreSQL's CSV reader refused the data (${errorMessage(error)})`);
   }
   if (copied !== body.records()) {

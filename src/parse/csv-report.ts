@@ -163,6 +163,15 @@ function wrapCsvError(error: unknown, fileName: string, lastLine: number): unkno
   return error;
 }
 
+/** The structural error of a CSV report that was cut off in transfer (shared by every CSV load path). */
+export function truncatedCsvError(fileName: string, line: number, detail: string): CybsError {
+  return new CybsError(
+    'PARSE_CSV_TRUNCATED',
+    `${fileName}: the file ends inside line ${line} (${detail}); it was cut off in transfer. Nothing of it is loaded; download it again.`,
+    { stage: 'parse', context: { file: fileName, line } },
+  );
+}
+
 /** Open a CSV report: reads the metadata and header lines, then streams typed batches. */
 export async function openCsvReport(input: ReportInput, options: OpenReportOptions): Promise<RecordSource> {
   const fileName = options.fileName;
@@ -182,12 +191,7 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
     lastChar = typeof chunk === 'string' ? chunk.slice(-1) : String.fromCharCode(chunk[chunk.length - 1]!);
   });
   const endsInsideLine = (): boolean => lastChar !== '' && lastChar !== '\n' && lastChar !== '\r';
-  const truncated = (line: number, detail: string) =>
-    new CybsError(
-      'PARSE_CSV_TRUNCATED',
-      `${fileName}: the file ends inside line ${line} (${detail}); it was cut off in transfer. Nothing of it is loaded; download it again.`,
-      { stage: 'parse', context: { file: fileName, line } },
-    );
+  const truncated = (line: number, detail: string) => truncatedCsvError(fileName, line, detail);
   source.pipe(parser);
   const reader = new ObjectReader<string[]>(parser);
 
