@@ -168,61 +168,32 @@ async function executeReportWindow(
   const fileName = `${reportName}_${found.reportDate}.${found.format}`;
   const sourceRef = `${source} (report ${found.report.reportId})`;
   if (found.format === 'csv') {
-    // The fast path first (PostgreSQL only); a file it refuses is downloaded again for the per-row path.
-    if (deps.warehouse.kind === 'postgres') {
-      const fast = await deps.client.withDownload(
-        params,
-        async (download) => {
-          try {
-            const report = await openRawCsvReport(download.body, {
-              fileName,
-              report: def.reportDefinitionName,
-            });
-            return await commitWindow(
-              deps,
-              task,
-              [{ table: def.table, source: toRawLoadSource(report, source) }],
-              sourceRef,
-              false,
-            );
-          } catch (error) {
-            if (!isFastPathRefusal(error)) throw error;
-            download.body.destroy();
-            deps.logger.info(
-              {
-                pipeline: task.pipeline.name,
-                windowKey: task.window.windowKey,
-                reason: (error as Error).message,
-              },
-              'CSV fast path refused; loading the file row by row',
-            );
-            return undefined;
-          }
-        },
-        { signal: task.signal },
-      );
+    // Downloaded once to a temporary file (restarted from scratch if the transfer breaks), so that
+    // the fast path and, if it refuses the file, the per-row path read exactly the same bytes.
+    const dir = await mkdtemp(join(tmpdir(), 'cybs-etl-'));
+    try {
+      const path = join(dir, fileName);
+      await deps.client.downloadReportToFile(params, path, { signal: task.signal });
+      const fast =
+        deps.warehouse.kind === 'postgres'
+          ? await loadCsvFast(deps, task, def, path, fileName, source, sourceRef)
+          : undefined;
       if (fast !== undefined) return fast;
+      const records = await openCsvReport(createReadStream(path), {
+        fileName,
+        report: def.reportDefinitionName,
+        requireFinalLineBreak: true,
+      });
+      return await commitWindow(
+        deps,
+        task,
+        [{ table: def.table, source: toLoadSource(records, source) }],
+        sourceRef,
+        false,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
-    // Streamed straight into the load transaction; a download that breaks mid-way rolls the
-    // transaction back and withDownload starts the whole window again with a fresh stream.
-    return deps.client.withDownload(
-      params,
-      async (download) => {
-        const records = await openCsvReport(download.body, {
-          fileName,
-          report: def.reportDefinitionName,
-          requireFinalLineBreak: true,
-        });
-        return commitWindow(
-          deps,
-          task,
-          [{ table: def.table, source: toLoadSource(records, source) }],
-          sourceRef,
-          false,
-        );
-      },
-      { signal: task.signal },
-    );
   }
   // XML: columns are discovered while reading, so the file is spooled and read twice.
   const dir = await mkdtemp(join(tmpdir(), 'cybs-etl-'));
@@ -291,6 +262,42 @@ async function executeOneTimeWindow(
     sourceRef,
     false,
   );
+}
+
+/**
+ * The fast CSV path (PostgreSQL): raw bytes into COPY, casts and checks in SQL. Undefined when it
+ * refuses the file (a value or layout only the per-row path can judge); its transaction rolled back.
+ */
+async function loadCsvFast(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  def: ReportPipelineDef,
+  path: string,
+  fileName: string,
+  source: string,
+  sourceRef: string,
+): Promise<WindowResult | undefined> {
+  try {
+    const report = await openRawCsvReport(createReadStream(path), {
+      fileName,
+      report: def.reportDefinitionName,
+      requireFinalLineBreak: true,
+    });
+    return await commitWindow(
+      deps,
+      task,
+      [{ table: def.table, source: toRawLoadSource(report, source) }],
+      sourceRef,
+      false,
+    );
+  } catch (error) {
+    if (!isFastPathRefusal(error)) throw error;
+    deps.logger.info(
+      { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason: (error as Error).message },
+      'CSV fast path refused; loading the file row by row',
+    );
+    return undefined;
+  }
 }
 
 async function loadXmlFile(
