@@ -167,13 +167,17 @@ async function executeReportWindow(
   };
   const fileName = `${reportName}_${found.reportDate}.${found.format}`;
   const sourceRef = `${source} (report ${found.report.reportId})`;
-  if (found.format === 'csv') {
-    // Downloaded once to a temporary file (restarted from scratch if the transfer breaks), so that
-    // the fast path and, if it refuses the file, the per-row path read exactly the same bytes.
-    const dir = await mkdtemp(join(tmpdir(), 'cybs-etl-'));
-    try {
+  const download = (use: (path: string) => Promise<WindowResult>) =>
+    withTempDir(async (dir) => {
       const path = join(dir, fileName);
+      // Restarted from scratch if the transfer breaks; a file only once it is complete.
       await deps.client.downloadReportToFile(params, path, { signal: task.signal });
+      return use(path);
+    });
+  if (found.format === 'csv') {
+    // Downloaded once, so that the fast path and, if it refuses the file, the per-row path read
+    // exactly the same bytes.
+    return download(async (path) => {
       const fast =
         deps.warehouse.kind === 'postgres'
           ? await loadCsvFast(deps, task, def, path, fileName, source, sourceRef)
@@ -184,23 +188,24 @@ async function executeReportWindow(
         report: def.reportDefinitionName,
         requireFinalLineBreak: true,
       });
-      return await commitWindow(
+      return commitWindow(
         deps,
         task,
         [{ table: def.table, source: toLoadSource(records, source) }],
         sourceRef,
         false,
       );
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   }
-  // XML: columns are discovered while reading, so the file is spooled and read twice.
+  // XML: columns are discovered while reading, so the file is read twice.
+  return download((path) => loadXmlFile(deps, task, def, path, fileName, source, sourceRef));
+}
+
+/** Run `fn` with a fresh temporary directory, removed afterwards whatever happens. */
+async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'cybs-etl-'));
   try {
-    const path = join(dir, fileName);
-    await deps.client.downloadReportToFile(params, path, { signal: task.signal });
-    return await loadXmlFile(deps, task, def, path, fileName, source, sourceRef);
+    return await fn(dir);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -329,7 +334,18 @@ async function executeOnDemandWindow(
 ): Promise<WindowResult> {
   const organizationId = deps.organizationParam(task.window.organizationId);
   const source = `${def.endpoint}/${task.window.start.toISOString()}..${task.window.end.toISOString()}`;
-  const dir = await mkdtemp(join(tmpdir(), 'cybs-etl-'));
+  return withTempDir((dir) => spoolAndLoadOnDemand(deps, task, def, organizationId, source, dir));
+}
+
+/** All pages of an on-demand window, parsed once and spooled per section, then loaded together. */
+async function spoolAndLoadOnDemand(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  def: OnDemandPipelineDef,
+  organizationId: string | undefined,
+  source: string,
+  dir: string,
+): Promise<WindowResult> {
   const spools = new Map(
     Object.keys(def.tables).map((name) => [
       name,
@@ -378,6 +394,5 @@ async function executeOnDemandWindow(
     );
   } finally {
     for (const spool of spools.values()) await spool.close().catch(() => {});
-    await rm(dir, { recursive: true, force: true });
   }
 }
