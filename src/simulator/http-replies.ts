@@ -9,7 +9,7 @@ export interface Reply {
   status: number;
   headers?: Record<string, string>;
   /** A whole body, or chunks streamed with backpressure. */
-  body?: string | AsyncIterable<string>;
+  body?: string | AsyncIterable<string | Buffer>;
 }
 
 const HAL = 'application/hal+json';
@@ -145,7 +145,10 @@ function drained(res: ServerResponse): Promise<void> {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function* chunksOf(body: string | AsyncIterable<string>, split: boolean): AsyncGenerator<string> {
+async function* chunksOf(
+  body: string | AsyncIterable<string | Buffer>,
+  split: boolean,
+): AsyncGenerator<string | Buffer> {
   if (typeof body === 'string') {
     if (!split || body.length < 2) {
       yield body;
@@ -184,7 +187,7 @@ export async function sendReply(
     return;
   }
   res.writeHead(reply.status, headers);
-  const limitOf = (rule: FaultRule | undefined, first: string): number | undefined =>
+  const limitOf = (rule: FaultRule | undefined, first: string | Buffer): number | undefined =>
     rule
       ? rule.param !== undefined
         ? Number(rule.param)

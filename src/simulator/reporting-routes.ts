@@ -50,6 +50,7 @@ import type {
   ReportStore,
   SubscriptionRecord,
 } from './report-store.js';
+import type { ReportFileCache } from './report-cache.js';
 import { renderReport } from './report-writers.js';
 import type { MalformedRowFault } from './report-writers.js';
 import { DAY_MS, isValidDate, isValidTimeZone, isoInZone, parseIsoDateTime, zonedTime } from './time.js';
@@ -72,6 +73,8 @@ export interface RouteContext {
   seed: number;
   /** Faults drawn for this request (a route may read malformed-row). */
   drawn: readonly FaultRule[];
+  /** Set when report files are kept once rendered (SimulatorOptions.cacheReports). */
+  reportCache?: ReportFileCache | undefined;
 }
 
 export interface Route {
@@ -791,7 +794,7 @@ const createReport: Route = {
 
 const downloadReport: Route = {
   endpoint: 'download',
-  handle(ctx) {
+  async handle(ctx) {
     const xml = acceptsXml(ctx.accept);
     const q = ctx.query;
     const issues: Issue[] = [];
@@ -813,13 +816,22 @@ const downloadReport: Route = {
       malformed = { row: Math.max(1, Number(row) || 1), mode: mode === 'amount' ? 'amount' : 'columns' };
     }
     const ext = r.mimeType === 'text/csv' ? 'csv' : 'xml';
+    const spec = fileSpecOf(r);
+    const render = () => renderReport(spec, ctx.store.rows(r), malformed ? { malformed } : {});
+    const body =
+      ctx.reportCache !== undefined && malformed === undefined
+        ? await ctx.reportCache.body(
+            { ...spec, definition: spec.definition.name, reportDate: r.reportDate },
+            render,
+          )
+        : render();
     return {
       status: 200,
       headers: {
         'content-type': `${r.mimeType};charset=utf-8`,
         'content-disposition': `attachment; filename="${r.reportName.replace(/[^A-Za-z0-9_-]/g, '_')}-${r.reportDate}.${ext}"`,
       },
-      body: renderReport(fileSpecOf(r), ctx.store.rows(r), malformed ? { malformed } : {}),
+      body,
     };
   },
 };

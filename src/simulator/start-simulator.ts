@@ -40,6 +40,7 @@ import { reportDefinition } from './report-layouts.js';
 import { ReportStore } from './report-store.js';
 import type { SubscriptionRecord } from './report-store.js';
 import { matchRoute } from './reporting-routes.js';
+import { ReportFileCache } from './report-cache.js';
 import { DAY_MS, isValidDate, utcDate, zonedTime } from './time.js';
 
 export interface SimulatorCredentialOptions {
@@ -79,6 +80,12 @@ export interface SimulatorOptions {
   quietDayRate?: number;
   /** Install the default daily subscriptions (default true). */
   defaultSubscriptions?: boolean;
+  /**
+   * Keep each report file once rendered (in a temporary directory removed on close) and serve
+   * later downloads of it from disk, at file speed, as the real service does (default false;
+   * the benchmark sets it so that it measures the loader, not the renderer).
+   */
+  cacheReports?: boolean;
   logger?: Logger;
 }
 
@@ -253,6 +260,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   });
   const faults = new FaultPlan(seed, options.faults ? normaliseFaultRules(options.faults) : []);
   const store = new ReportStore({ dataset, faults, seed, now });
+  const reportCache = options.cacheReports === true ? await ReportFileCache.create() : undefined;
   if (options.defaultSubscriptions !== false) {
     for (const org of orgIds) for (const s of defaultSubscriptions(org, startDate)) store.seedSubscription(s);
   }
@@ -493,6 +501,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
           faults,
           seed,
           drawn,
+          reportCache,
         },
         match.params,
       );
@@ -552,10 +561,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return faults.rules();
     },
     groundTruth: (org, s, e) => computeGroundTruth({ dataset, store, now: now() }, org, s, e),
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+      await reportCache?.close();
+    },
   };
 }

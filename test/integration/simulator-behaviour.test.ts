@@ -277,6 +277,51 @@ describe('simulator behaviour over HTTP', () => {
     expect(xml.match(/<Request /g)).toHaveLength(pbd.rowCount);
   });
 
+  it('cacheReports: a kept report file is served byte for byte as rendered; a malformed-row download is not kept', async () => {
+    const options = {
+      seed: 8,
+      transactionsPerDay: 300,
+      startDate: '2024-02-15',
+      organizations: ['merchant_a'],
+      clock: () => NOW,
+      quietDayRate: 0,
+    };
+    const cached = await startSimulator({ ...options, cacheReports: true });
+    try {
+      const get = async (name: string, date: string) => {
+        const r = await signedFetch(
+          cached.baseUrl,
+          cached.credentials,
+          `/reporting/v3/report-downloads?reportName=${name}&reportDate=${date}`,
+        );
+        expect(r.status).toBe(200);
+        return Buffer.from(await r.arrayBuffer());
+      };
+      const fresh = async (name: string, date: string) => {
+        const r = await signedFetch(
+          sim.baseUrl,
+          creds,
+          `/reporting/v3/report-downloads?reportName=${name}&reportDate=${date}&organizationId=merchant_a`,
+        );
+        expect(r.status).toBe(200);
+        return Buffer.from(await r.arrayBuffer());
+      };
+      for (const name of ['TransactionRequestReport_Daily', 'PaymentBatchDetailReport_Daily_Classic']) {
+        const first = await get(name, '2024-03-04');
+        const second = await get(name, '2024-03-04');
+        expect(second.equals(first)).toBe(true);
+        expect(first.equals(await fresh(name, '2024-03-04'))).toBe(true);
+        expect(first.equals(await get(name, '2024-03-05'))).toBe(false);
+      }
+      cached.setFaults('download:malformed-row=2/amount');
+      const broken = await get('TransactionRequestReport_Daily', '2024-03-04');
+      cached.setFaults([]);
+      expect(broken.equals(await get('TransactionRequestReport_Daily', '2024-03-04'))).toBe(false);
+    } finally {
+      await cached.close();
+    }
+  });
+
   it('reconciles: Net Funding and Payment Batch Summary totals equal the purchase-refund detail rows', async () => {
     const window = 'startTime=2024-03-01T00:00:00Z&endTime=2024-03-04T00:00:00Z';
     const settlements: { amount: string; currencyCode: string; transactionType: string }[] = [];
