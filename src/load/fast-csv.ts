@@ -45,15 +45,14 @@ export interface RawCsvBody {
   fileName: string;
   /** Line number of the first data record. */
   firstLine: number;
-  /** The bytes after the header line; the iterator throws a refusal on what COPY must not see. */
-  chunks: AsyncIterable<Buffer>;
-  /** Records the scanner counted (final once `chunks` is exhausted). */
-  records(): number;
   /**
-   * Line breaks inside quoted values: from record ordinal `starts[i]` on, records start `shifts[i]`
-   * lines further down (final once `chunks` is exhausted).
+   * The bytes after the header line, checked record by record as they pass (call once): the
+   * iterator throws a refusal on what COPY must not see or would read differently from the
+   * per-row path (see RawCsvChecks).
    */
-  lineShifts(): { starts: number[]; shifts: number[] };
+  read(checks: RawCsvChecks): AsyncIterable<Buffer>;
+  /** Records the scanner counted (final once `read` is exhausted). */
+  records(): number;
 }
 
 export interface RawCsvReport {
@@ -145,110 +144,21 @@ export async function openRawCsvReport(
   for (const name of header)
     set.add(resolveHeader(name, resolveOptions), name.replace(/^\uFEFF/, '').trim(), false);
 
-  let records = 0;
-  /** Line breaks inside quoted values shift the line numbers: run starts (ordinals) and the shift from there on. */
-  const shiftStarts: number[] = [];
-  const shifts: number[] = [];
-  let shift = 0;
-  const addBreaks = (count: number): void => {
-    if (count === 0) return;
-    shift += count;
-    const from = records + 2; // the record after the current one (ordinal records + 1)
-    if (shiftStarts.length > 0 && shiftStarts[shiftStarts.length - 1] === from)
-      shifts[shifts.length - 1] = shift;
-    else {
-      shiftStarts.push(from);
-      shifts.push(shift);
-    }
-  };
   const rest = buffer.subarray(offset);
-  async function* chunks(): AsyncGenerator<Buffer> {
-    let inQuote = false;
-    /** The previous byte was a line end (or nothing was read yet): a LF now is a blank line. */
-    let atLineStart = true;
-    /** The previous chunk ended with a CR outside quotes: this one must start with its LF. */
-    let pendingCr = false;
-    /** The previous chunk ended with a CR inside a quoted value (a CRLF there is one break). */
-    let quotedCr = false;
-    /** Line breaks (CRLF, CR or LF, as csv-report counts them) in chunk[from, to). */
-    const breaksIn = (chunk: Buffer, from: number, to: number): number => {
-      let count = 0;
-      for (let i = chunk.indexOf(LF, from); i >= 0 && i < to; i = chunk.indexOf(LF, i + 1)) {
-        if (!(i === from && quotedCr) && !(i > 0 && chunk[i - 1] === CR)) count++;
-      }
-      for (let i = chunk.indexOf(CR, from); i >= 0 && i < to; i = chunk.indexOf(CR, i + 1)) count++;
-      return count;
-    };
-    const scan = (chunk: Buffer): void => {
-      const n = chunk.length;
-      let pos = 0;
-      if (pendingCr && chunk[0] !== LF) throw refuseFastPath('a carriage return that ends no line');
-      pendingCr = false;
-      while (pos < n) {
-        if (inQuote) {
-          const close = chunk.indexOf(QUOTE, pos);
-          const to = close < 0 ? n : close;
-          addBreaks(breaksIn(chunk, pos, to));
-          quotedCr = close < 0 && n > 0 && chunk[n - 1] === CR;
-          if (close < 0) return;
-          inQuote = false;
-          atLineStart = false;
-          pos = close + 1;
-          continue;
-        }
-        const quote = chunk.indexOf(QUOTE, pos);
-        const stop = quote < 0 ? n : quote;
-        // Outside quotes a CR may only end a line (CRLF).
-        for (let cr = chunk.indexOf(CR, pos); cr >= 0 && cr < stop; cr = chunk.indexOf(CR, cr + 1)) {
-          if (cr + 1 === n) pendingCr = true;
-          else if (chunk[cr + 1] !== LF) throw refuseFastPath('a carriage return that ends no line');
-        }
-        while (pos < stop) {
-          const lf = chunk.indexOf(LF, pos);
-          if (lf < 0 || lf >= stop) {
-            atLineStart = false;
-            pos = stop;
-            break;
-          }
-          if (atLineStart && (lf === pos || (lf === pos + 1 && chunk[pos] === CR))) {
-            throw refuseFastPath('a blank line');
-          }
-          records++;
-          atLineStart = true;
-          pos = lf + 1;
-        }
-        if (quote >= 0) {
-          inQuote = true;
-          quotedCr = false;
-          atLineStart = false;
-          pos = quote + 1;
-        }
-      }
-    };
-    if (rest.length > 0) {
-      scan(rest);
-      yield rest;
-    }
+  let scanner: BodyScanner | undefined;
+  async function* read(checks: RawCsvChecks): AsyncGenerator<Buffer> {
+    if (scanner !== undefined) throw new Error('the body of a raw CSV report can be read once');
+    const scan = (scanner = new BodyScanner(checks, headerLine + 1));
+    if (rest.length > 0) yield scan.push(rest);
     for (;;) {
       const next = await iterator.next();
       if (next.done) break;
       const chunk = typeof next.value === 'string' ? Buffer.from(next.value, 'utf8') : next.value;
-      scan(chunk);
-      yield chunk;
+      const out = scan.push(chunk);
+      if (out.length > 0) yield out;
     }
-    if (inQuote) throw refuseFastPath('a quoted value that never closes');
-    if (!atLineStart) {
-      // A download that ends inside a line was cut off in transfer: its last value may be cut too
-      // (an amount "12.3" of "12.34"), so it is a structural error, as on the per-row path.
-      if (options.requireFinalLineBreak === true) {
-        throw truncatedCsvError(
-          options.fileName,
-          headerLine + 1 + records,
-          'no line break after the last line',
-        );
-      }
-      records++;
-    }
+    const last = scan.end(options.fileName, options.requireFinalLineBreak === true);
+    if (last !== undefined) yield last;
   }
 
   return {
@@ -258,44 +168,230 @@ export async function openRawCsvReport(
     body: {
       fileName: options.fileName,
       firstLine: headerLine + 1,
-      chunks: chunks(),
-      records: () => records,
-      lineShifts: () => ({ starts: shiftStarts, shifts }),
+      read,
+      records: () => scanner?.records ?? 0,
     },
   };
 }
 
 /**
- * SQL of one staged column from the raw text column `raw`: the condition under which the value is
- * read identically by the catalog's coercer and by PostgreSQL's input function, and the
- * expression giving the typed value. `raw` is NULL for an empty value (FORCE_NULL).
+ * What every record is checked for while its bytes pass to COPY, column by column in header
+ * order. A value of a non-text column must be written in the canonical form that the catalog's
+ * coercer (per-row path) and PostgreSQL's input function (COPY into the typed staging table) read
+ * identically; a natural-key value must not be empty. Anything else refuses the file, and the
+ * per-row path types and rejects it with its own messages.
  */
-export function rawColumnSql(raw: string, pgType: PgType): { valid: string; value: string } {
-  switch (pgType) {
-    case 'text':
-      return { valid: 'true', value: raw };
-    case 'numeric':
-      return {
-        valid: `(${raw} is null or (${raw} ~ '^-?(0|[1-9][0-9]*)(\\.[0-9]+)?$' and ${raw} !~ '^-0(\\.0+)?$'))`,
-        value: `${raw}::numeric`,
-      };
-    case 'integer':
-      return { valid: `(${raw} is null or ${raw} ~ '^-?[0-9]{1,9}$')`, value: `${raw}::integer` };
-    case 'bigint':
-      return { valid: `(${raw} is null or ${raw} ~ '^-?[0-9]{1,18}$')`, value: `${raw}::bigint` };
-    case 'boolean':
-      return {
-        valid: `(${raw} is null or lower(${raw}) in ('y','yes','true','t','1','n','no','false','f','0'))`,
-        value: `(lower(${raw}) in ('y','yes','true','t','1'))`,
-      };
-    case 'date':
-      return { valid: `(${raw} is null or ${raw} ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$')`, value: `${raw}::date` };
-    case 'timestamptz':
-      return {
-        valid:
-          `(${raw} is null or ${raw} ~ ` +
-          `'^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?Z$')`,
-        value: `${raw}::timestamptz`,
-      };
+export interface RawCsvChecks {
+  /** The type each column is copied into (its staging column's type). */
+  types: readonly PgType[];
+  /** Columns that must not be empty (natural-key columns). */
+  required: readonly number[];
+}
+
+/** The canonical forms (unquoted, or quoted without quotes inside); empty values are NULL. */
+const CANONICAL: Record<PgType, RegExp | undefined> = {
+  text: undefined,
+  numeric: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/,
+  integer: /^-?[0-9]{1,9}$/,
+  bigint: /^-?[0-9]{1,18}$/,
+  boolean: /^(?:y|yes|true|t|1|n|no|false|f|0)$/i,
+  date: /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/,
+  timestamptz: /^[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z$/,
+};
+/** -0 reads as 0 in PostgreSQL, and as an unusual form in the coercer. */
+const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
+
+const COMMA = 0x2c;
+
+/**
+ * One pass over the data bytes, byte by byte, as PostgreSQL's CSV reader will split them (a quote
+ * anywhere toggles quoting). It refuses structures the per-row path reads differently (a CR that
+ * ends no line, blank lines, an unclosed quote), checks the values of the checked columns, counts
+ * records, and appends to every record its line number in the file (`,<line>` before its line
+ * end) for the `_source_row` column: line breaks inside quoted values move later records down,
+ * exactly as the per-row parser counts them. Chunk boundaries may fall anywhere.
+ */
+class BodyScanner {
+  records = 0;
+  private readonly patterns: (RegExp | undefined)[];
+  private readonly required: boolean[];
+  /** Columns whose value must be looked at (checked type or required). */
+  private readonly watched: boolean[];
+  /** The line the current record starts on, and the line being read. */
+  private recordLine: number;
+  private line: number;
+  private inQuote = false;
+  /** Inside quotes, the previous byte was a CR (a LF right after it is the same line break). */
+  private quotedCr = false;
+  /** Nothing but a CR was read since the last line end (or since the start). */
+  private atLineStart = true;
+  /** Outside quotes, the previous chunk ended with a CR, held back: this one must start with its LF. */
+  private heldCr = false;
+  private field = 0;
+  /** The current field's bytes from earlier chunks (only for watched columns). */
+  private carry = '';
+  private out: Buffer = Buffer.allocUnsafe(0);
+  private o = 0;
+
+  constructor(
+    checks: RawCsvChecks,
+    private readonly firstLine: number,
+  ) {
+    this.patterns = checks.types.map((t) => CANONICAL[t]);
+    this.required = checks.types.map(() => false);
+    for (const i of checks.required) this.required[i] = true;
+    this.watched = checks.types.map((_, i) => this.patterns[i] !== undefined || this.required[i] === true);
+    this.recordLine = firstLine;
+    this.line = firstLine;
+  }
+
+  /** Scan a chunk; the bytes to hand to COPY (line numbers added). */
+  push(chunk: Buffer): Buffer {
+    const n = chunk.length;
+    if (n === 0) return chunk;
+    if (this.heldCr && chunk[0] !== LF) throw refuseFastPath('a carriage return that ends no line');
+    // A fresh buffer each time: COPY may still be sending the previous one.
+    this.out = Buffer.allocUnsafe(n + (n >> 3) + 64);
+    this.o = 0;
+    const watched = this.watched;
+    let field = this.field;
+    let start = 0;
+    let emitted = 0;
+    let inQuote = this.inQuote;
+    let quotedCr = this.quotedCr;
+    let atLineStart = this.atLineStart;
+    for (let i = 0; i < n; i++) {
+      const b = chunk[i]!;
+      if (inQuote) {
+        if (b === QUOTE) {
+          inQuote = false;
+        } else if (b === LF) {
+          if (!quotedCr) this.line++;
+          quotedCr = false;
+        } else if (b === CR) {
+          this.line++;
+          quotedCr = true;
+        } else {
+          quotedCr = false;
+        }
+        continue;
+      }
+      if (b > COMMA) {
+        atLineStart = false;
+        continue;
+      }
+      if (b === COMMA) {
+        if (watched[field] === true) this.checkField(field, chunk, start, i);
+        field++;
+        start = i + 1;
+        atLineStart = false;
+      } else if (b === LF) {
+        if (atLineStart) throw refuseFastPath('a blank line');
+        // The line end is CRLF or LF; its CR may be the one held back from the previous chunk.
+        const crHere = i > 0 && chunk[i - 1] === CR;
+        const end = crHere ? i - 1 : i;
+        if (watched[field] === true) this.checkField(field, chunk, start, end);
+        this.emit(chunk, emitted, end);
+        this.tag();
+        if (this.heldCr) this.out[this.o++] = CR;
+        this.heldCr = false;
+        emitted = end;
+        this.records++;
+        this.line++;
+        this.recordLine = this.line;
+        field = 0;
+        start = i + 1;
+        atLineStart = true;
+      } else if (b === CR) {
+        if (i + 1 < n && chunk[i + 1] !== LF) throw refuseFastPath('a carriage return that ends no line');
+      } else if (b === QUOTE) {
+        inQuote = true;
+        quotedCr = false;
+        atLineStart = false;
+      } else {
+        atLineStart = false;
+      }
+    }
+    // A CR at the very end outside quotes is held back: the line number goes before it.
+    const hold = !inQuote && chunk[n - 1] === CR && emitted < n;
+    const stop = hold ? n - 1 : n;
+    this.emit(chunk, emitted, stop);
+    this.heldCr = hold;
+    this.carry = watched[field] === true ? this.carry + chunk.toString('latin1', start, stop) : '';
+    this.field = field;
+    this.inQuote = inQuote;
+    this.quotedCr = quotedCr;
+    this.atLineStart = atLineStart;
+    return this.out.subarray(0, this.o);
+  }
+
+  /** The end of the data: the last record when it has no line break; the bytes still to copy. */
+  end(fileName: string, requireFinalLineBreak: boolean): Buffer | undefined {
+    if (this.inQuote) throw refuseFastPath('a quoted value that never closes');
+    if (this.atLineStart) return undefined;
+    if (this.heldCr) throw refuseFastPath('a carriage return that ends no line');
+    // A download that ends inside a line was cut off in transfer: its last value may be cut too
+    // (an amount "12.3" of "12.34"), so it is a structural error, as on the per-row path.
+    if (requireFinalLineBreak) {
+      throw truncatedCsvError(fileName, this.recordLine, 'no line break after the last line');
+    }
+    if (this.watched[this.field] === true) this.checkValue(this.field, this.carry);
+    this.records++;
+    this.out = Buffer.allocUnsafe(32);
+    this.o = 0;
+    this.tag();
+    return this.out.subarray(0, this.o);
+  }
+
+  private emit(chunk: Buffer, from: number, to: number): void {
+    if (to <= from) return;
+    if (this.o + (to - from) + 32 > this.out.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.out.length * 2, this.o + (to - from) + 4096));
+      this.out.copy(grown, 0, 0, this.o);
+      this.out = grown;
+    }
+    this.o += chunk.copy(this.out, this.o, from, to);
+  }
+
+  /** `,<line of the current record>` (the caller leaves room: emit keeps 32 bytes free). */
+  private tag(): void {
+    this.out[this.o++] = COMMA;
+    this.o += this.out.write(String(this.recordLine), this.o, 'latin1');
+  }
+
+  private checkField(field: number, chunk: Buffer, start: number, end: number): void {
+    let value = this.carry + chunk.toString('latin1', start, end);
+    // The CR of a CRLF held back from the previous chunk is not part of the value.
+    if (end === 0 && start === 0 && value.endsWith('\r')) value = value.slice(0, -1);
+    this.carry = '';
+    this.checkValue(field, value);
+  }
+
+  private checkValue(field: number, written: string): void {
+    let value = written;
+    if (value.length > 0 && value.charCodeAt(0) === QUOTE) {
+      // A quoted value: canonical only without quotes inside.
+      value = value.slice(1, -1);
+      if (written.length < 2 || !written.endsWith('"') || value.includes('"'))
+        this.refuseValue(field, written);
+    }
+    if (value === '') {
+      if (this.required[field] === true) {
+        throw refuseFastPath(`line ${this.recordLine} has an empty natural key (column ${field + 1})`);
+      }
+      return;
+    }
+    const pattern = this.patterns[field];
+    if (
+      pattern !== undefined &&
+      (!pattern.test(value) || (pattern === CANONICAL.numeric && NEGATIVE_ZERO.test(value)))
+    )
+      this.refuseValue(field, written);
+  }
+
+  private refuseValue(field: number, written: string): never {
+    throw refuseFastPath(
+      `line ${this.recordLine}, column ${field + 1}: ${JSON.stringify(written.slice(0, 40))} is not in the canonical form of its type`,
+    );
   }
 }

@@ -19,7 +19,7 @@ import {
 import type { ExistingColumn } from './ddl.js';
 import { PG_TYPES } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
-import { isFastPathRefusal, rawColumnSql, refuseFastPath } from './fast-csv.js';
+import { isFastPathRefusal, refuseFastPath } from './fast-csv.js';
 import type { RawCsvBody } from './fast-csv.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
@@ -393,9 +393,8 @@ async function loadTarget(
       ? await copyRawCsv(ctx, trx, decl, source.rawCsv, staged, stagingName, drift.length > 0)
       : await copySource(ctx, decl, source, staged, stagingName);
     ctx.rowsLoaded += stagedCount;
-    await sql`analyze ${staging}`.execute(trx);
     const copied = performance.now();
-    const merge = await mergeStaging(trx, decl, source, staged, staging, ctx.options);
+    const merge = await mergeStaging(trx, decl, source, staged, staging, stagedCount, ctx.options);
     const merged = performance.now();
     const deleted = await deleteVanished(trx, decl, source, staging, ctx.options);
     ctx.options.logger?.debug(
@@ -664,10 +663,12 @@ async function copySource(
 }
 
 /**
- * The fast path (src/load/fast-csv.ts): the file's data bytes → COPY (FORMAT csv) into a TEMP
- * table of text columns → one INSERT … SELECT that casts into the typed staging table. Every row
- * must pass the checks that make PostgreSQL's reading equal to the catalog coercers'; otherwise,
- * or when PostgreSQL refuses the bytes, the window is refused and the caller uses the per-row path.
+ * The fast path (src/load/fast-csv.ts): the file's data bytes go unchanged to one
+ * `COPY … (FORMAT csv)` into the typed staging table, so PostgreSQL splits and casts them in C,
+ * while the scanner checks every record on its way (a value of a non-text column must be in the
+ * canonical form that PostgreSQL and the catalog's coercers read identically, a key must not be
+ * empty) and gets its line number appended for `_source_row`. A record that fails a check, or bytes PostgreSQL refuses, refuse the window;
+ * the caller then loads the file through the per-row path.
  */
 async function copyRawCsv(
   ctx: WindowContext,
@@ -680,82 +681,35 @@ async function copyRawCsv(
 ): Promise<number> {
   if (ctx.kind !== 'postgres') throw refuseFastPath('the embedded warehouse has no streaming COPY');
   if (drift) throw refuseFastPath('column types differ from the table (values need checking one by one)');
-  const raw = `${stagingName}_raw`;
-  const rawColumns = staged.map((_, i) => `c${i}`);
-  const casts = staged.map((c, i) => {
+  const types = staged.map((c) => {
     if (!(PG_TYPES as readonly string[]).includes(c.sourceType)) {
       throw refuseFastPath(`column ${c.name} has type ${c.sourceType}`);
     }
-    return rawColumnSql(`r.${rawColumns[i]}`, c.sourceType as PgType);
+    return c.sourceType as PgType;
   });
-  const keys = decl.naturalKey
+  const required = decl.naturalKey
     .filter((k) => !KEY_LINEAGE_COLUMNS.has(k))
-    .map((k) => `r.${rawColumns[staged.findIndex((c) => c.name === k)]} is not null`);
-  const valid = [...casts.map((c) => c.valid).filter((v) => v !== 'true'), ...keys];
-  await sql
-    .raw(
-      `create temp table ${quoteIdent(raw)} (${rawColumns.map((c) => `${c} text`).join(', ')}, ` +
-        `_ord bigint generated always as identity) on commit drop`,
-    )
-    .execute(trx);
+    .map((k) => staged.findIndex((c) => c.name === k));
+  const staging = `pg_temp.${quoteIdent(stagingName)}`;
+  const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
   let copied: number;
   try {
+    // The scanner appends each record's line number: the last column, `_source_row`.
     copied = await ctx.session.copyFrom(
-      `COPY pg_temp.${quoteIdent(raw)} (${rawColumns.join(', ')}) FROM STDIN ` +
-        `(FORMAT csv, FORCE_NULL (${rawColumns.join(', ')}))`,
-      body.chunks,
+      `COPY ${staging} (${columns}, "_source_row") FROM STDIN (FORMAT csv, FORCE_NULL (${columns}))`,
+      body.read({ types, required }),
     );
   } catch (error) {
     if (isFastPathRefusal(error)) throw error;
     // A structural error of the file itself (e.g. PARSE_CSV_TRUNCATED) fails the window as on the
     // per-row path; only what PostgreSQL's CSV reader refuses sends the file to the per-row path.
     if (error instanceof CybsError && error.stage === 'parse') throw error;
-    throw refuseFastPath(`PostgreSQL's CSV reader refused the data (${errorMessage(error)})`);
+    throw refuseFastPath(`PostgreSQL refused the data (${errorMessage(error)})`);
   }
   if (copied !== body.records()) {
     throw refuseFastPath(`COPY read ${copied} rows where the file has ${body.records()} lines`);
   }
-  // Records after a multi-line value start further down: their line numbers come from a small map.
-  const { starts, shifts } = body.lineShifts();
-  let lineShift = '';
-  if (starts.length > 0) {
-    const shiftsTable = `${stagingName}_lines`;
-    await sql
-      .raw(
-        `create temp table ${quoteIdent(shiftsTable)} (start bigint primary key, shift bigint) on commit drop`,
-      )
-      .execute(trx);
-    const lines: string[] = [];
-    for (let i = 0; i < starts.length; i++) lines.push(`${starts[i]}\t${shifts[i]}\n`);
-    const parts: string[] = [];
-    for (let i = 0; i < lines.length; i += 10_000) parts.push(lines.slice(i, i + 10_000).join(''));
-    await ctx.session.copyFrom(`COPY pg_temp.${quoteIdent(shiftsTable)} (start, shift) FROM STDIN`, parts);
-    await sql.raw(`analyze pg_temp.${quoteIdent(shiftsTable)}`).execute(trx);
-    lineShift =
-      ` + coalesce((select l.shift from pg_temp.${quoteIdent(shiftsTable)} as l` +
-      ` where l.start <= r._ord order by l.start desc limit 1), 0)`;
-  }
-  let inserted: number;
-  try {
-    const result = await sql
-      .raw(
-        `insert into pg_temp.${quoteIdent(stagingName)} (${[...staged.map((c) => c.name), '_source_row']
-          .map(quoteIdent)
-          .join(', ')}) ` +
-          `select ${casts.map((c) => c.value).join(', ')}, r._ord + ${body.firstLine - 1}${lineShift} ` +
-          `from pg_temp.${quoteIdent(raw)} as r` +
-          (valid.length > 0 ? ` where ${valid.join(' and ')}` : ''),
-      )
-      .execute(trx);
-    inserted = Number(result.numAffectedRows ?? 0n);
-  } catch (error) {
-    throw refuseFastPath(`a value did not cast (${errorMessage(error)})`);
-  }
-  if (inserted !== copied) {
-    throw refuseFastPath(`${copied - inserted} rows hold values the per-row path must check or reject`);
-  }
-  await sql.raw(`drop table pg_temp.${quoteIdent(raw)}`).execute(trx);
-  return inserted;
+  return copied;
 }
 
 function describeBadValue(
@@ -811,10 +765,14 @@ interface MergeCounts {
 }
 
 /**
- * One set-wise statement: the staged rows, de-duplicated on the natural key (the last record of the
- * source wins) and ordered by it (two loads touching the same keys lock them in one order), are
- * upserted; a conflicting row is rewritten only when its data, `_source` or `_source_row` differ,
- * so an identical re-load writes nothing (`_run_id` and `_loaded_at` of unchanged rows stay).
+ * The staged rows are upserted set-wise; a conflicting row is rewritten only when its data,
+ * `_source` or `_source_row` differ, so an identical re-load writes nothing (`_run_id` and
+ * `_loaded_at` of unchanged rows stay).
+ *
+ * A report rarely holds a key twice, so the rows go in as they are first (no sort): one statement
+ * cannot touch a row twice, so it fails (21000) when the source does hold a key twice, and then
+ * (rolled back to a savepoint) the rows are de-duplicated on the natural key, the last record of
+ * the source winning, and upserted again.
  */
 async function mergeStaging(
   trx: Db,
@@ -822,7 +780,29 @@ async function mergeStaging(
   source: LoadSource,
   staged: StagedColumn[],
   staging: RawBuilder<unknown>,
+  stagedCount: number,
   options: LoadWindowOptions,
+): Promise<MergeCounts> {
+  await sql`savepoint cybs_merge`.execute(trx);
+  try {
+    const counts = await upsertStaging(trx, decl, source, staged, staging, options, false);
+    await sql`release savepoint cybs_merge`.execute(trx);
+    return { ...counts, distinct: stagedCount };
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code !== '21000') throw error;
+    await sql`rollback to savepoint cybs_merge`.execute(trx);
+  }
+  return upsertStaging(trx, decl, source, staged, staging, options, true);
+}
+
+async function upsertStaging(
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+  staged: StagedColumn[],
+  staging: RawBuilder<unknown>,
+  options: LoadWindowOptions,
+  dedupe: boolean,
 ): Promise<MergeCounts> {
   const data = staged.map((c) => c.name);
   const keyExprs = decl.naturalKey
@@ -833,32 +813,32 @@ async function mergeStaging(
   const compared = [...data, '_source', '_source_row'];
   const updated = [...data, '_source', '_source_row', '_run_id', '_loaded_at'];
   const target = sql.id(decl.schema, decl.name);
-  const result = await sql<{ distinct_rows: string; inserted: string; updated: string }>`
-    with src as (
-      select distinct on (${distinctOn})
+  const src = sql`
+      select ${dedupe ? sql`distinct on (${distinctOn})` : sql``}
              ${sql.join([...data, '_source_row'].map((c) => sql.id('s', c)))},
              ${options.window.organizationId}::text as "_organization_id",
              ${source.source}::text as "_source",
              ${options.runId}::bigint as "_run_id",
              now() as "_loaded_at"
         from ${staging} as s
-       order by ${distinctOn}, s."_source_row" desc
-    ), merged as (
+        ${dedupe ? sql`order by ${distinctOn}, s."_source_row" desc` : sql``}`;
+  const result = await sql<{ distinct_rows: string | null; inserted: string; updated: string }>`
+    with ${dedupe ? sql`src as materialized (${src}),` : sql``} merged as (
       insert into ${target} as t (${sql.join(insertColumns.map((c) => sql.id(c)))})
-      select ${sql.join(insertColumns.map((c) => sql.id('src', c)))} from src
+      select ${sql.join(insertColumns.map((c) => sql.id('src', c)))} from ${dedupe ? sql`src` : sql`(${src}) as src`}
       on conflict (${sql.join(decl.naturalKey.map((c) => sql.id(c)))}) do update
          set ${sql.join(updated.map((c) => sql`${sql.id(c)} = excluded.${sql.id(c)}`))}
        where (${sql.join(compared.map((c) => sql.id('t', c)))})
              is distinct from (${sql.join(compared.map((c) => sql.id('excluded', c)))})
       returning (t.xmax = 0) as inserted
     )
-    select (select count(*) from src)::bigint as distinct_rows,
+    select ${dedupe ? sql`(select count(*) from src)` : sql`null`}::bigint as distinct_rows,
            count(*) filter (where inserted)::bigint as inserted,
            count(*) filter (where not inserted)::bigint as updated
       from merged`.execute(trx);
   const row = result.rows[0]!;
   return {
-    distinct: Number(row.distinct_rows),
+    distinct: Number(row.distinct_rows ?? 0),
     inserted: Number(row.inserted),
     updated: Number(row.updated),
   };

@@ -128,10 +128,17 @@ async function perRow(side: Side, c: LoadCase): Promise<Outcome> {
 }
 
 /** The executor's order: the fast path, and the per-row path when it refuses. */
-async function fastFirst(side: Side, c: LoadCase): Promise<{ outcome: Outcome; refused: boolean }> {
+async function fastFirst(
+  side: Side,
+  c: LoadCase,
+  chunkSize = 997,
+): Promise<{ outcome: Outcome; refused: boolean }> {
   const p = pipelineOf(c.report);
   try {
-    const report = await openRawCsvReport(chunksOf(c.text, 997), { fileName: 'f.csv', report: c.report });
+    const report = await openRawCsvReport(chunksOf(c.text, chunkSize), {
+      fileName: 'f.csv',
+      report: c.report,
+    });
     const result = await loadWindow(side.warehouse, {
       ...windowOptions(c),
       targets: [{ table: p.table, source: toRawLoadSource(report, `src:${c.windowKey}`) }],
@@ -168,9 +175,9 @@ async function snapshot(side: Side, table: string): Promise<unknown> {
   return { rows, rejects, changes, columns };
 }
 
-async function expectSame(c: LoadCase, expectFast: boolean): Promise<void> {
+async function expectSame(c: LoadCase, expectFast: boolean, chunkSize?: number): Promise<void> {
   const ref = await perRow(reference, c);
-  const got = await fastFirst(fast, c);
+  const got = await fastFirst(fast, c, chunkSize);
   expect(got.refused).toBe(!expectFast);
   expect(got.outcome).toEqual(ref);
   expect(await snapshot(fast, c.table)).toEqual(await snapshot(reference, c.table));
@@ -252,6 +259,9 @@ describe('fast CSV path ≡ per-row path', () => {
       rows[5]![column('bill_to_address1')] = 'a\n\nb';
     });
     await expectSame({ ...TR, text: multiline, windowKey: 'w6' }, true);
+    // Chunk boundaries anywhere: inside values, quotes, and between the CR and LF of a line end.
+    for (const size of [1, 2, 3, 64])
+      await expectSame({ ...TR, text: multiline, windowKey: 'w6' }, true, size);
     const numbers = edited((rows, column) => {
       rows[1]![column('amount')] = '007.50';
       rows[2]![column('amount')] = '-0.00';
