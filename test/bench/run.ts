@@ -42,6 +42,8 @@ const DAY_MS = 86_400_000;
 const isoDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
 const DAY = isoDay(today - 5 * DAY_MS);
+/** The daily report of the window DAY (the subscription's day ends in its time zone, on the next UTC date). */
+const REPORT_DATE = isoDay(today - 4 * DAY_MS);
 const START = isoDay(today - 45 * DAY_MS);
 const BACKFILL_FROM = isoDay(today - (4 + BACKFILL_DAYS) * DAY_MS);
 
@@ -218,7 +220,7 @@ async function main(): Promise<void> {
         'tsx',
         'test/bench/fetch-report.ts',
         'TransactionRequestReport_Daily',
-        DAY,
+        REPORT_DATE,
         'csv',
         csvFile,
       ],
@@ -374,7 +376,7 @@ async function main(): Promise<void> {
         const url = await freshDatabase('naive');
         const r = await measure(
           process.execPath,
-          ['--import', 'tsx', 'test/bench/naive.ts', 'TransactionRequestReport_Daily', DAY],
+          ['--import', 'tsx', 'test/bench/naive.ts', 'TransactionRequestReport_Daily', REPORT_DATE],
           { ...naiveSim.env, DATABASE_URL: url },
         );
         runs.push(r);
