@@ -29,10 +29,11 @@ import type { ColumnSpec, ReportMetadata } from '../parse/records.js';
 
 export const FAST_PATH_REFUSED = 'LOAD_FAST_PATH_REFUSED';
 
-export function refuseFastPath(reason: string): CybsError {
+export function refuseFastPath(reason: string, cause?: unknown): CybsError {
   return new CybsError(FAST_PATH_REFUSED, `The fast CSV path cannot load this file: ${reason}.`, {
     stage: 'load',
     context: { reason },
+    ...(cause !== undefined ? { cause } : {}),
   });
 }
 
@@ -186,6 +187,11 @@ export interface RawCsvChecks {
   types: readonly PgType[];
   /** Columns that must not be empty (natural-key columns). */
   required: readonly number[];
+  /**
+   * CSV text appended to every record after its line number (starting with a comma): the
+   * values of the constant lineage columns when the bytes go straight into the target table.
+   */
+  append?: string;
 }
 
 /** The canonical forms (unquoted, or quoted without quotes inside); empty values are NULL. */
@@ -232,6 +238,9 @@ class BodyScanner {
   private carry = '';
   private out: Buffer = Buffer.allocUnsafe(0);
   private o = 0;
+  private readonly append: Buffer;
+  /** Room kept free after every copy for a record's line number, appended text and CR. */
+  private readonly reserve: number;
 
   constructor(
     checks: RawCsvChecks,
@@ -243,6 +252,8 @@ class BodyScanner {
     this.watched = checks.types.map((_, i) => this.patterns[i] !== undefined || this.required[i] === true);
     this.recordLine = firstLine;
     this.line = firstLine;
+    this.append = Buffer.from(checks.append ?? '', 'utf8');
+    this.reserve = 32 + this.append.length;
   }
 
   /** Scan a chunk; the bytes to hand to COPY (line numbers added). */
@@ -251,7 +262,7 @@ class BodyScanner {
     if (n === 0) return chunk;
     if (this.heldCr && chunk[0] !== LF) throw refuseFastPath('a carriage return that ends no line');
     // A fresh buffer each time: COPY may still be sending the previous one.
-    this.out = Buffer.allocUnsafe(n + (n >> 3) + 64);
+    this.out = Buffer.allocUnsafe(n + (n >> 3) + this.reserve * 2);
     this.o = 0;
     const watched = this.watched;
     let field = this.field;
@@ -337,7 +348,7 @@ class BodyScanner {
     }
     if (this.watched[this.field] === true) this.checkValue(this.field, this.carry);
     this.records++;
-    this.out = Buffer.allocUnsafe(32);
+    this.out = Buffer.allocUnsafe(this.reserve);
     this.o = 0;
     this.tag();
     return this.out.subarray(0, this.o);
@@ -345,18 +356,21 @@ class BodyScanner {
 
   private emit(chunk: Buffer, from: number, to: number): void {
     if (to <= from) return;
-    if (this.o + (to - from) + 32 > this.out.length) {
-      const grown = Buffer.allocUnsafe(Math.max(this.out.length * 2, this.o + (to - from) + 4096));
+    if (this.o + (to - from) + this.reserve > this.out.length) {
+      const grown = Buffer.allocUnsafe(
+        Math.max(this.out.length * 2, this.o + (to - from) + this.reserve + 4096),
+      );
       this.out.copy(grown, 0, 0, this.o);
       this.out = grown;
     }
     this.o += chunk.copy(this.out, this.o, from, to);
   }
 
-  /** `,<line of the current record>` (the caller leaves room: emit keeps 32 bytes free). */
+  /** `,<line of the current record>` and the appended text (emit keeps the room free). */
   private tag(): void {
     this.out[this.o++] = COMMA;
     this.o += this.out.write(String(this.recordLine), this.o, 'latin1');
+    if (this.append.length > 0) this.o += this.append.copy(this.out, this.o);
   }
 
   private checkField(field: number, chunk: Buffer, start: number, end: number): void {

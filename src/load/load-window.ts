@@ -20,7 +20,7 @@ import type { ExistingColumn } from './ddl.js';
 import { PG_TYPES } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
 import { isFastPathRefusal, refuseFastPath } from './fast-csv.js';
-import type { RawCsvBody } from './fast-csv.js';
+import type { RawCsvBody, RawCsvChecks } from './fast-csv.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
 import type { ColumnDecl, LoadBatch, LoadSource, LoadValue, TableDecl } from './table-spec.js';
@@ -380,6 +380,36 @@ async function loadTarget(
       );
     }
 
+    let rawCsv = source.rawCsv;
+    if (rawCsv !== undefined && ctx.kind === 'postgres' && drift.length === 0) {
+      const started = performance.now();
+      const direct = await copyRawCsvIntoTable(ctx, trx, decl, source, rawCsv, staged);
+      if (typeof direct === 'number') {
+        ctx.rowsLoaded += direct;
+        ctx.options.logger?.debug(
+          {
+            table: tableName,
+            source: source.source,
+            copied: direct,
+            copyMs: Math.round(performance.now() - started),
+          },
+          'table load phases (first load, straight into the table)',
+        );
+        return {
+          table: tableName,
+          inserted: direct,
+          updated: 0,
+          unchanged: 0,
+          deleted: 0,
+          rejected: 0,
+          staged: direct,
+          duplicates: 0,
+          columnsAdded: added,
+        };
+      }
+      if (direct === 'conflict') rawCsv = await source.reopenRawCsv!();
+    }
+
     const stagingName = `_cybs_stg_${index}`;
     const staging = sql.id('pg_temp', stagingName);
     const stagingColumns = [...staged.map((c) => c.name), '_source_row'];
@@ -389,8 +419,8 @@ async function loadTarget(
 
     const rejectedBefore = ctx.rejects.count;
     const started = performance.now();
-    const stagedCount = source.rawCsv
-      ? await copyRawCsv(ctx, trx, decl, source.rawCsv, staged, stagingName, drift.length > 0)
+    const stagedCount = rawCsv
+      ? await copyRawCsv(ctx, trx, decl, rawCsv, staged, stagingName, drift.length > 0)
       : await copySource(ctx, decl, source, staged, stagingName);
     ctx.rowsLoaded += stagedCount;
     const copied = performance.now();
@@ -681,6 +711,70 @@ async function copyRawCsv(
 ): Promise<number> {
   if (ctx.kind !== 'postgres') throw refuseFastPath('the embedded warehouse has no streaming COPY');
   if (drift) throw refuseFastPath('column types differ from the table (values need checking one by one)');
+  const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
+  // The scanner appends each record's line number: the last column, `_source_row`.
+  return copyRawBytes(
+    ctx,
+    `COPY pg_temp.${quoteIdent(stagingName)} (${columns}, "_source_row") FROM STDIN (FORMAT csv, FORCE_NULL (${columns}))`,
+    body,
+    rawCsvChecks(decl, staged),
+  );
+}
+
+/**
+ * A first load on the fast path (no row of the table has this source yet): the bytes go straight
+ * into the table with one COPY, as `psql \copy` would, the scanner appending the line number and
+ * the lineage values to every record; nothing can have vanished and nothing needs merging. When a
+ * key is in the table already (another source's row) or twice in the file, PostgreSQL refuses the
+ * COPY (23505): it is rolled back to a savepoint and the caller loads through the staging table
+ * (`conflict`; a refusal when the bytes cannot be read again). `staging` when the table has rows
+ * of this source already (a re-load), without reading anything.
+ */
+async function copyRawCsvIntoTable(
+  ctx: WindowContext,
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+  body: RawCsvBody,
+  staged: StagedColumn[],
+): Promise<number | 'conflict' | 'staging'> {
+  const { organizationId } = ctx.options.window;
+  const target = sql.id(decl.schema, decl.name);
+  const loaded = await sql`
+    select 1 from ${target} where "_organization_id" = ${organizationId} and "_source" = ${source.source}
+     limit 1`.execute(trx);
+  if (loaded.rows.length > 0) return 'staging';
+  // The values the merge would give: now() is the transaction's start, as there.
+  const { now } = (await sql<{ now: string }>`select now()::text as now`.execute(trx)).rows[0]!;
+  const quoted = (value: string) => `"${value.replace(/"/g, '""')}"`;
+  const runId = ctx.options.runId;
+  const append = `,${quoted(organizationId)},${quoted(source.source)},${runId === null ? '' : String(runId)},${quoted(now)}`;
+  const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
+  await sql`savepoint cybs_direct`.execute(trx);
+  try {
+    const copied = await copyRawBytes(
+      ctx,
+      `COPY ${quoteIdent(decl.schema)}.${quoteIdent(decl.name)} ` +
+        `(${columns}, "_source_row", "_organization_id", "_source", "_run_id", "_loaded_at") ` +
+        `FROM STDIN (FORMAT csv, FORCE_NULL (${columns}))`,
+      body,
+      { ...rawCsvChecks(decl, staged), append },
+    );
+    await sql`release savepoint cybs_direct`.execute(trx);
+    return copied;
+  } catch (error) {
+    const cause = error instanceof CybsError ? error.cause : undefined;
+    if ((cause as { code?: unknown } | undefined)?.code !== '23505') throw error;
+    await sql`rollback to savepoint cybs_direct`.execute(trx);
+    if (source.reopenRawCsv === undefined) {
+      throw refuseFastPath('a key of the file is in the table already, or twice in the file');
+    }
+    return 'conflict';
+  }
+}
+
+/** What the scanner checks in every record: canonical non-text values, non-empty keys. */
+function rawCsvChecks(decl: TableDecl, staged: StagedColumn[]): RawCsvChecks {
   const types = staged.map((c) => {
     if (!(PG_TYPES as readonly string[]).includes(c.sourceType)) {
       throw refuseFastPath(`column ${c.name} has type ${c.sourceType}`);
@@ -690,21 +784,25 @@ async function copyRawCsv(
   const required = decl.naturalKey
     .filter((k) => !KEY_LINEAGE_COLUMNS.has(k))
     .map((k) => staged.findIndex((c) => c.name === k));
-  const staging = `pg_temp.${quoteIdent(stagingName)}`;
-  const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
+  return { types, required };
+}
+
+/** One COPY of a CSV body (checked by its scanner); what PostgreSQL refuses is a refusal. */
+async function copyRawBytes(
+  ctx: WindowContext,
+  statement: string,
+  body: RawCsvBody,
+  checks: RawCsvChecks,
+): Promise<number> {
   let copied: number;
   try {
-    // The scanner appends each record's line number: the last column, `_source_row`.
-    copied = await ctx.session.copyFrom(
-      `COPY ${staging} (${columns}, "_source_row") FROM STDIN (FORMAT csv, FORCE_NULL (${columns}))`,
-      body.read({ types, required }),
-    );
+    copied = await ctx.session.copyFrom(statement, body.read(checks));
   } catch (error) {
     if (isFastPathRefusal(error)) throw error;
     // A structural error of the file itself (e.g. PARSE_CSV_TRUNCATED) fails the window as on the
     // per-row path; only what PostgreSQL's CSV reader refuses sends the file to the per-row path.
     if (error instanceof CybsError && error.stage === 'parse') throw error;
-    throw refuseFastPath(`PostgreSQL refused the data (${errorMessage(error)})`);
+    throw refuseFastPath(`PostgreSQL refused the data (${errorMessage(error)})`, error);
   }
   if (copied !== body.records()) {
     throw refuseFastPath(`COPY read ${copied} rows where the file has ${body.records()} lines`);

@@ -92,4 +92,9 @@ export interface LoadSource {
    * back the window) when the file needs the per-row path.
    */
   rawCsv?: RawCsvBody;
+  /**
+   * The same bytes again, from the start: a first load copies them straight into the table and,
+   * when a key turns out to be there already or twice, reads them again into the staging table.
+   */
+  reopenRawCsv?: () => Promise<RawCsvBody>;
 }

@@ -270,7 +270,7 @@ async function executeOneTimeWindow(
 }
 
 /**
- * The fast CSV path (PostgreSQL): raw bytes into COPY, casts and checks in SQL. Undefined when it
+ * The fast CSV path (PostgreSQL): the file's bytes into COPY, checked on the way. Undefined when it
  * refuses the file (a value or layout only the per-row path can judge); its transaction rolled back.
  */
 async function loadCsvFast(
@@ -282,16 +282,18 @@ async function loadCsvFast(
   source: string,
   sourceRef: string,
 ): Promise<WindowResult | undefined> {
-  try {
-    const report = await openRawCsvReport(createReadStream(path), {
+  const open = () =>
+    openRawCsvReport(createReadStream(path, { highWaterMark: 256 * 1024 }), {
       fileName,
       report: def.reportDefinitionName,
       requireFinalLineBreak: true,
     });
+  try {
+    const report = await open();
     return await commitWindow(
       deps,
       task,
-      [{ table: def.table, source: toRawLoadSource(report, source) }],
+      [{ table: def.table, source: toRawLoadSource(report, source, open) }],
       sourceRef,
       false,
     );

@@ -153,11 +153,16 @@ export function declaredColumns(table: TableDecl): SourceColumn[] {
 }
 
 /** A CSV file opened for the fast path as a loader source (its bytes go straight to COPY). */
-export function toRawLoadSource(report: RawCsvReport, source: string): LoadSource {
+export function toRawLoadSource(
+  report: RawCsvReport,
+  source: string,
+  reopen?: () => Promise<RawCsvReport>,
+): LoadSource {
   return {
     source,
     columns: report.columns.map(toSourceColumn),
     batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
     rawCsv: report.body,
+    ...(reopen ? { reopenRawCsv: async () => (await reopen()).body } : {}),
   };
 }
