@@ -421,7 +421,9 @@ async function loadTarget(
     const started = performance.now();
     const stagedCount = rawCsv
       ? await copyRawCsv(ctx, trx, decl, rawCsv, staged, stagingName, drift.length > 0)
-      : await copySource(ctx, decl, source, staged, stagingName);
+      : source.copyText && ctx.kind === 'postgres' && drift.length === 0
+        ? await copyPreEncoded(ctx, decl, source, staged, stagingName)
+        : await copySource(ctx, decl, source, staged, stagingName);
     ctx.rowsLoaded += stagedCount;
     const copied = performance.now();
     const merge = await mergeStaging(trx, decl, source, staged, staging, stagedCount, ctx.options);
@@ -693,6 +695,46 @@ async function copySource(
 }
 
 /**
+ * Records already encoded as COPY text for these very column types (`source.copyText`): the
+ * records that need the per-row path go through `copySource`, the lines are copied as they are.
+ */
+async function copyPreEncoded(
+  ctx: WindowContext,
+  decl: TableDecl,
+  source: LoadSource,
+  staged: StagedColumn[],
+  stagingName: string,
+): Promise<number> {
+  const tableName = `${decl.schema}.${decl.name}`;
+  const rows = source.copyText!;
+  let total = await copySource(ctx, decl, { ...source, batches: rows.batches }, staged, stagingName);
+  for (const segment of rows.segments) {
+    if (segment.lines === 0) continue;
+    const statement = `COPY pg_temp.${quoteIdent(stagingName)} (${[
+      ...staged.slice(0, segment.columns).map((c) => c.name),
+      '_source_row',
+    ]
+      .map(quoteIdent)
+      .join(', ')}) FROM STDIN`;
+    let copied: number;
+    try {
+      copied = await ctx.session.copyFrom(statement, segment.chunks());
+    } catch (error) {
+      throw copyError(error, tableName, source.source, segment);
+    }
+    if (copied !== segment.lines) {
+      throw new CybsError(
+        LOAD_ERROR_CODES.failed,
+        `COPY into the staging table of ${tableName} stored ${copied} rows instead of ${segment.lines}.`,
+        { stage: 'load', context: { table: tableName, source: source.source } },
+      );
+    }
+    total += copied;
+  }
+  return total;
+}
+
+/**
  * The fast path (src/load/fast-csv.ts): the file's data bytes go unchanged to one
  * `COPY … (FORMAT csv)` into the typed staging table, so PostgreSQL splits and casts them in C,
  * while the scanner checks every record on its way (a value of a non-text column must be in the
@@ -833,7 +875,12 @@ function truncate(text: string): string {
 }
 
 /** A COPY refused by PostgreSQL: name the table, column and record when its error says so. */
-function copyError(error: unknown, table: string, source: string, lineMap: LineMap): CybsError {
+function copyError(
+  error: unknown,
+  table: string,
+  source: string,
+  lineMap: { recordAt(line: number): number | undefined },
+): CybsError {
   const e = error as { code?: unknown; where?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : undefined;
   if (!code || !code.startsWith('22')) return toLoadError(error, { table, source });

@@ -97,4 +97,28 @@ export interface LoadSource {
    * when a key turns out to be there already or twice, reads them again into the staging table.
    */
   reopenRawCsv?: () => Promise<RawCsvBody>;
+  /**
+   * The same records already encoded as COPY text (src/pipeline/copy-text-spool.ts). Used on
+   * PostgreSQL when every column's table type is of the source type's family (no value needs
+   * checking); otherwise the loader reads `batches`, which then holds every record.
+   */
+  copyText?: CopyTextRows;
+}
+
+/** Records pre-encoded as COPY text lines: data cells in `columns` order, then `_source_row`. */
+export interface CopyTextRows {
+  /** The records that still need the per-row path (and the parser's rejects). */
+  batches: AsyncIterable<LoadBatch>;
+  /** The other records, in files of lines of the first `columns` source columns. */
+  segments: CopyTextSegment[];
+}
+
+export interface CopyTextSegment {
+  /** Number of data columns of each line (a prefix of the source's columns). */
+  columns: number;
+  lines: number;
+  /** The lines' bytes (opened when called). */
+  chunks: () => AsyncIterable<Uint8Array | string>;
+  /** The record number of the n-th line (1-based), for PostgreSQL's errors. */
+  recordAt: (line: number) => number | undefined;
 }

@@ -21,13 +21,8 @@ import { openXmlReport } from '../parse/xml-report.js';
 import { completeWindow } from '../state/windows.js';
 import { addDays } from './time-zones.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
-import {
-  RecordSpool,
-  collectColumns,
-  declaredColumns,
-  toLoadSource,
-  toRawLoadSource,
-} from './record-source.js';
+import { CopyTextSpool } from './copy-text-spool.js';
+import { collectColumns, declaredColumns, toLoadSource, toRawLoadSource } from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
 
 export interface ExecutorDeps {
@@ -339,7 +334,10 @@ async function executeOnDemandWindow(
   return withTempDir((dir) => spoolAndLoadOnDemand(deps, task, def, organizationId, source, dir));
 }
 
-/** All pages of an on-demand window, parsed once and spooled per section, then loaded together. */
+/**
+ * All pages of an on-demand window, parsed once and spooled per section as COPY text (the next
+ * page is fetched while the current one is parsed), then loaded together.
+ */
 async function spoolAndLoadOnDemand(
   deps: ExecutorDeps,
   task: WindowTask,
@@ -351,7 +349,7 @@ async function spoolAndLoadOnDemand(
   const spools = new Map(
     Object.keys(def.tables).map((name) => [
       name,
-      new RecordSpool(join(dir, `${name}.jsonl`), declaredColumns(def.tables[name]!)),
+      new CopyTextSpool(dir, name, def.tables[name]!, declaredColumns(def.tables[name]!)),
     ]),
   );
   try {
@@ -364,7 +362,10 @@ async function spoolAndLoadOnDemand(
       signal: task.signal,
     })) {
       pages++;
-      const parsed = parseOnDemandResponse(def.endpoint, body, { source: `${source}#page${pages}` });
+      const parsed = parseOnDemandResponse(def.endpoint, body, {
+        source: `${source}#page${pages}`,
+        batchSize: Number.POSITIVE_INFINITY,
+      });
       for (const [name, records] of Object.entries(parsed.sections)) {
         const spool = spools.get(name);
         if (!spool) continue;
@@ -372,12 +373,12 @@ async function spoolAndLoadOnDemand(
         const base = offsets.get(name) ?? 0;
         let last = base;
         for await (const batch of records.batches) {
-          spool.setColumns(records.columns);
-          for (const r of batch.records) {
+          const typed = batch.records.map((r) => {
             last = base + r.recordNumber;
-            await spool.write(last, r.values);
-          }
-          for (const r of batch.rejects) spool.addReject({ ...r, recordNumber: base + r.recordNumber });
+            return { recordNumber: last, values: r.values };
+          });
+          const rejects = batch.rejects.map((r) => ({ ...r, recordNumber: base + r.recordNumber }));
+          await spool.writePage(records.columns, typed, rejects);
         }
         offsets.set(name, Math.max(last, base + records.summary().dataRows));
       }

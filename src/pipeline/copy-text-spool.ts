@@ -1,0 +1,318 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import type { WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { COPY_NULL, escapeCopyText } from '../load/copy-text.js';
+import type {
+  CopyTextSegment,
+  LoadBatch,
+  LoadRecord,
+  LoadReject,
+  LoadSource,
+  LoadValue,
+  SourceColumn,
+  TableDecl,
+} from '../load/table-spec.js';
+import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
+import { serialiseCsvRow } from '../parse/csv-report.js';
+import type { ColumnSpec, TypedRecord } from '../parse/records.js';
+import { RecordSpool, toSourceColumn } from './record-source.js';
+
+/** Characters buffered before a write to a segment file. */
+const WRITE_CHARS = 1 << 20;
+
+/**
+ * The records of one on-demand section over all pages of a window, spooled to disk already encoded
+ * as COPY text lines (`_source_row` last), so that loading them is one COPY of the file's bytes
+ * instead of JSON lines that are parsed and encoded again row by row.
+ *
+ * Records the loader would reject with the trusted encoders (an empty natural key, a NUL character
+ * in a text value) and the parser's rejects are kept apart, as ordinary records, for the loader's
+ * per-row path, which rejects them with its own codes and messages. When the loader cannot use the
+ * pre-encoded lines (a column whose table type differs from the source's, or the embedded
+ * warehouse), `batches` decodes them back into the very values they were encoded from.
+ *
+ * Columns are the declared fields and then unknown keys in first-seen order over all pages; a page
+ * that brings new keys starts a new segment file whose lines have the longer column list.
+ */
+export class CopyTextSpool {
+  private columns: ColumnSpec[] = [];
+  private readonly segments: SegmentFile[] = [];
+  private readonly slow: RecordSpool;
+  private readonly keyColumns: readonly string[];
+  private slowCount = 0;
+
+  constructor(
+    private readonly dir: string,
+    private readonly name: string,
+    private readonly table: TableDecl,
+    private readonly fallback: readonly SourceColumn[],
+  ) {
+    this.slow = new RecordSpool(`${dir}/${name}.slow.jsonl`, fallback);
+    this.keyColumns = table.naturalKey.filter((k) => !KEY_LINEAGE_COLUMNS.has(k));
+  }
+
+  /** The indexes in the spool's column list of a page's columns (extending it with new ones). */
+  private mapColumns(pageColumns: readonly ColumnSpec[]): number[] {
+    const index = new Map(this.columns.map((c, i) => [c.column, i]));
+    let grown = false;
+    const map = pageColumns.map((c) => {
+      let i = index.get(c.column);
+      if (i === undefined) {
+        i = this.columns.length;
+        this.columns.push(c);
+        index.set(c.column, i);
+        grown = true;
+      }
+      return i;
+    });
+    if (grown || this.segments.length === 0) {
+      this.segments.push(
+        new SegmentFile(`${this.dir}/${this.name}.${this.segments.length}.copy`, this.columns.length),
+      );
+    }
+    return map;
+  }
+
+  /** Write one page's records (values aligned with `pageColumns`), record numbers already global. */
+  async writePage(
+    pageColumns: readonly ColumnSpec[],
+    records: readonly TypedRecord[],
+    rejects: readonly LoadReject[],
+  ): Promise<void> {
+    const map = this.mapColumns(pageColumns);
+    const width = this.columns.length;
+    const identity = map.every((m, i) => m === i) && map.length === width;
+    const keyIndexes = this.keyColumns.map((k) => this.columns.findIndex((c) => c.column === k));
+    const segment = this.segments[this.segments.length - 1]!;
+    const cells = new Array<string>(width + 1);
+    for (const r of rejects) this.slow.addReject(r);
+    for (const record of records) {
+      let values: LoadValue[] = record.values;
+      if (!identity) {
+        const aligned = new Array<LoadValue>(width).fill(null);
+        for (let i = 0; i < map.length; i++) aligned[map[i]!] = values[i] ?? null;
+        values = aligned;
+      }
+      let clean = true;
+      for (const k of keyIndexes) {
+        if (k < 0 || values[k] === null || values[k] === undefined) {
+          clean = false;
+          break;
+        }
+      }
+      if (clean) {
+        for (let i = 0; i < width; i++) {
+          const cell = encodeCell(values[i]);
+          if (cell === undefined) {
+            clean = false;
+            break;
+          }
+          cells[i] = cell;
+        }
+      }
+      if (!clean) {
+        this.slowCount++;
+        await this.slow.write(record.recordNumber, values);
+        continue;
+      }
+      cells[width] = String(record.recordNumber);
+      await segment.write(cells.join('\t') + '\n', record.recordNumber);
+    }
+  }
+
+  /** Finish writing; safe to call more than once. */
+  async close(): Promise<void> {
+    for (const s of this.segments) await s.close();
+    await this.slow.close();
+  }
+
+  /** The spooled section as a loader source (call after close()). */
+  toLoadSource(source: string): LoadSource {
+    const columns = this.columns.length > 0 ? this.columns.map(toSourceColumn) : [...this.fallback];
+    const types = columns.map((c) => c.pgType);
+    const slow = this.slow;
+    const segments = this.segments;
+    const perRow = () => slow.toLoadSource(source).batches;
+    return {
+      source,
+      columns,
+      batches: mergeBatches(perRow(), segments, types),
+      copyText: {
+        batches: perRow(),
+        segments: segments.map((s) => s.toSegment()),
+      },
+    };
+  }
+}
+
+function encodeCell(value: LoadValue | undefined): string | undefined {
+  if (value === null || value === undefined) return COPY_NULL;
+  if (typeof value === 'string') return escapeCopyText(value);
+  if (typeof value === 'number') return Number.isNaN(value) ? 'NaN' : String(value);
+  return value ? 't' : 'f';
+}
+
+/** One file of COPY text lines with the same number of data columns, and its line → record map. */
+class SegmentFile {
+  private readonly out: WriteStream;
+  private parts: string[] = [];
+  private chars = 0;
+  lines = 0;
+  private readonly starts: number[] = [];
+  private readonly records: number[] = [];
+  private closing?: Promise<void>;
+
+  constructor(
+    readonly path: string,
+    readonly width: number,
+  ) {
+    this.out = createWriteStream(path);
+  }
+
+  async write(line: string, recordNumber: number): Promise<void> {
+    this.lines++;
+    const k = this.starts.length - 1;
+    if (k < 0 || this.records[k]! + (this.lines - this.starts[k]!) !== recordNumber) {
+      this.starts.push(this.lines);
+      this.records.push(recordNumber);
+    }
+    this.parts.push(line);
+    this.chars += line.length;
+    if (this.chars >= WRITE_CHARS) await this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    if (this.parts.length === 0) return;
+    const text = this.parts.join('');
+    this.parts = [];
+    this.chars = 0;
+    if (!this.out.write(text)) await once(this.out, 'drain');
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.flush();
+      this.out.end();
+      if (!this.out.closed) await once(this.out, 'close');
+    })();
+    return this.closing;
+  }
+
+  recordAt(line: number): number | undefined {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.starts[mid]! <= line) {
+        found = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    if (found < 0 || line > this.lines) return undefined;
+    return this.records[found]! + (line - this.starts[found]!);
+  }
+
+  toSegment(): CopyTextSegment {
+    return {
+      columns: this.width,
+      lines: this.lines,
+      chunks: () => createReadStream(this.path, { highWaterMark: 1 << 20 }),
+      recordAt: (line) => this.recordAt(line),
+    };
+  }
+}
+
+const UNESCAPE = /\\(.)/g;
+const UNESCAPES: Record<string, string> = { '\\': '\\', t: '\t', n: '\n', r: '\r' };
+
+/** A COPY text cell back into the value it was encoded from (the column's parser type). */
+function decodeCell(cell: string, pgType: string): LoadValue {
+  if (cell === COPY_NULL) return null;
+  if (pgType === 'integer') return Number(cell);
+  if (pgType === 'boolean') return cell === 't';
+  return cell.includes('\\') ? cell.replace(UNESCAPE, (_, c: string) => UNESCAPES[c] ?? c) : cell;
+}
+
+function loadRecord(recordNumber: number, values: LoadValue[]): LoadRecord {
+  return {
+    recordNumber,
+    values,
+    get raw() {
+      return serialiseCsvRow(values.map((v) => (v === null ? '' : String(v))));
+    },
+  };
+}
+
+/**
+ * Every record of the section for the loader's per-row path: the kept-apart records and the
+ * decoded lines, in record-number order, with the parser's rejects in the first batch.
+ */
+async function* mergeBatches(
+  perRow: AsyncIterable<LoadBatch>,
+  segments: readonly SegmentFile[],
+  types: readonly string[],
+  batchSize = 2000,
+): AsyncGenerator<LoadBatch> {
+  const slowIterator = perRow[Symbol.asyncIterator]();
+  let rejects: LoadReject[] = [];
+  let slowBuffer: LoadRecord[] = [];
+  let slowPos = 0;
+  let slowDone = false;
+  let first = true;
+  const nextSlow = async (): Promise<LoadRecord | undefined> => {
+    while (slowPos >= slowBuffer.length) {
+      if (slowDone) return undefined;
+      const next = await slowIterator.next();
+      if (next.done) {
+        slowDone = true;
+        return undefined;
+      }
+      if (first) {
+        rejects = next.value.rejects;
+        first = false;
+      }
+      slowBuffer = next.value.records;
+      slowPos = 0;
+    }
+    return slowBuffer[slowPos];
+  };
+  await nextSlow();
+  let batch: LoadRecord[] = [];
+  let yielded = false;
+  const take = (): LoadBatch => {
+    const out = { records: batch, rejects: yielded ? [] : rejects };
+    yielded = true;
+    batch = [];
+    return out;
+  };
+  for (const segment of segments) {
+    const lines = createInterface({
+      input: createReadStream(segment.path, { encoding: 'utf8' }),
+      crlfDelay: Infinity,
+    });
+    for await (const line of lines) {
+      if (line === '') continue;
+      const cells = line.split('\t');
+      const recordNumber = Number(cells[cells.length - 1]);
+      for (let s = await nextSlow(); s !== undefined && s.recordNumber < recordNumber; s = await nextSlow()) {
+        batch.push(s);
+        slowPos++;
+        if (batch.length >= batchSize) yield take();
+      }
+      const values = new Array<LoadValue>(cells.length - 1);
+      for (let i = 0; i < values.length; i++) values[i] = decodeCell(cells[i]!, types[i] ?? 'text');
+      batch.push(loadRecord(recordNumber, values));
+      if (batch.length >= batchSize) yield take();
+    }
+  }
+  for (let s = await nextSlow(); s !== undefined; s = await nextSlow()) {
+    batch.push(s);
+    slowPos++;
+    if (batch.length >= batchSize) yield take();
+  }
+  if (batch.length > 0 || !yielded) yield take();
+}
