@@ -6,7 +6,8 @@
  * (default 3) repetitions per case (the median is reported); BENCH_CASES (comma list) runs a subset
  * (ref,csv,xml,prd,backfill,naive); TEST_PG_ADMIN_URL as for the tests.
  *
- * Each case runs in its own process (the compiled CLI, as deployed: `node dist/src/cli.js`) under
+ * Each case runs in its own process (the compiled CLI, as deployed: `node <the V8 flags of
+ * src/runtime-flags.ts, as in the bin's shebang> dist/src/cli.js`) under
  * /usr/bin/time, whose maximum resident set size is the peak RSS reported. The simulator runs in
  * another process, so its memory is not counted.
  */
@@ -21,6 +22,7 @@ import pg from 'pg';
 import { parse } from 'csv-parse/sync';
 import { resolveHeader } from '../../src/catalog/index.js';
 import { compileCli } from '../helpers/compiled-cli.js';
+import { NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ADMIN_URL = process.env['TEST_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -200,7 +202,10 @@ async function main(): Promise<void> {
     'utf8',
   );
   const etl = (url: string, sim: Sim, args: string[]) =>
-    measure(process.execPath, [cli, '--config', configPath, ...args], { ...sim.env, DATABASE_URL: url });
+    measure(process.execPath, [...NODE_RUNTIME_FLAGS, cli, '--config', configPath, ...args], {
+      ...sim.env,
+      DATABASE_URL: url,
+    });
   const migrate = async (url: string, sim: Sim) => {
     await etl(url, sim, ['migrate']);
   };
