@@ -1,11 +1,8 @@
-import { createReadStream, createWriteStream } from 'node:fs';
-import { once } from 'node:events';
-import { finished } from 'node:stream/promises';
+import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { ReportingClient } from '../api/reporting-client.js';
-import type { DownloadReportParams } from '../api/types.js';
 import { CybsError } from '../errors.js';
 import { findReport } from '../extract/find-report.js';
 import { fetchOnDemandPages } from '../extract/on-demand-pages.js';
@@ -173,16 +170,13 @@ async function executeReportWindow(
       return use(path);
     });
   if (found.format === 'csv') {
-    return withTempDir(async (dir) => {
-      const path = join(dir, fileName);
-      // On PostgreSQL the fast path loads while the report downloads, and keeps the bytes in
-      // `path`; elsewhere (or when it refuses the file) the per-row path reads exactly those bytes.
+    // Downloaded once, so that the fast path and, if it refuses the file, the per-row path read
+    // exactly the same bytes.
+    return download(async (path) => {
       const fast =
         deps.warehouse.kind === 'postgres'
-          ? await loadCsvFastWhileDownloading(deps, task, def, params, path, fileName, source, sourceRef)
-          : await deps.client
-              .downloadReportToFile(params, path, { signal: task.signal })
-              .then(() => undefined);
+          ? await loadCsvFast(deps, task, def, path, fileName, source, sourceRef)
+          : undefined;
       if (fast !== undefined) return fast;
       const records = await openCsvReport(createReadStream(path), {
         fileName,
@@ -271,88 +265,41 @@ async function executeOneTimeWindow(
 }
 
 /**
- * The fast CSV path (PostgreSQL), fed while the report downloads: the bytes go to COPY and, as
- * they pass, to `path`. Undefined when the fast path refused the file (a value or layout only the
- * per-row path can judge; its transaction rolled back): `path` then holds the whole file, the
- * rest of the download drained into it, so nothing is downloaded twice. A transfer that breaks
- * rolls the load back and starts download and load over (withDownload).
+ * The fast CSV path (PostgreSQL): the file's bytes into COPY, checked on the way. Undefined when it
+ * refuses the file (a value or layout only the per-row path can judge); its transaction rolled back.
  */
-async function loadCsvFastWhileDownloading(
+async function loadCsvFast(
   deps: ExecutorDeps,
   task: WindowTask,
   def: ReportPipelineDef,
-  params: DownloadReportParams,
   path: string,
   fileName: string,
   source: string,
   sourceRef: string,
 ): Promise<WindowResult | undefined> {
-  const openOptions = { fileName, report: def.reportDefinitionName, requireFinalLineBreak: true };
-  return deps.client.withDownload(
-    params,
-    async (download) => {
-      // 'w' truncates: a restarted download never appends to a broken one.
-      const file = createWriteStream(path, { flags: 'w' });
-      const body = download.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-      let done = false;
-      let broken: unknown;
-      const next = async (): Promise<IteratorResult<Buffer>> => {
-        let result: IteratorResult<Buffer>;
-        try {
-          result = await body.next();
-        } catch (error) {
-          broken = error;
-          throw error;
-        }
-        if (result.done) done = true;
-        else if (!file.write(result.value)) await once(file, 'drain');
-        return result;
-      };
-      // Leaving this early (a refusal) does not close the download: the rest goes to the file.
-      const tee = async function* (): AsyncGenerator<Buffer> {
-        for (let r = await next(); !r.done; r = await next()) yield r.value;
-      };
-      const finish = async (): Promise<void> => {
-        while (!done) await next();
-        file.end();
-        await finished(file);
-      };
-      try {
-        const report = await openRawCsvReport(tee(), openOptions);
-        const reopen = async () => {
-          await finish();
-          return openRawCsvReport(createReadStream(path, { highWaterMark: 256 * 1024 }), openOptions);
-        };
-        const result = await commitWindow(
-          deps,
-          task,
-          [{ table: def.table, source: toRawLoadSource(report, source, reopen) }],
-          sourceRef,
-          false,
-        );
-        await finish();
-        return result;
-      } catch (error) {
-        if (broken !== undefined) throw broken;
-        if (!isFastPathRefusal(error)) {
-          download.body.destroy();
-          file.destroy();
-          throw error;
-        }
-        deps.logger.info(
-          {
-            pipeline: task.pipeline.name,
-            windowKey: task.window.windowKey,
-            reason: (error as Error).message,
-          },
-          'CSV fast path refused; loading the file row by row',
-        );
-        await finish();
-        return undefined;
-      }
-    },
-    { signal: task.signal },
-  );
+  const open = () =>
+    openRawCsvReport(createReadStream(path, { highWaterMark: 256 * 1024 }), {
+      fileName,
+      report: def.reportDefinitionName,
+      requireFinalLineBreak: true,
+    });
+  try {
+    const report = await open();
+    return await commitWindow(
+      deps,
+      task,
+      [{ table: def.table, source: toRawLoadSource(report, source, open) }],
+      sourceRef,
+      false,
+    );
+  } catch (error) {
+    if (!isFastPathRefusal(error)) throw error;
+    deps.logger.info(
+      { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason: (error as Error).message },
+      'CSV fast path refused; loading the file row by row',
+    );
+    return undefined;
+  }
 }
 
 async function loadXmlFile(
