@@ -260,6 +260,11 @@ function organizationEntry(params: OrganizationOptions | undefined): QueryEntry 
   return ['organizationId', params?.organizationId];
 }
 
+/** A response body's chunks, pulled one at a time (backpressure through the async iterator). */
+async function* bodyChunks(body: Readable): AsyncGenerator<Buffer> {
+  for await (const chunk of body) yield chunk as Buffer;
+}
+
 /** Split `path?query` into the path and ordered query entries (pure). */
 export function splitPathAndQuery(path: string): { path: string; query: QueryEntry[] } {
   const at = path.indexOf('?');
@@ -668,7 +673,11 @@ export function createReportingClient(
           async (download) => {
             // flags 'w' truncates: a restarted download never appends to a broken one.
             const file = createWriteStream(partPath, { flags: 'w' });
-            await pipeline(download.body, file);
+            // Read the body as an async iterable, never `pipeline(body, file)`: that pipes, and
+            // pipe's pause/resume of undici's body lets the socket's receive buffer grow towards the
+            // whole report while each resume concatenates that buffer and copies it into the HTTP
+            // parser again — quadratic (82 MB of XML: 45–70 s and 550 MB instead of ≈ 1.3 s, 155 MB).
+            await pipeline(bodyChunks(download.body), file);
             return {
               bytes: file.bytesWritten,
               contentType: download.contentType,
