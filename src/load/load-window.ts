@@ -22,6 +22,7 @@ import type { PgType } from '../catalog/index.js';
 import { isFastPathRefusal, rawColumnSql, refuseFastPath } from './fast-csv.js';
 import type { RawCsvBody } from './fast-csv.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
+import { copyRawText } from './raw-text-copy.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
 import type { ColumnDecl, LoadBatch, LoadSource, LoadValue, TableDecl } from './table-spec.js';
 import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
@@ -391,7 +392,18 @@ async function loadTarget(
     const started = performance.now();
     const stagedCount = source.rawCsv
       ? await copyRawCsv(ctx, trx, decl, source.rawCsv, staged, stagingName, drift.length > 0)
-      : await copySource(ctx, decl, source, staged, stagingName);
+      : source.rawCopyText
+        ? await copyRawText(
+            ctx.kind,
+            ctx.session,
+            trx,
+            decl,
+            source.rawCopyText,
+            staged,
+            stagingName,
+            drift.length > 0,
+          )
+        : await copySource(ctx, decl, source, staged, stagingName);
     ctx.rowsLoaded += stagedCount;
     await sql`analyze ${staging}`.execute(trx);
     const copied = performance.now();

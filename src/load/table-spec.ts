@@ -1,4 +1,5 @@
 import type { RawCsvBody } from './fast-csv.js';
+import type { RawCopyTextBody } from './raw-text-copy.js';
 
 /**
  * Declarations of warehouse tables (made by pipelines/ from the catalog) and of what a load gets
@@ -92,4 +93,9 @@ export interface LoadSource {
    * back the window) when the file needs the per-row path.
    */
   rawCsv?: RawCsvBody;
+  /**
+   * Ready COPY text lines of raw values (the fast XML path, src/load/raw-text-copy.ts): as for
+   * `rawCsv`, `batches` is not read, and the load throws LOAD_FAST_PATH_REFUSED when it cannot judge.
+   */
+  rawCopyText?: RawCopyTextBody;
 }

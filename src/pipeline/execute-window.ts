@@ -17,6 +17,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { openCsvReport } from '../parse/csv-report.js';
 import { parseOnDemandResponse } from '../parse/on-demand.js';
+import { NEW_COLUMN_REASON, openRawXmlReport } from '../parse/xml-fast.js';
 import { openXmlReport } from '../parse/xml-report.js';
 import { completeWindow } from '../state/windows.js';
 import { addDays } from './time-zones.js';
@@ -27,6 +28,7 @@ import {
   declaredColumns,
   toLoadSource,
   toRawLoadSource,
+  toRawXmlLoadSource,
 } from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
 
@@ -314,8 +316,12 @@ async function loadXmlFile(
   source: string,
   sourceRef: string,
 ): Promise<WindowResult> {
-  const { createReadStream } = await import('node:fs');
   const options = { fileName, report: def.reportDefinitionName };
+  if (deps.warehouse.kind === 'postgres') {
+    const fast = await loadXmlFast(deps, task, def, path, fileName, source, sourceRef);
+    if (fast !== undefined) return fast;
+  }
+  // The per-row path: columns are discovered while reading, so the file is read twice.
   const columns = await collectColumns(await openXmlReport(createReadStream(path), options));
   const records = await openXmlReport(createReadStream(path), options);
   return commitWindow(
@@ -325,6 +331,49 @@ async function loadXmlFile(
     sourceRef,
     false,
   );
+}
+
+/**
+ * The fast XML path (PostgreSQL): one hand-written pass turns records into COPY text lines of raw
+ * values, PostgreSQL casts and checks them set-wise. Its columns come from the first records; a
+ * column first seen later makes it read the file once more to collect all columns first.
+ * Undefined when it refuses the file (its transaction rolled back): the per-row path loads it.
+ */
+async function loadXmlFast(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  def: ReportPipelineDef,
+  path: string,
+  fileName: string,
+  source: string,
+  sourceRef: string,
+): Promise<WindowResult | undefined> {
+  for (const discoverColumns of [false, true]) {
+    try {
+      const report = await openRawXmlReport(() => createReadStream(path), {
+        fileName,
+        report: def.reportDefinitionName,
+        discoverColumns,
+      });
+      return await commitWindow(
+        deps,
+        task,
+        [{ table: def.table, source: toRawXmlLoadSource(report, source) }],
+        sourceRef,
+        false,
+      );
+    } catch (error) {
+      if (!isFastPathRefusal(error)) throw error;
+      const reason = (error as Error).message;
+      if (!discoverColumns && reason.includes(NEW_COLUMN_REASON)) continue;
+      deps.logger.info(
+        { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason },
+        'XML fast path refused; loading the file record by record',
+      );
+      return undefined;
+    }
+  }
+  return undefined;
 }
 
 async function executeOnDemandWindow(

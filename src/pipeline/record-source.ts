@@ -11,6 +11,7 @@ import type {
   TableDecl,
 } from '../load/table-spec.js';
 import type { RawCsvReport } from '../load/fast-csv.js';
+import type { RawXmlReport } from '../parse/xml-fast.js';
 import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, RecordSource, TypedRecord } from '../parse/records.js';
 
@@ -159,5 +160,15 @@ export function toRawLoadSource(report: RawCsvReport, source: string): LoadSourc
     columns: report.columns.map(toSourceColumn),
     batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
     rawCsv: report.body,
+  };
+}
+
+/** An XML file opened for the fast path as a loader source (its records as COPY text lines). */
+export function toRawXmlLoadSource(report: RawXmlReport, source: string): LoadSource {
+  return {
+    source,
+    columns: report.columns.map(toSourceColumn),
+    batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
+    rawCopyText: report.body,
   };
 }
