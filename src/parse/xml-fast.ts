@@ -1,7 +1,8 @@
 /**
  * The fast load path of XML report files on PostgreSQL: one hand-written pass over the text turns
- * each record element straight into a COPY text line of raw values (src/load/raw-text-copy.ts),
- * and PostgreSQL checks and casts them set-wise. No per-record parser call, no typed values, no
+ * each record element straight into a COPY text line (src/load/raw-text-copy.ts) that goes into the
+ * typed staging table, PostgreSQL casting while it copies. Non-text values are only checked to be
+ * in their canonical form (one regex each); no per-record parser call, no typed values, no
  * per-value objects.
  *
  * It yields exactly what the per-row path (openXmlReport → toLoadSource → loadWindow) yields, or
@@ -18,7 +19,9 @@
  *    without namespace prefixes, CDATA, comments, or text beside child elements;
  *  - values: no carriage return, tab or line break in attributes, no carriage return in text, no
  *    leading or trailing whitespace, only the five XML entities and character references (no NUL);
- *  - well-formed: end tags match, nothing after the root, the file ends after it.
+ *  - well-formed: end tags match, nothing after the root, the file ends after it;
+ *  - every non-text value in the form that the catalog's coercer and PostgreSQL read identically
+ *    (`canonicalCopyValue`): anything else may be a reject, which only the per-row path words.
  * Column names are resolved through the same catalog rules, in the same order, as on the per-row
  * path (record attributes, children in document order, then inherited attributes). The columns
  * must be known before COPY starts: they are taken from the records before the first one is
@@ -33,6 +36,7 @@ import {
 } from '../catalog/index.js';
 import type { ResolvedField } from '../catalog/index.js';
 import { refuseFastPath } from '../load/fast-csv.js';
+import { canonicalCopyValue } from '../load/raw-text-copy.js';
 import type { RawCopyTextBody } from '../load/raw-text-copy.js';
 import { ColumnSet, emptyMetadata } from './records.js';
 import type { ColumnSpec, ReportMetadata } from './records.js';
@@ -127,9 +131,8 @@ const COPY_SPECIAL = /[\\\n\r\t]/;
 const COPY_ESCAPES = /[\\\n\r\t]/g;
 const COPY_ESCAPE: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
-/** A value as a COPY text field (`\N` for an empty or missing one). */
-function copyField(value: string | undefined): string {
-  if (value === undefined || value === '') return '\\N';
+/** A text value as a COPY text field. */
+function copyField(value: string): string {
   return COPY_SPECIAL.test(value) ? value.replace(COPY_ESCAPES, (c) => COPY_ESCAPE[c]!) : value;
 }
 
@@ -448,9 +451,22 @@ class FastXmlScanner {
     }
     for (const { index, value } of container.resolved) if (values[index] === undefined) values[index] = value;
     if (out === undefined) return;
-    const width = this.set.columns.length;
+    const columns = this.set.columns;
+    const width = columns.length;
     let line = '';
-    for (let i = 0; i < width; i++) line += `${copyField(values[i])}\t`;
+    for (let i = 0; i < width; i++) {
+      const value = values[i];
+      if (value === undefined || value === '') line += '\\N\t';
+      else {
+        const type = columns[i]!.pgType;
+        if (type === 'text') line += `${copyField(value)}\t`;
+        else {
+          const canonical = canonicalCopyValue(type, value);
+          if (canonical === undefined) refuse('a value the per-row path must type or reject');
+          line += `${canonical}\t`;
+        }
+      }
+    }
     out.push(`${line}${n}\n`);
   }
 

@@ -263,6 +263,16 @@ describe('fast XML path ≡ per-row path', () => {
       return r;
     });
     await expectSame({ ...TR, text, windowKey: 'w4', rejectThreshold: 0.5 }, 'per-row');
+    // In the canonical form, but not a date: PostgreSQL's COPY refuses it, the per-row path rejects it.
+    const impossible = editRecords(simulated, (r, i) =>
+      i === 4 ? r.replace(/TransactionDate="[^"]*"/, 'TransactionDate="2023-02-30T00:00:00Z"') : r,
+    );
+    await expectSame({ ...TR, text: impossible, windowKey: 'w4b', rejectThreshold: 0.5 }, 'per-row');
+    // Only the key is missing: the values are fine, the loader's check refuses.
+    const noKey = editRecords(simulated, (r, i) =>
+      i === 6 ? r.replace(/RequestID="[^"]*"/, 'RequestID=""') : r,
+    );
+    await expectSame({ ...TR, text: noKey, windowKey: 'w4c', rejectThreshold: 0.5 }, 'per-row');
   });
 
   it('refuses unusual XML (repeated elements, CDATA, comments, whitespace values, HTML entities)', async () => {
