@@ -74,12 +74,19 @@ const CHUNK_CHARS = 64 * 1024;
 const MAX_PENDING_CHARS = 8 * 1024 * 1024;
 
 interface LeafSlot {
+  name: string;
   index: number;
+  /** The leaf that followed this one last time (records repeat one layout: a guess, checked). */
+  next: LeafSlot | undefined;
   /** Record number that last filled this path (a path twice in one record = repeated element). */
   stamp: number;
 }
 
 interface RecordName {
+  name: string;
+  /** The child that followed this one last time, and the group's first leaf (guesses, checked). */
+  next: RecordName | undefined;
+  firstLeaf: LeafSlot | undefined;
   /** Column of `/<name>` (a leaf or attribute of the record). */
   leaf: LeafSlot | undefined;
   /** Leaves of the group `<name>`. */
@@ -102,6 +109,13 @@ const isSpace = (c: number): boolean => c === 32 || c === 10 || c === 13 || c ==
 const isNameChar = (c: number): boolean =>
   (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 45 || c === 46;
 const isNameStart = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95;
+
+/** Whether the whole name `name` starts at `at` (followed by `>` or `/`, the only ends accepted). */
+function isNameAt(b: string, name: string, at: number): boolean {
+  if (!b.startsWith(name, at)) return false;
+  const c = b.charCodeAt(at + name.length);
+  return c === 62 || c === 47;
+}
 
 const ENTITY = /&(?:#([0-9]{1,7})|#x([0-9a-fA-F]{1,6})|(amp|lt|gt|quot|apos));/y;
 const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
@@ -177,6 +191,8 @@ class FastXmlScanner {
   /** Records seen over all passes (the stamps of repeated-element checks). */
   private serial = 0;
   private values: (string | undefined)[] = [];
+  /** The record's first child last time (a guess, checked). */
+  private firstChild: RecordName | undefined;
 
   constructor(
     private readonly fileName: string,
@@ -403,6 +419,8 @@ class FastXmlScanner {
       slot.attrStamp = stamp;
       slot.leaf ??= {
         index: this.columnOf(`/${attr}`, [`${recordName}.${attr}`], `${recordName}.${attr}`),
+        name: attr,
+        next: undefined,
         stamp: 0,
       };
       const index = slot.leaf.index;
@@ -410,13 +428,27 @@ class FastXmlScanner {
       p = vEnd + 1;
     }
     // Children: leaves and groups of leaves.
+    let guess = this.firstChild;
+    let previous: RecordName | undefined;
     for (;;) {
       p = this.skipSpace(p);
       if (p === close) break;
       if (b.charCodeAt(p) !== 60 || p > close) refuse('text beside the elements of a record');
-      const e = this.nameEnd(p + 1);
-      const name = b.slice(p + 1, e);
-      const slot = this.recordNameOf(name);
+      // The child that came here in the previous record, if it is the same name; else look it up.
+      let slot: RecordName;
+      let e: number;
+      if (guess !== undefined && isNameAt(b, guess.name, p + 1)) {
+        slot = guess;
+        e = p + 1 + guess.name.length;
+      } else {
+        e = this.nameEnd(p + 1);
+        slot = this.recordNameOf(b.slice(p + 1, e));
+      }
+      if (previous === undefined) this.firstChild = slot;
+      else previous.next = slot;
+      previous = slot;
+      guess = slot.next;
+      const name = slot.name;
       if (slot.stamp === stamp) refuse('a repeated element');
       slot.stamp = stamp;
       const c = b.charCodeAt(e);
@@ -474,6 +506,8 @@ class FastXmlScanner {
   private group(slot: RecordName, name: string, p: number, close: number, stamp: number): number {
     const b = this.buf;
     const leaves = (slot.group ??= new Map());
+    let guess = slot.firstLeaf;
+    let previous: LeafSlot | undefined;
     for (;;) {
       p = this.skipSpace(p);
       if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
@@ -482,16 +516,34 @@ class FastXmlScanner {
           refuse('an end tag that does not match');
         return p + 3 + name.length;
       }
-      const e = this.nameEnd(p + 1);
-      const leaf = b.slice(p + 1, e);
-      let entry = leaves.get(leaf);
-      if (entry === undefined) {
-        entry = {
-          index: this.columnOf(`/${name}/${leaf}`, [`${name}.${leaf}`, `${name}.${leaf}`], `${name}.${leaf}`),
-          stamp: 0,
-        };
-        leaves.set(leaf, entry);
+      let entry: LeafSlot | undefined;
+      let e: number;
+      if (guess !== undefined && isNameAt(b, guess.name, p + 1)) {
+        entry = guess;
+        e = p + 1 + guess.name.length;
+      } else {
+        e = this.nameEnd(p + 1);
+        const leafName = b.slice(p + 1, e);
+        entry = leaves.get(leafName);
+        if (entry === undefined) {
+          entry = {
+            name: leafName,
+            index: this.columnOf(
+              `/${name}/${leafName}`,
+              [`${name}.${leafName}`, `${name}.${leafName}`],
+              `${name}.${leafName}`,
+            ),
+            next: undefined,
+            stamp: 0,
+          };
+          leaves.set(leafName, entry);
+        }
       }
+      if (previous === undefined) slot.firstLeaf = entry;
+      else previous.next = entry;
+      previous = entry;
+      guess = entry.next;
+      const leaf = entry.name;
       if (entry.stamp === stamp) refuse('a repeated element');
       entry.stamp = stamp;
       const c = b.charCodeAt(e);
@@ -517,7 +569,15 @@ class FastXmlScanner {
   private recordNameOf(name: string): RecordName {
     let slot = this.names.get(name);
     if (slot === undefined) {
-      slot = { leaf: undefined, group: undefined, stamp: 0, attrStamp: 0 };
+      slot = {
+        name,
+        next: undefined,
+        firstLeaf: undefined,
+        leaf: undefined,
+        group: undefined,
+        stamp: 0,
+        attrStamp: 0,
+      };
       this.names.set(name, slot);
     }
     return slot;
@@ -527,6 +587,8 @@ class FastXmlScanner {
     const recordName = this.recordElement;
     slot.leaf ??= {
       index: this.columnOf(`/${name}`, [`${recordName}.${name}`], `${recordName}.${name}`),
+      name,
+      next: undefined,
       stamp: 0,
     };
     if (this.values[slot.leaf.index] === undefined) this.values[slot.leaf.index] = value;

@@ -255,6 +255,24 @@ describe('fast XML path ≡ per-row path', () => {
     await expectSame({ ...TR, text: late, windowKey: 'w3b' }, 'fast-after-discovery');
   });
 
+  it('reads records whose elements come in another order, or are missing', async () => {
+    const text = editRecords(simulated, (r, i) => {
+      if (i === 2) return r.replace(/<BillTo>[\s\S]*?<\/BillTo>/, '');
+      if (i === 3) {
+        const bill = /<BillTo>([\s\S]*?)<\/BillTo>/.exec(r)![1]!;
+        const leaves = bill.match(/<[A-Za-z0-9_]+>[^<]*<\/[A-Za-z0-9_]+>/g)!.reverse();
+        return r.replace(/<BillTo>[\s\S]*?<\/BillTo>/, `<BillTo>${leaves.join('')}</BillTo>`);
+      }
+      if (i === 4)
+        return r
+          .replace(/<Device>[\s\S]*?<\/Device>/, '')
+          .replace('<PaymentData>', '<Device><DeviceID>d</DeviceID></Device><PaymentData>');
+      if (i === 5) return r.replace(/<City>[^<]*<\/City>/, '');
+      return r;
+    });
+    await expectSame({ ...TR, text, windowKey: 'w8' }, 'fast');
+  });
+
   it('refuses bad values, and the per-row path rejects them the same way', async () => {
     const text = editRecords(simulated, (r, i) => {
       if (i === 2) return setLeaf(r, 'Amount', 'abc');
