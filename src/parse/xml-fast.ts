@@ -141,6 +141,9 @@ function decodeEntities(text: string): string {
   return out + text.slice(from);
 }
 
+/** What makes a value need a closer look (one test instead of several scans). */
+const LEAF_SPECIAL = /[\r&]/;
+const ATTRIBUTE_SPECIAL = /[\n\r\t<&]/;
 const COPY_SPECIAL = /[\\\n\r\t]/;
 const COPY_ESCAPES = /[\\\n\r\t]/g;
 const COPY_ESCAPE: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
@@ -156,14 +159,16 @@ function leafValue(raw: string): string {
   if (n === 0) return raw;
   if (isSpace(raw.charCodeAt(0)) || isSpace(raw.charCodeAt(n - 1)))
     refuse('a value with surrounding whitespace');
+  if (!LEAF_SPECIAL.test(raw)) return raw;
   if (raw.includes('\r')) refuse('a carriage return in a value');
-  return raw.includes('&') ? decodeEntities(raw) : raw;
+  return decodeEntities(raw);
 }
 
 function attributeValue(raw: string): string {
+  if (!ATTRIBUTE_SPECIAL.test(raw)) return raw;
   if (raw.includes('\n') || raw.includes('\r') || raw.includes('\t') || raw.includes('<'))
     refuse('a line break, tab or < in an attribute value');
-  return raw.includes('&') ? decodeEntities(raw) : raw;
+  return decodeEntities(raw);
 }
 
 /**
