@@ -22,6 +22,7 @@ import type { PgType } from '../catalog/index.js';
 import { isFastPathRefusal, refuseFastPath } from './fast-csv.js';
 import type { RawCsvBody, RawCsvChecks } from './fast-csv.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
+import { copyRawText } from './raw-text-copy.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
 import type { ColumnDecl, LoadBatch, LoadSource, LoadValue, TableDecl } from './table-spec.js';
 import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
@@ -421,9 +422,20 @@ async function loadTarget(
     const started = performance.now();
     const stagedCount = rawCsv
       ? await copyRawCsv(ctx, trx, decl, rawCsv, staged, stagingName, drift.length > 0)
-      : source.copyText && ctx.kind === 'postgres' && drift.length === 0
-        ? await copyPreEncoded(ctx, decl, source, staged, stagingName)
-        : await copySource(ctx, decl, source, staged, stagingName);
+      : source.rawCopyText
+        ? await copyRawText(
+            ctx.kind,
+            ctx.session,
+            trx,
+            decl,
+            source.rawCopyText,
+            staged,
+            stagingName,
+            drift.length > 0,
+          )
+        : source.copyText && ctx.kind === 'postgres' && drift.length === 0
+          ? await copyPreEncoded(ctx, decl, source, staged, stagingName)
+          : await copySource(ctx, decl, source, staged, stagingName);
     ctx.rowsLoaded += stagedCount;
     const copied = performance.now();
     const merge = await mergeStaging(trx, decl, source, staged, staging, stagedCount, ctx.options);

@@ -1,4 +1,5 @@
 import type { RawCsvBody } from './fast-csv.js';
+import type { RawCopyTextBody } from './raw-text-copy.js';
 
 /**
  * Declarations of warehouse tables (made by pipelines/ from the catalog) and of what a load gets
@@ -97,6 +98,11 @@ export interface LoadSource {
    * when a key turns out to be there already or twice, reads them again into the staging table.
    */
   reopenRawCsv?: () => Promise<RawCsvBody>;
+  /**
+   * Ready COPY text lines of raw values (the fast XML path, src/load/raw-text-copy.ts): as for
+   * `rawCsv`, `batches` is not read, and the load throws LOAD_FAST_PATH_REFUSED when it cannot judge.
+   */
+  rawCopyText?: RawCopyTextBody;
   /**
    * The same records already encoded as COPY text (src/pipeline/copy-text-spool.ts). Used on
    * PostgreSQL when every column's table type is of the source type's family (no value needs

@@ -11,6 +11,7 @@ import type {
   TableDecl,
 } from '../load/table-spec.js';
 import type { RawCsvReport } from '../load/fast-csv.js';
+import type { RawXmlReport } from '../parse/xml-fast.js';
 import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, RecordSource, TypedRecord } from '../parse/records.js';
 
@@ -164,5 +165,15 @@ export function toRawLoadSource(
     batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
     rawCsv: report.body,
     ...(reopen ? { reopenRawCsv: async () => (await reopen()).body } : {}),
+  };
+}
+
+/** An XML file opened for the fast path as a loader source (its records as COPY text lines). */
+export function toRawXmlLoadSource(report: RawXmlReport, source: string): LoadSource {
+  return {
+    source,
+    columns: report.columns.map(toSourceColumn),
+    batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
+    rawCopyText: report.body,
   };
 }

@@ -56,7 +56,14 @@ export function csvHeader(id: string, convention: FieldNameConvention | undefine
   return id;
 }
 
+// eslint-disable-next-line no-control-regex
+const XML_TEXT_SPECIAL = /[&<>\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
+// eslint-disable-next-line no-control-regex
+const XML_ATTRIBUTE_SPECIAL = /[&<>"\r\n\t\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
+
 export function xmlEscape(value: string, attribute = false): string {
+  // Most values need nothing: one test instead of five replaces (the writer's hottest call).
+  if (!(attribute ? XML_ATTRIBUTE_SPECIAL : XML_TEXT_SPECIAL).test(value)) return value;
   let out = value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   if (attribute)
     out = out.replace(/"/g, '&quot;').replace(/\r/g, '&#13;').replace(/\n/g, '&#10;').replace(/\t/g, '&#9;');
@@ -198,20 +205,35 @@ export async function* renderXmlReport(
     group,
     fields: list.map((x) => ({ ...x, get: fieldGetter(x.id) })),
   }));
+  // Tags written once, not per record.
+  const attrParts = attrGetters.map((a) => ({ prefix: ` ${a.name}="`, get: a.get }));
+  const groupParts = groupGetters.map((g) => ({
+    open: `      <${g.group}>\n`,
+    close: `      </${g.group}>\n`,
+    fields: g.fields.map((f) => ({
+      open: `        <${f.tag}>`,
+      close: `</${f.tag}>\n`,
+      get: f.get,
+      isAmount: f.id === spec.definition.amountField,
+    })),
+  }));
   buffer += `  <Requests>\n`;
   for (const tx of rows) {
     n++;
     const broken = options.malformed?.row === n ? options.malformed.mode : undefined;
-    buffer += `    <Request${attrGetters.map((a) => ` ${a.name}="${xmlEscape(a.get(tx, ctx), true)}"`).join('')}>\n`;
-    for (const g of groupGetters) {
-      buffer += `      <${g.group}>\n`;
+    let record = '    <Request';
+    for (const a of attrParts) record += `${a.prefix}${xmlEscape(a.get(tx, ctx), true)}"`;
+    record += '>\n';
+    for (const g of groupParts) {
+      record += g.open;
       for (const f of g.fields) {
         let v = f.get(tx, ctx);
-        if (broken === 'amount' && f.id === spec.definition.amountField) v = breakAmount(v);
-        buffer += `        <${f.tag}>${xmlEscape(v)}</${f.tag}>\n`;
+        if (broken === 'amount' && f.isAmount) v = breakAmount(v);
+        record += `${f.open}${xmlEscape(v)}${f.close}`;
       }
-      buffer += `      </${g.group}>\n`;
+      record += g.close;
     }
+    buffer += record;
     if (broken !== 'columns') buffer += `    </Request>\n`;
     if (buffer.length >= CHUNK) {
       yield buffer;

@@ -1,0 +1,102 @@
+/**
+ * A loader source given as ready COPY text lines (the fast XML path, src/parse/xml-fast.ts): each
+ * line holds the source's columns, `\N` for an empty value, and the record number as its last
+ * field. Every non-text value must already be in the one form that the catalog's coercer and
+ * PostgreSQL's input function read identically — the producer checks each with
+ * {@link canonicalCopyValue} (the same conditions as the fast CSV path's `rawColumnSql`) and
+ * refuses otherwise. So the lines go straight into the typed staging table with one
+ * `COPY … FROM STDIN` (PostgreSQL casts while copying): no TEMP table of text, no second pass.
+ * A value PostgreSQL still refuses (`2023-02-30`), or an empty natural key, refuses the window
+ * (`LOAD_FAST_PATH_REFUSED`, rolled back) and the caller loads the file through the per-row path,
+ * which rejects such records with its own messages.
+ */
+import { sql } from 'kysely';
+import { PG_TYPES } from '../catalog/index.js';
+import type { PgType } from '../catalog/index.js';
+import { CybsError, errorMessage } from '../errors.js';
+import { KEY_LINEAGE_COLUMNS, quoteIdent } from './ddl.js';
+import { isFastPathRefusal, refuseFastPath } from './fast-csv.js';
+import type { TableDecl } from './table-spec.js';
+import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
+
+export interface RawCopyTextBody {
+  /** COPY text lines, whole lines per chunk; the iterator throws a refusal on what it cannot judge. */
+  chunks: AsyncIterable<string>;
+  /** Lines produced (final once `chunks` is exhausted). */
+  records(): number;
+}
+
+const CANONICAL: Partial<Record<PgType, RegExp>> = {
+  numeric: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/,
+  integer: /^-?[0-9]{1,9}$/,
+  bigint: /^-?[0-9]{1,18}$/,
+  date: /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/,
+  timestamptz: /^[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z$/,
+};
+const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
+const TRUE_WORDS = new Set(['y', 'yes', 'true', 't', '1']);
+const FALSE_WORDS = new Set(['n', 'no', 'false', 'f', '0']);
+
+/**
+ * A non-empty raw value of a column of type `pgType` as the COPY text field to send, or undefined
+ * when the per-row path must judge it (it might type it otherwise, or reject it). Text is returned
+ * as it is (the caller escapes it).
+ */
+export function canonicalCopyValue(pgType: PgType, value: string): string | undefined {
+  if (pgType === 'text') return value;
+  if (pgType === 'boolean') {
+    const lower = value.toLowerCase();
+    return TRUE_WORDS.has(lower) ? 't' : FALSE_WORDS.has(lower) ? 'f' : undefined;
+  }
+  if (!CANONICAL[pgType]!.test(value)) return undefined;
+  if (pgType === 'numeric' && NEGATIVE_ZERO.test(value)) return undefined;
+  return value;
+}
+
+/** COPY `body` into the typed staging table `stagingName`; the rows staged. */
+export async function copyRawText(
+  kind: Warehouse['kind'],
+  session: WarehouseSession,
+  trx: Db,
+  decl: TableDecl,
+  body: RawCopyTextBody,
+  staged: readonly { name: string; sourceType: string }[],
+  stagingName: string,
+  drift: boolean,
+): Promise<number> {
+  if (kind !== 'postgres') throw refuseFastPath('the embedded warehouse has no streaming COPY');
+  if (drift) throw refuseFastPath('column types differ from the table (values need checking one by one)');
+  for (const c of staged) {
+    if (!(PG_TYPES as readonly string[]).includes(c.sourceType)) {
+      throw refuseFastPath(`column ${c.name} has type ${c.sourceType}`);
+    }
+  }
+  let copied: number;
+  try {
+    copied = await session.copyFrom(
+      `COPY pg_temp.${quoteIdent(stagingName)} (${[...staged.map((c) => c.name), '_source_row']
+        .map(quoteIdent)
+        .join(', ')}) FROM STDIN`,
+      body.chunks,
+    );
+  } catch (error) {
+    if (isFastPathRefusal(error)) throw error;
+    if (error instanceof CybsError && error.stage === 'parse') throw error;
+    throw refuseFastPath(`PostgreSQL's COPY refused the data (${errorMessage(error)})`);
+  }
+  if (copied !== body.records()) {
+    throw refuseFastPath(`COPY read ${copied} rows where the source has ${body.records()} records`);
+  }
+  const keys = decl.naturalKey.filter((k) => !KEY_LINEAGE_COLUMNS.has(k));
+  if (keys.length > 0) {
+    const { rows } = await sql
+      .raw<{ n: string }>(
+        `select count(*) as n from pg_temp.${quoteIdent(stagingName)} where ` +
+          keys.map((k) => `${quoteIdent(k)} is null`).join(' or '),
+      )
+      .execute(trx);
+    const missing = Number(rows[0]?.n ?? 0);
+    if (missing > 0) throw refuseFastPath(`${missing} records have an empty natural key`);
+  }
+  return copied;
+}
