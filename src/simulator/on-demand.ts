@@ -330,6 +330,14 @@ export function purchaseRefundPageJson(
   w: Window,
   options: PageOptions,
 ): string | undefined {
+  return renderPageJson(dataset, w, options)?.body;
+}
+
+function renderPageJson(
+  dataset: Dataset,
+  w: Window,
+  options: PageOptions,
+): { body: string; pageResults: number } | undefined {
   const org = dataset.organization(w.organizationId)!;
   const groupName = jsonProp('groupName', org.groupName);
   const requestDetails = new JsonItems();
@@ -416,12 +424,72 @@ export function purchaseRefundPageJson(
   });
   if (!any) return undefined;
   const head = `{"offset":${JSON.stringify(options.offset)},"limit":${JSON.stringify(options.limit)},"pageResults":${pageResults}`;
-  if (pageResults === 0) return `${head}}`;
-  return (
+  if (pageResults === 0) return { body: `${head}}`, pageResults };
+  const body =
     `${head},"requestDetails":[${requestDetails.join()}],"settlements":[${settlements.join()}]` +
     `,"authorizations":[${authorizations.join()}],"feeAndFundingDetails":[${feeAndFundingDetails.join()}]` +
-    `,"others":[${others.join()}],"settlementStatuses":[${settlementStatuses.join()}]}`
-  );
+    `,"others":[${others.join()}],"settlementStatuses":[${settlementStatuses.join()}]}`;
+  return { body, pageResults };
+}
+
+interface PageAhead {
+  key: string;
+  /** The rendered page (undefined: no data), or not rendered yet (the render is scheduled). */
+  page?: { body: string; pageResults: number } | undefined;
+  rendered: boolean;
+  render: () => void;
+  immediate?: NodeJS.Immediate;
+}
+
+/** Per dataset, the page after the last one served of a complete window, rendered ahead. */
+const pagesAhead = new WeakMap<Dataset, PageAhead>();
+
+function aheadKey(w: Window, options: PageOptions): string | undefined {
+  const cursor = cursorKey(w, options);
+  return cursor === undefined ? undefined : `${cursor}|${options.offset}|${options.limit}`;
+}
+
+/**
+ * `purchaseRefundPageJson` for the route: after a full page of a complete window (whose records
+ * cannot change any more), the next page is rendered while the client reads this one, as a server
+ * with more than one core would, and served when it is asked for; any other request is rendered
+ * when it comes. The bodies are the same bytes either way (the page is a function of the
+ * dataset, window, offset and limit).
+ */
+export function servePurchaseRefundPageJson(
+  dataset: Dataset,
+  w: Window,
+  options: PageOptions,
+): string | undefined {
+  const key = aheadKey(w, options);
+  const ahead = pagesAhead.get(dataset);
+  let page: { body: string; pageResults: number } | undefined;
+  if (key !== undefined && ahead?.key === key) {
+    pagesAhead.delete(dataset);
+    if (!ahead.rendered) {
+      if (ahead.immediate) clearImmediate(ahead.immediate);
+      ahead.render();
+    }
+    page = ahead.page;
+  } else {
+    page = renderPageJson(dataset, w, options);
+  }
+  if (key !== undefined && page !== undefined && page.pageResults >= options.limit) {
+    const next = { ...options, offset: options.offset + options.limit };
+    const slot: PageAhead = {
+      key: aheadKey(w, next)!,
+      rendered: false,
+      render: () => {
+        slot.page = renderPageJson(dataset, w, next);
+        slot.rendered = true;
+      },
+    };
+    slot.immediate = setImmediate(() => {
+      if (!slot.rendered && pagesAhead.get(dataset) === slot) slot.render();
+    });
+    pagesAhead.set(dataset, slot);
+  }
+  return page?.body;
 }
 
 interface NetFundingBucket {

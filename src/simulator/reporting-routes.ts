@@ -28,7 +28,7 @@ import {
   paymentBatchSummaries,
   purchaseRefundCsv,
   purchaseRefundPage,
-  purchaseRefundPageJson,
+  servePurchaseRefundPageJson,
   recordsToCsv,
 } from './on-demand.js';
 import type { PaymentSubtype, Window } from './on-demand.js';
@@ -893,7 +893,7 @@ const purchaseRefundDetails: Route = {
     const pageOptions = { offset, limit, viewBy, paymentSubtype: subtype };
     if (negotiate(ctx.accept, ['text/csv', 'application/xml']) === 'json') {
       // The JSON body written straight from the transactions: the same bytes, several times faster.
-      const body = purchaseRefundPageJson(ctx.dataset, window, pageOptions);
+      const body = servePurchaseRefundPageJson(ctx.dataset, window, pageOptions);
       if (body === undefined) return noData();
       return { ...json(200, null), body };
     }

@@ -15,6 +15,7 @@ import {
   purchaseRefundCsv,
   purchaseRefundPage,
   purchaseRefundPageJson,
+  servePurchaseRefundPageJson,
 } from '../../../src/simulator/on-demand.js';
 import type { PaymentSubtype, Window } from '../../../src/simulator/on-demand.js';
 
@@ -70,22 +71,24 @@ const CASES: Case[] = [
   { org: 'm1', start: '2023-01-01T00:00:00Z', end: '2023-01-02T00:00:00Z', limit: 100, offsets: [0] },
 ];
 
-type Render = (
-  dataset: Dataset,
-  w: Window,
-  options: Parameters<typeof purchaseRefundPage>[2],
-) => string | undefined;
+type Options = Parameters<typeof purchaseRefundPage>[2];
+type Render = (dataset: Dataset, w: Window, options: Options) => string | undefined;
 
-/** Every page of a case: the given offsets, or offset 0, limit, 2·limit, … until a short page. */
-function* pagesOf(c: Case, render: Render) {
-  // A fresh dataset per case and renderer: pages walked in order reuse the page cursor.
-  const dataset = createDataset({
+/** A fresh dataset (per case and renderer: pages walked in order reuse the page cursor). */
+const datasetOf = () =>
+  createDataset({
     seed: 11,
     organizations: orgs,
     transactionsPerDay: 2600,
     startDate: '2024-03-01',
     quietDayRate: 0,
   });
+
+/**
+ * The page requests of a case: the given offsets, or offset 0, limit, 2·limit, … until `last` says
+ * a body was not a full page.
+ */
+function* walk(c: Case): Generator<{ w: Window; options: Options; last: (body: string) => boolean }> {
   const w: Window = {
     organizationId: c.org,
     start: Date.parse(c.start),
@@ -98,25 +101,28 @@ function* pagesOf(c: Case, render: Render) {
     ...(c.viewBy ? { viewBy: c.viewBy } : {}),
     ...(c.paymentSubtype ? { paymentSubtype: c.paymentSubtype } : {}),
   });
+  const fixed = c.offsets !== undefined;
+  const last = (body: string) => fixed || !body.includes(`"pageResults":${c.limit},`);
   if (c.offsets) {
-    for (const offset of c.offsets) yield render(dataset, w, options(offset)) ?? '(no data)';
+    for (const offset of c.offsets) yield { w, options: options(offset), last: () => false };
     return;
   }
-  for (let offset = 0; ; offset += c.limit) {
-    const body = render(dataset, w, options(offset)) ?? '(no data)';
-    yield body;
-    if (!body.includes(`"pageResults":${c.limit},`)) return;
-  }
+  for (let offset = 0; ; offset += c.limit) yield { w, options: options(offset), last };
 }
 
-function hashOf(render: Render) {
+/** SHA-256 over the bodies of every case's pages, with `turn` awaited before each request. */
+async function hashOf(render: Render, turn?: () => Promise<void>) {
   const hash = createHash('sha256');
   let pages = 0;
   for (const c of CASES) {
-    for (const body of pagesOf(c, render)) {
+    const dataset = datasetOf();
+    for (const { w, options, last } of walk(c)) {
+      if (turn) await turn();
+      const body = render(dataset, w, options) ?? '(no data)';
       hash.update(body);
       hash.update('\n--\n');
       pages++;
+      if (last(body)) break;
     }
   }
   return { pages, sha256: hash.digest('hex') };
@@ -130,27 +136,34 @@ const RECORDED = {
 };
 
 describe('simulator purchase-refund-details pages', () => {
-  it('JSON bodies written directly are byte-identical to the previous renderer', () => {
-    expect(hashOf((d, w, o) => purchaseRefundPageJson(d, w, o))).toEqual(RECORDED.json);
+  it('JSON bodies written directly are byte-identical to the previous renderer', async () => {
+    expect(await hashOf((d, w, o) => purchaseRefundPageJson(d, w, o))).toEqual(RECORDED.json);
   });
 
-  it('the page objects (CSV, XML, JSON.stringify) are unchanged', () => {
-    const page = (d: Dataset, w: Window, o: Parameters<typeof purchaseRefundPage>[2]) =>
-      purchaseRefundPage(d, w, o);
+  it('pages rendered ahead by the route are the same bytes, asked for after or before the render', async () => {
+    const serve: Render = (d, w, o) => servePurchaseRefundPageJson(d, w, o);
+    // With the event loop turning between requests, the next page is rendered ahead; without,
+    // it is rendered when asked for.
+    expect(await hashOf(serve, () => new Promise((resolve) => setImmediate(resolve)))).toEqual(RECORDED.json);
+    expect(await hashOf(serve)).toEqual(RECORDED.json);
+  });
+
+  it('the page objects (CSV, XML, JSON.stringify) are unchanged', async () => {
+    const page = (d: Dataset, w: Window, o: Options) => purchaseRefundPage(d, w, o);
     expect(
-      hashOf((d, w, o) => {
+      await hashOf((d, w, o) => {
         const p = page(d, w, o);
         return p && JSON.stringify(p);
       }),
     ).toEqual(RECORDED.json);
     expect(
-      hashOf((d, w, o) => {
+      await hashOf((d, w, o) => {
         const p = page(d, w, o);
         return p && purchaseRefundCsv(p);
       }),
     ).toEqual(RECORDED.csv);
     expect(
-      hashOf((d, w, o) => {
+      await hashOf((d, w, o) => {
         const p = page(d, w, o);
         return p && jsonToXml('purchaseRefundDetails', p);
       }),
