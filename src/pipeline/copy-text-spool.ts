@@ -18,8 +18,12 @@ import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, TypedRecord } from '../parse/records.js';
 import { RecordSpool, toSourceColumn } from './record-source.js';
 
-/** Characters buffered before a write to a segment file. */
-const WRITE_CHARS = 1 << 20;
+/**
+ * Characters buffered before a write to a segment file. Small enough that the joined string is
+ * not a large object (which V8 allocates in the old generation at once: 1 MB strings put ≈ 35 MB
+ * of garbage there per 40,000 records, and peak RSS went from ≈ 242 to ≈ 270 MB).
+ */
+const WRITE_CHARS = 1 << 16;
 
 /**
  * The records of one on-demand section over all pages of a window, spooled to disk already encoded
