@@ -867,14 +867,19 @@ async function* appendToLines(
       typeof chunk === 'string'
         ? Buffer.from(chunk, 'utf8')
         : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    const parts: Buffer[] = [];
+    // Copied into one buffer (no object per line: a chunk holds thousands of lines).
+    let lines = 0;
+    for (let lf = bytes.indexOf(10); lf >= 0; lf = bytes.indexOf(10, lf + 1)) lines++;
+    const out = Buffer.allocUnsafe(bytes.length + lines * (suffix.length - 1));
     let start = 0;
+    let at = 0;
     for (let lf = bytes.indexOf(10); lf >= 0; lf = bytes.indexOf(10, start)) {
-      parts.push(bytes.subarray(start, lf), suffix);
+      at += bytes.copy(out, at, start, lf);
+      at += suffix.copy(out, at);
       start = lf + 1;
     }
-    if (start < bytes.length) parts.push(bytes.subarray(start));
-    yield Buffer.concat(parts);
+    at += bytes.copy(out, at, start);
+    yield out;
   }
 }
 
