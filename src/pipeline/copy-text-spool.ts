@@ -121,7 +121,9 @@ export class CopyTextSpool {
         continue;
       }
       cells[width] = String(record.recordNumber);
-      await segment.write(cells.join('\t') + '\n', record.recordNumber);
+      // A promise only when the buffered text is written out (every 64 K characters).
+      const flushed = segment.write(cells.join('\t') + '\n', record.recordNumber);
+      if (flushed) await flushed;
     }
   }
 
@@ -174,7 +176,8 @@ class SegmentFile {
     this.out = createWriteStream(path);
   }
 
-  async write(line: string, recordNumber: number): Promise<void> {
+  /** Buffer one line; a promise (to await) when the buffer was written out, else undefined. */
+  write(line: string, recordNumber: number): Promise<void> | undefined {
     this.lines++;
     const k = this.starts.length - 1;
     if (k < 0 || this.records[k]! + (this.lines - this.starts[k]!) !== recordNumber) {
@@ -183,7 +186,7 @@ class SegmentFile {
     }
     this.parts.push(line);
     this.chars += line.length;
-    if (this.chars >= WRITE_CHARS) await this.flush();
+    return this.chars >= WRITE_CHARS ? this.flush() : undefined;
   }
 
   private async flush(): Promise<void> {
