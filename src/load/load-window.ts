@@ -420,22 +420,58 @@ async function loadTarget(
 
     const rejectedBefore = ctx.rejects.count;
     const started = performance.now();
-    const stagedCount = rawCsv
-      ? await copyRawCsv(ctx, trx, decl, rawCsv, staged, stagingName, drift.length > 0)
-      : source.rawCopyText
-        ? await copyRawText(
-            ctx.kind,
-            ctx.session,
-            trx,
-            decl,
-            source.rawCopyText,
-            staged,
-            stagingName,
-            drift.length > 0,
-          )
-        : source.copyText && ctx.kind === 'postgres' && drift.length === 0
-          ? await copyPreEncoded(ctx, decl, source, staged, stagingName)
-          : await copySource(ctx, decl, source, staged, stagingName);
+    let stagedCount: number;
+    if (rawCsv) {
+      stagedCount = await copyRawCsv(ctx, trx, decl, rawCsv, staged, stagingName, drift.length > 0);
+    } else if (source.copyText && ctx.kind === 'postgres' && drift.length === 0) {
+      // The records that need the per-row path are staged first (with their rejects), then a first
+      // load puts them and the pre-encoded lines straight into the table.
+      const perRow = await copySource(
+        ctx,
+        decl,
+        { ...source, batches: source.copyText.batches },
+        staged,
+        stagingName,
+      );
+      const direct = await copyTextIntoTable(ctx, trx, decl, source, staged, stagingName, perRow);
+      if (direct !== undefined) {
+        ctx.rowsLoaded += direct;
+        ctx.options.logger?.debug(
+          {
+            table: tableName,
+            source: source.source,
+            copied: direct,
+            copyMs: Math.round(performance.now() - started),
+          },
+          'table load phases (first load, straight into the table)',
+        );
+        return {
+          table: tableName,
+          inserted: direct,
+          updated: 0,
+          unchanged: 0,
+          deleted: 0,
+          rejected: ctx.rejects.count - rejectedBefore,
+          staged: direct,
+          duplicates: 0,
+          columnsAdded: added,
+        };
+      }
+      stagedCount = perRow + (await copyPreEncoded(ctx, decl, source, staged, stagingName));
+    } else if (source.rawCopyText) {
+      stagedCount = await copyRawText(
+        ctx.kind,
+        ctx.session,
+        trx,
+        decl,
+        source.rawCopyText,
+        staged,
+        stagingName,
+        drift.length > 0,
+      );
+    } else {
+      stagedCount = await copySource(ctx, decl, source, staged, stagingName);
+    }
     ctx.rowsLoaded += stagedCount;
     const copied = performance.now();
     const merge = await mergeStaging(trx, decl, source, staged, staging, stagedCount, ctx.options);
@@ -707,8 +743,9 @@ async function copySource(
 }
 
 /**
- * Records already encoded as COPY text for these very column types (`source.copyText`): the
- * records that need the per-row path go through `copySource`, the lines are copied as they are.
+ * Records already encoded as COPY text for these very column types (`source.copyText`): the lines
+ * are copied into the staging table as they are (the records that need the per-row path went
+ * through `copySource` before).
  */
 async function copyPreEncoded(
   ctx: WindowContext,
@@ -718,9 +755,8 @@ async function copyPreEncoded(
   stagingName: string,
 ): Promise<number> {
   const tableName = `${decl.schema}.${decl.name}`;
-  const rows = source.copyText!;
-  let total = await copySource(ctx, decl, { ...source, batches: rows.batches }, staged, stagingName);
-  for (const segment of rows.segments) {
+  let total = 0;
+  for (const segment of source.copyText!.segments) {
     if (segment.lines === 0) continue;
     const statement = `COPY pg_temp.${quoteIdent(stagingName)} (${[
       ...staged.slice(0, segment.columns).map((c) => c.name),
@@ -744,6 +780,119 @@ async function copyPreEncoded(
     total += copied;
   }
   return total;
+}
+
+/**
+ * A first load of pre-encoded COPY text (no row of the table has this source yet): nothing to
+ * merge and nothing that can have vanished, so the records staged by the per-row path are inserted
+ * as they are and every segment's lines go straight into the table with one COPY each, the lineage
+ * values (NULL for the source columns a segment lacks, organization, source, run, the
+ * transaction's now()) appended to every line. PostgreSQL's unique index is the check: a key in the
+ * table already (another source's row) or twice in the source fails with 23505; then (and on any
+ * other refusal of the data, which the staging path reports in its own words) everything is rolled
+ * back to a savepoint and undefined is returned: the caller loads through the staging table.
+ * Undefined as well, without writing anything, when the table has rows of this source (a re-load).
+ */
+async function copyTextIntoTable(
+  ctx: WindowContext,
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+  staged: StagedColumn[],
+  stagingName: string,
+  perRow: number,
+): Promise<number | undefined> {
+  const { organizationId } = ctx.options.window;
+  const tableName = `${decl.schema}.${decl.name}`;
+  const target = sql.id(decl.schema, decl.name);
+  const org = escapeCopyText(organizationId);
+  const src = escapeCopyText(source.source);
+  if (org === undefined || src === undefined) return undefined;
+  const loaded = await sql`
+    select 1 from ${target} where "_organization_id" = ${organizationId} and "_source" = ${source.source}
+     limit 1`.execute(trx);
+  if (loaded.rows.length > 0) return undefined;
+  // The values the merge would give: now() is the transaction's start, as there.
+  const { now } = (await sql<{ now: string }>`select now()::text as now`.execute(trx)).rows[0]!;
+  const runId = ctx.options.runId;
+  const lineage = `\t${org}\t${src}\t${runId === null ? '\\N' : String(runId)}\t${escapeCopyText(now)!}`;
+  const lineageColumns = ['_organization_id', '_source', '_run_id', '_loaded_at'];
+  await sql`savepoint cybs_direct`.execute(trx);
+  try {
+    let total = 0;
+    if (perRow > 0) {
+      const data = [...staged.map((c) => c.name), '_source_row'];
+      const inserted = await sql`
+        insert into ${target} (${sql.join([...data, ...lineageColumns].map((c) => sql.id(c)))})
+        select ${sql.join(data.map((c) => sql.id('s', c)))}, ${organizationId}::text, ${source.source}::text,
+               ${runId}::bigint, now()
+          from ${sql.id('pg_temp', stagingName)} as s`.execute(trx);
+      total += Number(inserted.numAffectedRows ?? 0n);
+    }
+    for (const segment of source.copyText!.segments) {
+      if (segment.lines === 0) continue;
+      const missing = staged.slice(segment.columns).map((c) => c.name);
+      const columns = [
+        ...staged.slice(0, segment.columns).map((c) => c.name),
+        '_source_row',
+        ...missing,
+        ...lineageColumns,
+      ];
+      const statement = `COPY ${quoteIdent(decl.schema)}.${quoteIdent(decl.name)} (${columns
+        .map(quoteIdent)
+        .join(', ')}) FROM STDIN`;
+      const suffix = Buffer.from(`${'\t\\N'.repeat(missing.length)}${lineage}\n`, 'utf8');
+      const copied = await ctx.session.copyFrom(statement, appendToLines(segment.chunks(), suffix));
+      if (copied !== segment.lines) {
+        throw new CybsError(
+          LOAD_ERROR_CODES.failed,
+          `COPY into ${tableName} stored ${copied} rows instead of ${segment.lines}.`,
+          { stage: 'load', context: { table: tableName, source: source.source } },
+        );
+      }
+      total += copied;
+    }
+    await sql`release savepoint cybs_direct`.execute(trx);
+    return total;
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code !== 'string' || !(code.startsWith('22') || code.startsWith('23'))) throw error;
+    await sql`rollback to savepoint cybs_direct`.execute(trx);
+    ctx.options.logger?.debug(
+      { table: tableName, source: source.source, sqlState: code, reason: errorMessage(error) },
+      'first load refused by the table; loading through the staging table',
+    );
+    return undefined;
+  }
+}
+
+/**
+ * COPY text lines with `suffix` (which ends with the line feed) in place of each line feed: in COPY
+ * text format a LF byte always ends a line (a LF in a value is written `\n`).
+ */
+async function* appendToLines(
+  chunks: AsyncIterable<Uint8Array | string>,
+  suffix: Buffer,
+): AsyncGenerator<Buffer> {
+  for await (const chunk of chunks) {
+    const bytes =
+      typeof chunk === 'string'
+        ? Buffer.from(chunk, 'utf8')
+        : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    // Copied into one buffer (no object per line: a chunk holds thousands of lines).
+    let lines = 0;
+    for (let lf = bytes.indexOf(10); lf >= 0; lf = bytes.indexOf(10, lf + 1)) lines++;
+    const out = Buffer.allocUnsafe(bytes.length + lines * (suffix.length - 1));
+    let start = 0;
+    let at = 0;
+    for (let lf = bytes.indexOf(10); lf >= 0; lf = bytes.indexOf(10, start)) {
+      at += bytes.copy(out, at, start, lf);
+      at += suffix.copy(out, at);
+      start = lf + 1;
+    }
+    at += bytes.copy(out, at, start);
+    yield out;
+  }
 }
 
 /**

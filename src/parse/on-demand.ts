@@ -126,7 +126,31 @@ function buildSection(
 
   const records: TypedRecord[] = [];
   const rejects: RejectedRecord[] = [];
-  rows.forEach((row, i) => {
+  /** The reject of a record whose `key` has a value the column cannot take. */
+  const invalidValue = (
+    recordNumber: number,
+    row: Row,
+    item: Json,
+    index: number,
+    key: string,
+    value: unknown,
+  ): RejectedRecord => {
+    const column = columns[index]!;
+    const shown = truncateForMessage(typeof value === 'string' ? value : rawOf(value));
+    return {
+      recordNumber,
+      raw: rawOf(item),
+      code: 'MAP_INVALID_VALUE',
+      field: key,
+      value: shown,
+      message:
+        `${source} ${row.path}.${key}: field ${key} (column ${column.column}, ${column.pgType}) has ` +
+        `${typeof value === 'string' ? JSON.stringify(shown) : `${shown} (${typeof value})`}; expected ${EXPECTED_FORM[column.pgType]}`,
+    };
+  };
+  const unknownList = [...unknownKeys];
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
     const recordNumber = i + 1;
     if (!isObject(row.item)) {
       rejects.push({
@@ -135,44 +159,36 @@ function buildSection(
         code: 'PARSE_JSON_INVALID',
         message: `${source} ${row.path}: expected an object, got ${Array.isArray(row.item) ? 'an array' : typeof row.item}.`,
       });
-      return;
+      continue;
     }
     const item = row.item;
     const values: TypedValue[] = new Array<TypedValue>(columns.length).fill(null);
+    // The first value a column cannot take rejects the record (no closure per record: a page has
+    // thousands).
     let rejected: RejectedRecord | undefined;
-    const setValue = (index: number, key: string, value: unknown): boolean => {
-      const column = columns[index]!;
-      const typed = toValue(index, value);
-      if (typed === INVALID) {
-        const shown = truncateForMessage(typeof value === 'string' ? value : rawOf(value));
-        rejected = {
-          recordNumber,
-          raw: rawOf(item),
-          code: 'MAP_INVALID_VALUE',
-          field: key,
-          value: shown,
-          message:
-            `${source} ${row.path}.${key}: field ${key} (column ${column.column}, ${column.pgType}) has ` +
-            `${typeof value === 'string' ? JSON.stringify(shown) : `${shown} (${typeof value})`}; expected ${EXPECTED_FORM[column.pgType]}`,
-        };
-        return false;
-      }
-      values[index] = typed;
-      return true;
-    };
     for (const { field, index } of fieldColumns) {
       const value = field.source === 'item' ? item[field.key] : row.extra?.[field.key];
-      if (!setValue(index, field.key, value)) break;
+      const typed = toValue(index, value);
+      if (typed === INVALID) {
+        rejected = invalidValue(recordNumber, row, item, index, field.key, value);
+        break;
+      }
+      values[index] = typed;
     }
     if (rejected === undefined) {
-      for (const [key, index] of unknownKeys) {
+      for (const [key, index] of unknownList) {
         if (!(key in item)) continue;
-        if (!setValue(index, key, item[key])) break;
+        const typed = toValue(index, item[key]);
+        if (typed === INVALID) {
+          rejected = invalidValue(recordNumber, row, item, index, key, item[key]);
+          break;
+        }
+        values[index] = typed;
       }
     }
     if (rejected !== undefined) rejects.push(rejected);
     else records.push({ recordNumber, values });
-  });
+  }
 
   async function* batches(): AsyncGenerator<RecordBatch> {
     let r = 0;

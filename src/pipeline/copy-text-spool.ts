@@ -18,8 +18,12 @@ import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, TypedRecord } from '../parse/records.js';
 import { RecordSpool, toSourceColumn } from './record-source.js';
 
-/** Characters buffered before a write to a segment file. */
-const WRITE_CHARS = 1 << 20;
+/**
+ * Characters buffered before a write to a segment file. Small enough that the joined string is
+ * not a large object (which V8 allocates in the old generation at once: 1 MB strings put ≈ 35 MB
+ * of garbage there per 40,000 records, and peak RSS went from ≈ 242 to ≈ 270 MB).
+ */
+const WRITE_CHARS = 1 << 16;
 
 /**
  * The records of one on-demand section over all pages of a window, spooled to disk already encoded
@@ -117,7 +121,9 @@ export class CopyTextSpool {
         continue;
       }
       cells[width] = String(record.recordNumber);
-      await segment.write(cells.join('\t') + '\n', record.recordNumber);
+      // A promise only when the buffered text is written out (every 64 K characters).
+      const flushed = segment.write(cells.join('\t') + '\n', record.recordNumber);
+      if (flushed) await flushed;
     }
   }
 
@@ -170,7 +176,8 @@ class SegmentFile {
     this.out = createWriteStream(path);
   }
 
-  async write(line: string, recordNumber: number): Promise<void> {
+  /** Buffer one line; a promise (to await) when the buffer was written out, else undefined. */
+  write(line: string, recordNumber: number): Promise<void> | undefined {
     this.lines++;
     const k = this.starts.length - 1;
     if (k < 0 || this.records[k]! + (this.lines - this.starts[k]!) !== recordNumber) {
@@ -179,7 +186,7 @@ class SegmentFile {
     }
     this.parts.push(line);
     this.chars += line.length;
-    if (this.chars >= WRITE_CHARS) await this.flush();
+    return this.chars >= WRITE_CHARS ? this.flush() : undefined;
   }
 
   private async flush(): Promise<void> {

@@ -28,6 +28,7 @@ import {
   paymentBatchSummaries,
   purchaseRefundCsv,
   purchaseRefundPage,
+  servePurchaseRefundPageJson,
   recordsToCsv,
 } from './on-demand.js';
 import type { PaymentSubtype, Window } from './on-demand.js';
@@ -888,12 +889,15 @@ const purchaseRefundDetails: Route = {
     if (issues.length > 0) return invalidParams(issues);
     const o = orgFromQuery(ctx);
     if ('reply' in o) return o.reply;
-    const page = purchaseRefundPage(ctx.dataset, onDemandWindow(ctx, o.org, start!, end!), {
-      offset,
-      limit,
-      viewBy,
-      paymentSubtype: subtype,
-    });
+    const window = onDemandWindow(ctx, o.org, start!, end!);
+    const pageOptions = { offset, limit, viewBy, paymentSubtype: subtype };
+    if (negotiate(ctx.accept, ['text/csv', 'application/xml']) === 'json') {
+      // The JSON body written straight from the transactions: the same bytes, several times faster.
+      const body = servePurchaseRefundPageJson(ctx.dataset, window, pageOptions);
+      if (body === undefined) return noData();
+      return { ...json(200, null), body };
+    }
+    const page = purchaseRefundPage(ctx.dataset, window, pageOptions);
     if (!page) return noData();
     return formatted(ctx, ['text/csv', 'application/xml'], 'purchaseRefundDetails', page, () =>
       purchaseRefundCsv(page),

@@ -4,7 +4,9 @@
  * JSON lines → parsed again → encoded per row): the same table contents, etl.rejects and load
  * result, on pages with bad rows mixed in (values the parser rejects, an empty natural key, a NUL
  * character, escapes, an unknown key), and when a column's table type has drifted (the loader then
- * reads the decoded records one by one).
+ * reads the decoded records one by one). A first load of a source goes straight into the tables;
+ * when a key is in a table already (another source's row) or twice in the source, it falls back
+ * to the staging table and the merge: both are compared with the reference too.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,7 +18,8 @@ import { fastPageCheck } from '../../src/api/fast-page-check.js';
 import { purchaseRefundDetailsResponseSchema } from '../../src/api/types.js';
 import { loadWindow } from '../../src/load/load-window.js';
 import type { LoadWindowResult } from '../../src/load/load-window.js';
-import type { LoadSource } from '../../src/load/table-spec.js';
+import type { LoadBatch, LoadSource } from '../../src/load/table-spec.js';
+import { createLogger } from '../../src/observability/logger.js';
 import { migrateToLatest } from '../../src/load/migrate.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
@@ -29,10 +32,10 @@ import type { TestDatabase } from '../helpers/db.js';
 const def = ON_DEMAND_PIPELINES.find((p) => p.name === 'purchase_refund_details')!;
 const SOURCE = 'purchase-refund-details/2026-11-16T00:00:00.000Z..2026-11-17T00:00:00.000Z';
 
-function page(offset: number, n: number): Record<string, unknown> {
+function page(offset: number, n: number, clean = false): Record<string, unknown> {
   const id = (i: number) => `7000000000000000${String(offset + i).padStart(6, '0')}`;
   const rows = Array.from({ length: n }, (_, i) => i);
-  const bad = (i: number) => (offset + i) % 7;
+  const bad = (i: number) => (clean ? 0 : (offset + i) % 7);
   return {
     offset,
     limit: n,
@@ -63,7 +66,18 @@ function page(offset: number, n: number): Record<string, unknown> {
 
 const PAGES = [page(0, 40), page(40, 40), page(80, 13)];
 
-async function spooledTargets(kind: 'json' | 'copy', dir: string) {
+/** Pages of another source whose request ids overlap PAGES's last page (without bad rows). */
+const OVERLAPPING = [page(80, 20, true)];
+/** Pages without bad rows whose second page repeats a request id of the first. */
+const TWICE = (() => {
+  const first = page(500, 10, true);
+  const second = page(510, 10, true);
+  const details = second['requestDetails'] as Record<string, unknown>[];
+  details[4] = { ...(first['requestDetails'] as Record<string, unknown>[])[2], groupName: 'second' };
+  return [first, second];
+})();
+
+async function spooledTargets(kind: 'json' | 'copy', dir: string, pagesOf = PAGES, source = SOURCE) {
   const offsets = new Map<string, number>();
   const json = new Map<string, RecordSpool>();
   const copy = new Map<string, CopyTextSpool>();
@@ -73,9 +87,9 @@ async function spooledTargets(kind: 'json' | 'copy', dir: string) {
     else copy.set(name, new CopyTextSpool(dir, name, table, declaredColumns(table)));
   }
   let pages = 0;
-  for (const body of PAGES) {
+  for (const body of pagesOf) {
     pages++;
-    const parsed = parseOnDemandResponse(def.endpoint, body, { source: `${SOURCE}#page${pages}` });
+    const parsed = parseOnDemandResponse(def.endpoint, body, { source: `${source}#page${pages}` });
     for (const [name, records] of Object.entries(parsed.sections)) {
       if (!def.tables[name]) continue;
       const base = offsets.get(name) ?? 0;
@@ -106,31 +120,85 @@ async function spooledTargets(kind: 'json' | 'copy', dir: string) {
   for (const name of Object.keys(def.tables)) {
     const spool = kind === 'json' ? json.get(name)! : copy.get(name)!;
     await spool.close();
-    targets.push({ table: def.tables[name]!, source: spool.toLoadSource(SOURCE) });
+    targets.push({ table: def.tables[name]!, source: spool.toLoadSource(source) });
   }
   return targets;
+}
+
+/**
+ * A valid record among those for the per-row path (the spool only puts records there that the
+ * loader rejects, but a source may hand it any): on the reference side in `batches`, on the
+ * COPY-text side in `copyText.batches`, ahead of the spool's own.
+ */
+function withPerRowRecord(
+  kind: 'json' | 'copy',
+  targets: { table: (typeof def.tables)[string]; source: LoadSource }[],
+  section: string,
+  recordNumber: number,
+  values: (string | null)[],
+) {
+  const target = targets.find((t) => t.table === def.tables[section])!;
+  async function* prepend(rest: AsyncIterable<LoadBatch>): AsyncGenerator<LoadBatch> {
+    yield { records: [{ recordNumber, values, raw: values.join(',') }], rejects: [] };
+    yield* rest;
+  }
+  if (kind === 'json') target.source = { ...target.source, batches: prepend(target.source.batches) };
+  else {
+    const rows = target.source.copyText!;
+    target.source = { ...target.source, copyText: { ...rows, batches: prepend(rows.batches) } };
+  }
 }
 
 interface Side {
   db: TestDatabase;
   warehouse: Warehouse;
   kind: 'json' | 'copy';
+  log: string[];
 }
 
-async function load(side: Side): Promise<LoadWindowResult> {
+interface LoadCase {
+  pages?: Record<string, unknown>[];
+  source?: string;
+  perRow?: { section: string; recordNumber: number; values: (string | null)[] };
+}
+
+/** Load a window; on the COPY-text side also the loader's debug lines (which path each table took). */
+async function load(side: Side, load: LoadCase = {}): Promise<LoadWindowResult> {
   const dir = await mkdtemp(join(tmpdir(), 'cybs-odct-'));
+  side.log = [];
+  const lines = side.log;
+  const logger = createLogger({ level: 'debug', destination: { write: (line: string) => lines.push(line) } });
   try {
-    const targets = await spooledTargets(side.kind, dir);
+    const targets = await spooledTargets(side.kind, dir, load.pages, load.source);
     if (side.kind === 'copy') expect(targets.every((t) => t.source.copyText !== undefined)).toBe(true);
+    if (load.perRow) {
+      const { section, recordNumber, values } = load.perRow;
+      withPerRowRecord(side.kind, targets, section, recordNumber, values);
+    }
     return await loadWindow(side.warehouse, {
-      window: { pipeline: def.name, organizationId: 'org_1', windowKey: '2026-11-16' },
+      window: { pipeline: def.name, organizationId: 'org_1', windowKey: load.source ?? '2026-11-16' },
       targets,
       runId: null,
       rejectThreshold: 1,
+      logger,
     });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** The tables the last load of a side put straight into the table, and those whose first load fell back. */
+function paths(side: Side): { direct: string[]; refused: string[] } {
+  const of = (msg: string) =>
+    side.log
+      .map((l) => JSON.parse(l) as { msg: string; table?: string })
+      .filter((l) => l.msg === msg)
+      .map((l) => l.table!)
+      .sort();
+  return {
+    direct: of('table load phases (first load, straight into the table)'),
+    refused: of('first load refused by the table; loading through the staging table'),
+  };
 }
 
 async function contents(side: Side): Promise<Record<string, unknown[]>> {
@@ -158,7 +226,7 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
       const db = await createTestDatabase(`odct_${kind}`);
       const warehouse = await openWarehouse({ url: db.url, path: '' });
       await migrateToLatest(warehouse.db);
-      return { db, warehouse, kind };
+      return { db, warehouse, kind, log: [] };
     };
     reference = await open('json');
     fast = await open('copy');
@@ -183,6 +251,70 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
         .map((r) => r.error_code)
         .sort((x, y) => (x < y ? -1 : 1)),
     ).toEqual(expect.arrayContaining(['LOAD_MISSING_KEY', 'MAP_INVALID_VALUE']));
+  });
+
+  const allTables = Object.values(def.tables)
+    .map((t) => `${t.schema}.${t.name}`)
+    .sort();
+
+  it('a first load goes straight into the tables: the reference load, and a valid per-row record', async () => {
+    // (The first test's load was a first load of every table.)
+    const perRow = { section: 'others', recordNumber: 9_999, values: ['7000000000000000999999', 'a', 'b'] };
+    const source = `${SOURCE}/per-row`;
+    const pages = [page(300, 40), page(340, 20)];
+    const a = await load(reference, { pages, source, perRow });
+    const b = await load(fast, { pages, source, perRow });
+    expect(paths(fast)).toEqual({ direct: allTables, refused: [] });
+    expect(b).toEqual(a);
+    expect(await contents(fast)).toEqual(await contents(reference));
+  });
+
+  it('a first load whose key is in a table already (another source) falls back to the merge', async () => {
+    const source = `${SOURCE}/overlapping`;
+    const a = await load(reference, { pages: OVERLAPPING, source });
+    const b = await load(fast, { pages: OVERLAPPING, source });
+    expect(paths(fast).refused).toEqual(['cybs.purchase_refund_request_details']);
+    expect(paths(fast).direct).toHaveLength(allTables.length - 1);
+    expect(b).toEqual(a);
+    expect(a.tables.find((t) => t.table === 'cybs.purchase_refund_request_details')!.updated).toBe(9);
+    expect(await contents(fast)).toEqual(await contents(reference));
+  });
+
+  it('a first load holding a key twice falls back to the merge (the last record wins)', async () => {
+    const source = `${SOURCE}/twice`;
+    const a = await load(reference, { pages: TWICE, source });
+    const b = await load(fast, { pages: TWICE, source });
+    expect(paths(fast).refused).toEqual(['cybs.purchase_refund_request_details']);
+    expect(b).toEqual(a);
+    expect(a.tables.find((t) => t.table === 'cybs.purchase_refund_request_details')!.duplicates).toBe(1);
+    expect(await contents(fast)).toEqual(await contents(reference));
+  });
+
+  it('a first load whose staged per-row record repeats a key of the lines falls back to the merge', async () => {
+    const source = `${SOURCE}/per-row-twice`;
+    const perRow = {
+      section: 'requestDetails',
+      recordNumber: 50_000,
+      values: ['7000000000000000000700', 'm9', 'p9', 'g9', 't9', 'r9'],
+    };
+    const pages = [page(700, 5, true)];
+    const a = await load(reference, { pages, source, perRow });
+    const b = await load(fast, { pages, source, perRow });
+    expect(paths(fast).refused).toEqual(['cybs.purchase_refund_request_details']);
+    expect(b).toEqual(a);
+    expect(await contents(fast)).toEqual(await contents(reference));
+  });
+
+  it('a re-load of a source goes through the staging table and the merge', async () => {
+    const a = await load(reference);
+    const b = await load(fast);
+    // Only the tables the source has no row in (sections absent or empty in PAGES) are first loads.
+    expect(paths(fast)).toEqual({
+      direct: allTables.filter((t) => !/request_details|settlements|authorizations/.test(t)),
+      refused: [],
+    });
+    expect(b).toEqual(a);
+    expect(await contents(fast)).toEqual(await contents(reference));
   });
 
   it('loads the same when a column of the table has another type family (values checked per row)', async () => {
