@@ -299,7 +299,7 @@ async function main(): Promise<void> {
           'tsx',
           'test/bench/fetch-report.ts',
           'TransactionRequestReport_Daily',
-          DAY,
+          REPORT_DATE,
           'xml',
           xmlFile,
         ],
