@@ -1,11 +1,8 @@
-import { createReadStream, createWriteStream } from 'node:fs';
-import { once } from 'node:events';
-import { finished } from 'node:stream/promises';
-import { mkdtemp, rename, rm } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { ReportingClient } from '../api/reporting-client.js';
-import type { DownloadReportParams } from '../api/types.js';
 import { CybsError } from '../errors.js';
 import { findReport } from '../extract/find-report.js';
 import { fetchOnDemandPages } from '../extract/on-demand-pages.js';
@@ -202,117 +199,8 @@ async function executeReportWindow(
       );
     });
   }
-  if (deps.warehouse.kind === 'postgres') {
-    // XML on PostgreSQL: the fast path loads while the report downloads (to a file as well); the
-    // file serves when the fast path refuses it.
-    return withTempDir(async (dir) => {
-      const path = join(dir, fileName);
-      const streamed = await loadXmlWhileDownloading(
-        deps,
-        task,
-        def,
-        params,
-        path,
-        fileName,
-        source,
-        sourceRef,
-      );
-      if ('result' in streamed) return streamed.result;
-      return loadXmlFile(deps, task, def, path, fileName, source, sourceRef, streamed.newColumn);
-    });
-  }
-  return download((path) => loadXmlFile(deps, task, def, path, fileName, source, sourceRef, false));
-}
-
-/**
- * Download an XML report to `path` while the fast path loads it from the same bytes. Either the
- * window is loaded (`result`), or the fast path refused and the complete file is at `path`
- * (`newColumn`: it refused only because a column appeared late). A break of the download restarts
- * both: the load of a broken attempt is rolled back (its COPY fails with the body).
- */
-async function loadXmlWhileDownloading(
-  deps: ExecutorDeps,
-  task: WindowTask,
-  def: ReportPipelineDef,
-  params: DownloadReportParams,
-  path: string,
-  fileName: string,
-  source: string,
-  sourceRef: string,
-): Promise<{ result: WindowResult } | { newColumn: boolean }> {
-  const partPath = `${path}.part`;
-  try {
-    const outcome = await deps.client.withDownload(
-      params,
-      async (download) => {
-        const file = createWriteStream(partPath, { flags: 'w' });
-        let fileError: unknown;
-        file.on('error', (error) => (fileError = error));
-        const body = (download.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
-        let bodyDone = false;
-        let bodyError: unknown;
-        const nextChunk = async (): Promise<Buffer | undefined> => {
-          if (bodyError !== undefined) throw bodyError;
-          if (bodyDone) return undefined;
-          try {
-            const next = await body.next();
-            if (next.done === true) {
-              bodyDone = true;
-              return undefined;
-            }
-            if (fileError !== undefined) throw fileError;
-            if (!file.write(next.value)) await once(file, 'drain');
-            return next.value;
-          } catch (error) {
-            bodyError = error;
-            throw error;
-          }
-        };
-        async function* tee(): AsyncGenerator<Buffer> {
-          for (let chunk = await nextChunk(); chunk !== undefined; chunk = await nextChunk()) yield chunk;
-        }
-        let result: { result: WindowResult } | { newColumn: boolean };
-        try {
-          const report = await openRawXmlReport(() => tee(), {
-            fileName,
-            report: def.reportDefinitionName,
-          });
-          result = {
-            result: await commitWindow(
-              deps,
-              task,
-              [{ table: def.table, source: toRawXmlLoadSource(report, source) }],
-              sourceRef,
-              false,
-            ),
-          };
-        } catch (error) {
-          // A broken body is the download's failure (restarted), whatever the load made of it.
-          if (bodyError !== undefined) throw bodyError;
-          if (!isFastPathRefusal(error)) throw error;
-          const reason = (error as Error).message;
-          const newColumn = reason.includes(NEW_COLUMN_REASON);
-          if (!newColumn) {
-            deps.logger.info(
-              { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason },
-              'XML fast path refused; loading the file record by record',
-            );
-          }
-          result = { newColumn };
-        }
-        // The rest of the body goes to the file (all of it, after a refusal).
-        while ((await nextChunk()) !== undefined);
-        file.end();
-        await finished(file);
-        return result;
-      },
-      { signal: task.signal },
-    );
-    if ('newColumn' in outcome) await rename(partPath, path);
-    return outcome;
-  } finally {
-    await rm(partPath, { force: true });
-  }
+  // XML: columns are discovered while reading, so the file is read twice.
+  return download((path) => loadXmlFile(deps, task, def, path, fileName, source, sourceRef));
 }
 
 /** Run `fn` with a fresh temporary directory, removed afterwards whatever happens. */
@@ -429,11 +317,9 @@ async function loadXmlFile(
   fileName: string,
   source: string,
   sourceRef: string,
-  /** The streamed fast path refused only for a late column: try it again, columns first. */
-  newColumn: boolean,
 ): Promise<WindowResult> {
   const options = { fileName, report: def.reportDefinitionName };
-  if (newColumn) {
+  if (deps.warehouse.kind === 'postgres') {
     const fast = await loadXmlFast(deps, task, def, path, fileName, source, sourceRef);
     if (fast !== undefined) return fast;
   }
@@ -450,9 +336,10 @@ async function loadXmlFile(
 }
 
 /**
- * The fast XML path from the downloaded file, reading it once to collect every column first (the
- * streamed attempt refused only because a column appeared after the first records). Undefined
- * when it refuses the file (its transaction rolled back): the per-row path loads it.
+ * The fast XML path (PostgreSQL): one hand-written pass turns records into COPY text lines of raw
+ * values, PostgreSQL casts and checks them set-wise. Its columns come from the first records; a
+ * column first seen later makes it read the file once more to collect all columns first.
+ * Undefined when it refuses the file (its transaction rolled back): the per-row path loads it.
  */
 async function loadXmlFast(
   deps: ExecutorDeps,
@@ -463,27 +350,32 @@ async function loadXmlFast(
   source: string,
   sourceRef: string,
 ): Promise<WindowResult | undefined> {
-  try {
-    const report = await openRawXmlReport(() => createReadStream(path), {
-      fileName,
-      report: def.reportDefinitionName,
-      discoverColumns: true,
-    });
-    return await commitWindow(
-      deps,
-      task,
-      [{ table: def.table, source: toRawXmlLoadSource(report, source) }],
-      sourceRef,
-      false,
-    );
-  } catch (error) {
-    if (!isFastPathRefusal(error)) throw error;
-    deps.logger.info(
-      { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason: (error as Error).message },
-      'XML fast path refused; loading the file record by record',
-    );
-    return undefined;
+  for (const discoverColumns of [false, true]) {
+    try {
+      const report = await openRawXmlReport(() => createReadStream(path), {
+        fileName,
+        report: def.reportDefinitionName,
+        discoverColumns,
+      });
+      return await commitWindow(
+        deps,
+        task,
+        [{ table: def.table, source: toRawXmlLoadSource(report, source) }],
+        sourceRef,
+        false,
+      );
+    } catch (error) {
+      if (!isFastPathRefusal(error)) throw error;
+      const reason = (error as Error).message;
+      if (!discoverColumns && reason.includes(NEW_COLUMN_REASON)) continue;
+      deps.logger.info(
+        { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason },
+        'XML fast path refused; loading the file record by record',
+      );
+      return undefined;
+    }
   }
+  return undefined;
 }
 
 async function executeOnDemandWindow(
