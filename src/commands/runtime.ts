@@ -13,7 +13,6 @@ import { createWindowExecutor } from '../pipeline/execute-window.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { WindowExecutor } from '../pipeline/run-pipelines.js';
-import { startSimulator } from '../simulator/start-simulator.js';
 import type { SimulatorHandle } from '../simulator/start-simulator.js';
 import type { CliContext } from './context.js';
 
@@ -66,6 +65,8 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
     defaultOrganizations = [credentials.merchantId];
     partner = credentials.portfolioId !== undefined;
   } else {
+    // Loaded only without credentials: a real deployment never loads the simulator.
+    const { startSimulator } = await import('../simulator/start-simulator.js');
     simulator = await startSimulator({ organizations: 2, transactionsPerDay: 200, logger });
     ctx.onClose(() => simulator!.close());
     const key = simulator.portfolioCredentials;

@@ -1,7 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { from as copyFromStream } from 'pg-copy-streams';
@@ -116,6 +115,8 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
 
 async function openPglite(path: string): Promise<Warehouse> {
   await mkdir(path, { recursive: true });
+  // Loaded only when used: a PostgreSQL deployment never pays for the embedded database's module.
+  const { PGlite } = await import('@electric-sql/pglite');
   const pglite = new PGlite({ dataDir: path, parsers: { [DATE_OID]: (value: string) => value } });
   try {
     await pglite.waitReady;
