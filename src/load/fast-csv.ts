@@ -52,14 +52,18 @@ export interface RawCsvBody {
    * per-row path (see RawCsvChecks).
    */
   read(checks: RawCsvChecks): AsyncIterable<Buffer>;
-  /** Records the scanner counted (final once `read` is exhausted). */
+  /** Records handed to COPY (final once `read` is exhausted). */
   records(): number;
+  /** Records not handed to COPY, for the per-row path (final once `read` is exhausted). */
+  setAside(): SetAsideRecord[];
 }
 
 export interface RawCsvReport {
   metadata: ReportMetadata;
   columns: ColumnSpec[];
   unknownColumns: ColumnSpec[];
+  /** The bytes of the metadata and header lines (to parse a set-aside record on its own). */
+  head: Buffer;
   body: RawCsvBody;
 }
 
@@ -145,6 +149,7 @@ export async function openRawCsvReport(
   for (const name of header)
     set.add(resolveHeader(name, resolveOptions), name.replace(/^\uFEFF/, '').trim(), false);
 
+  const head = Buffer.from(buffer.subarray(0, offset));
   const rest = buffer.subarray(offset);
   let scanner: BodyScanner | undefined;
   async function* read(checks: RawCsvChecks): AsyncGenerator<Buffer> {
@@ -166,11 +171,13 @@ export async function openRawCsvReport(
     metadata,
     columns: set.columns,
     unknownColumns: set.unknownColumns,
+    head,
     body: {
       fileName: options.fileName,
       firstLine: headerLine + 1,
       read,
       records: () => scanner?.records ?? 0,
+      setAside: () => scanner?.setAside ?? [],
     },
   };
 }
@@ -209,16 +216,31 @@ const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
 
 const COMMA = 0x2c;
 
+/** At most this many records per file are set aside for the per-row path; more refuse the file. */
+export const MAX_SET_ASIDE_RECORDS = 1000;
+const MAX_SET_ASIDE_CHARS = 16 * 1024 * 1024;
+
+/** A record the scanner could not vouch for: its text (without line end) and its line number. */
+export interface SetAsideRecord {
+  line: number;
+  text: string;
+}
+
 /**
  * One pass over the data bytes, byte by byte, as PostgreSQL's CSV reader will split them (a quote
  * anywhere toggles quoting). It refuses structures the per-row path reads differently (a CR that
- * ends no line, blank lines, an unclosed quote), checks the values of the checked columns, counts
- * records, and appends to every record its line number in the file (`,<line>` before its line
- * end) for the `_source_row` column: line breaks inside quoted values move later records down,
- * exactly as the per-row parser counts them. Chunk boundaries may fall anywhere.
+ * ends no line, blank lines, an unclosed quote) and appends to every record its line number in the
+ * file (`,<line>` before its line end) for the `_source_row` column: line breaks inside quoted
+ * values move later records down, exactly as the per-row parser counts them. A record with a value
+ * not in its canonical form, or an empty key, is not copied but set aside (its text and line) for
+ * the per-row path, which types or rejects it with its own messages. Chunk boundaries may fall
+ * anywhere: the bytes of an unfinished record are held back until its end.
  */
 class BodyScanner {
+  /** Records handed to COPY. */
   records = 0;
+  readonly setAside: SetAsideRecord[] = [];
+  private setAsideChars = 0;
   private readonly patterns: (RegExp | undefined)[];
   private readonly required: boolean[];
   /** Columns whose value must be looked at (checked type or required). */
@@ -231,21 +253,21 @@ class BodyScanner {
   private quotedCr = false;
   /** Nothing but a CR was read since the last line end (or since the start). */
   private atLineStart = true;
-  /** Outside quotes, the previous chunk ended with a CR, held back: this one must start with its LF. */
-  private heldCr = false;
+  /** The held-back bytes end with a CR outside quotes: the next chunk must start with its LF. */
+  private endsInCr = false;
   private field = 0;
-  /** The current field's bytes from earlier chunks (only for watched columns). */
-  private carry = '';
+  /** The bytes of the current, unfinished record, and where its current field starts in them. */
+  private pending: Buffer = Buffer.alloc(0);
+  private fieldStart = 0;
+  /** Why the current record is set aside, once one of its values failed a check. */
+  private bad = false;
   private out: Buffer = Buffer.allocUnsafe(0);
   private o = 0;
   private readonly append: Buffer;
   /** Room kept free after every copy for a record's line number, appended text and CR. */
   private readonly reserve: number;
 
-  constructor(
-    checks: RawCsvChecks,
-    private readonly firstLine: number,
-  ) {
+  constructor(checks: RawCsvChecks, firstLine: number) {
     this.patterns = checks.types.map((t) => CANONICAL[t]);
     this.required = checks.types.map(() => false);
     for (const i of checks.required) this.required[i] = true;
@@ -256,23 +278,27 @@ class BodyScanner {
     this.reserve = 32 + this.append.length;
   }
 
-  /** Scan a chunk; the bytes to hand to COPY (line numbers added). */
+  /** Scan a chunk; the bytes to hand to COPY (complete records, line numbers added). */
   push(chunk: Buffer): Buffer {
-    const n = chunk.length;
-    if (n === 0) return chunk;
-    if (this.heldCr && chunk[0] !== LF) throw refuseFastPath('a carriage return that ends no line');
+    if (chunk.length === 0) return chunk;
+    const resume = this.pending.length;
+    const work = resume > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
+    const n = work.length;
+    if (this.endsInCr && work[resume] !== LF) throw refuseFastPath('a carriage return that ends no line');
+    this.endsInCr = false;
     // A fresh buffer each time: COPY may still be sending the previous one.
     this.out = Buffer.allocUnsafe(n + (n >> 3) + this.reserve * 2);
     this.o = 0;
     const watched = this.watched;
     let field = this.field;
-    let start = 0;
+    let start = this.fieldStart;
+    let recordStart = 0;
     let emitted = 0;
     let inQuote = this.inQuote;
     let quotedCr = this.quotedCr;
     let atLineStart = this.atLineStart;
-    for (let i = 0; i < n; i++) {
-      const b = chunk[i]!;
+    for (let i = resume; i < n; i++) {
+      const b = work[i]!;
       if (inQuote) {
         if (b === QUOTE) {
           inQuote = false;
@@ -292,29 +318,33 @@ class BodyScanner {
         continue;
       }
       if (b === COMMA) {
-        if (watched[field] === true) this.checkField(field, chunk, start, i);
+        if (watched[field] === true) this.checkValue(field, work.toString('latin1', start, i));
         field++;
         start = i + 1;
         atLineStart = false;
       } else if (b === LF) {
         if (atLineStart) throw refuseFastPath('a blank line');
-        // The line end is CRLF or LF; its CR may be the one held back from the previous chunk.
-        const crHere = i > 0 && chunk[i - 1] === CR;
-        const end = crHere ? i - 1 : i;
-        if (watched[field] === true) this.checkField(field, chunk, start, end);
-        this.emit(chunk, emitted, end);
-        this.tag();
-        if (this.heldCr) this.out[this.o++] = CR;
-        this.heldCr = false;
-        emitted = end;
-        this.records++;
+        const end = i > recordStart && work[i - 1] === CR ? i - 1 : i;
+        if (watched[field] === true) this.checkValue(field, work.toString('latin1', start, end));
+        if (this.bad) {
+          // Not copied: the line end before it goes out, the record and its own line end do not.
+          this.emit(work, emitted, recordStart);
+          this.setAsideRecord(work.toString('utf8', recordStart, end));
+          emitted = i + 1;
+        } else {
+          this.emit(work, emitted, end);
+          this.tag();
+          emitted = end;
+          this.records++;
+        }
         this.line++;
         this.recordLine = this.line;
         field = 0;
         start = i + 1;
+        recordStart = i + 1;
         atLineStart = true;
       } else if (b === CR) {
-        if (i + 1 < n && chunk[i + 1] !== LF) throw refuseFastPath('a carriage return that ends no line');
+        if (i + 1 < n && work[i + 1] !== LF) throw refuseFastPath('a carriage return that ends no line');
       } else if (b === QUOTE) {
         inQuote = true;
         quotedCr = false;
@@ -323,12 +353,11 @@ class BodyScanner {
         atLineStart = false;
       }
     }
-    // A CR at the very end outside quotes is held back: the line number goes before it.
-    const hold = !inQuote && chunk[n - 1] === CR && emitted < n;
-    const stop = hold ? n - 1 : n;
-    this.emit(chunk, emitted, stop);
-    this.heldCr = hold;
-    this.carry = watched[field] === true ? this.carry + chunk.toString('latin1', start, stop) : '';
+    // The unfinished record is held back (copied: `chunk` belongs to the caller).
+    this.emit(work, emitted, recordStart);
+    this.pending = Buffer.from(work.subarray(recordStart));
+    this.fieldStart = start - recordStart;
+    this.endsInCr = !inQuote && work[n - 1] === CR;
     this.field = field;
     this.inQuote = inQuote;
     this.quotedCr = quotedCr;
@@ -340,17 +369,26 @@ class BodyScanner {
   end(fileName: string, requireFinalLineBreak: boolean): Buffer | undefined {
     if (this.inQuote) throw refuseFastPath('a quoted value that never closes');
     if (this.atLineStart) return undefined;
-    if (this.heldCr) throw refuseFastPath('a carriage return that ends no line');
+    if (this.endsInCr) throw refuseFastPath('a carriage return that ends no line');
     // A download that ends inside a line was cut off in transfer: its last value may be cut too
     // (an amount "12.3" of "12.34"), so it is a structural error, as on the per-row path.
     if (requireFinalLineBreak) {
       throw truncatedCsvError(fileName, this.recordLine, 'no line break after the last line');
     }
-    if (this.watched[this.field] === true) this.checkValue(this.field, this.carry);
-    this.records++;
-    this.out = Buffer.allocUnsafe(this.reserve);
+    const work = this.pending;
+    if (this.watched[this.field] === true) {
+      this.checkValue(this.field, work.toString('latin1', this.fieldStart, work.length));
+    }
+    this.out = Buffer.allocUnsafe(work.length + this.reserve);
     this.o = 0;
-    this.tag();
+    if (this.bad) {
+      this.setAsideRecord(work.toString('utf8'));
+    } else {
+      this.emit(work, 0, work.length);
+      this.tag();
+      this.records++;
+    }
+    this.pending = Buffer.alloc(0);
     return this.out.subarray(0, this.o);
   }
 
@@ -373,39 +411,37 @@ class BodyScanner {
     if (this.append.length > 0) this.o += this.append.copy(this.out, this.o);
   }
 
-  private checkField(field: number, chunk: Buffer, start: number, end: number): void {
-    let value = this.carry + chunk.toString('latin1', start, end);
-    // The CR of a CRLF held back from the previous chunk is not part of the value.
-    if (end === 0 && start === 0 && value.endsWith('\r')) value = value.slice(0, -1);
-    this.carry = '';
-    this.checkValue(field, value);
+  private setAsideRecord(text: string): void {
+    this.bad = false;
+    this.setAside.push({ line: this.recordLine, text });
+    this.setAsideChars += text.length;
+    if (this.setAside.length > MAX_SET_ASIDE_RECORDS || this.setAsideChars > MAX_SET_ASIDE_CHARS) {
+      throw refuseFastPath(`more than ${MAX_SET_ASIDE_RECORDS} records need the per-row path`);
+    }
   }
 
+  /** Check a value as written (quotes included); a failed check sets the record aside. */
   private checkValue(field: number, written: string): void {
+    if (this.bad) return;
     let value = written;
     if (value.length > 0 && value.charCodeAt(0) === QUOTE) {
       // A quoted value: canonical only without quotes inside.
       value = value.slice(1, -1);
-      if (written.length < 2 || !written.endsWith('"') || value.includes('"'))
-        this.refuseValue(field, written);
+      if (written.length < 2 || !written.endsWith('"') || value.includes('"')) {
+        this.bad = true;
+        return;
+      }
     }
     if (value === '') {
-      if (this.required[field] === true) {
-        throw refuseFastPath(`line ${this.recordLine} has an empty natural key (column ${field + 1})`);
-      }
+      if (this.required[field] === true) this.bad = true;
       return;
     }
     const pattern = this.patterns[field];
     if (
       pattern !== undefined &&
       (!pattern.test(value) || (pattern === CANONICAL.numeric && NEGATIVE_ZERO.test(value)))
-    )
-      this.refuseValue(field, written);
-  }
-
-  private refuseValue(field: number, written: string): never {
-    throw refuseFastPath(
-      `line ${this.recordLine}, column ${field + 1}: ${JSON.stringify(written.slice(0, 40))} is not in the canonical form of its type`,
-    );
+    ) {
+      this.bad = true;
+    }
   }
 }

@@ -422,7 +422,7 @@ async function loadTarget(
     const started = performance.now();
     let stagedCount: number;
     if (rawCsv) {
-      stagedCount = await copyRawCsv(ctx, trx, decl, rawCsv, staged, stagingName, drift.length > 0);
+      stagedCount = await copyRawCsv(ctx, trx, decl, source, rawCsv, staged, stagingName, drift.length > 0);
     } else if (source.copyText && ctx.kind === 'postgres' && drift.length === 0) {
       // The records that need the per-row path are staged first (with their rejects), then a first
       // load puts them and the pre-encoded lines straight into the table.
@@ -907,6 +907,7 @@ async function copyRawCsv(
   ctx: WindowContext,
   trx: Db,
   decl: TableDecl,
+  source: LoadSource,
   body: RawCsvBody,
   staged: StagedColumn[],
   stagingName: string,
@@ -916,12 +917,20 @@ async function copyRawCsv(
   if (drift) throw refuseFastPath('column types differ from the table (values need checking one by one)');
   const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
   // The scanner appends each record's line number: the last column, `_source_row`.
-  return copyRawBytes(
+  const copied = await copyRawBytes(
     ctx,
     `COPY pg_temp.${quoteIdent(stagingName)} (${columns}, "_source_row") FROM STDIN (FORMAT csv, FORCE_NULL (${columns}))`,
     body,
     rawCsvChecks(decl, staged),
   );
+  // The records the scanner set aside are typed or rejected by the per-row path and staged beside.
+  const aside = body.setAside();
+  if (aside.length === 0) return copied;
+  if (source.perRowRecords === undefined) {
+    throw refuseFastPath(`${aside.length} records need the per-row path`);
+  }
+  const batches = source.perRowRecords(aside);
+  return copied + (await copySource(ctx, decl, { ...source, batches }, staged, stagingName));
 }
 
 /**
@@ -929,7 +938,8 @@ async function copyRawCsv(
  * into the table with one COPY, as `psql \copy` would, the scanner appending the line number and
  * the lineage values to every record; nothing can have vanished and nothing needs merging. When a
  * key is in the table already (another source's row) or twice in the file, PostgreSQL refuses the
- * COPY (23505): it is rolled back to a savepoint and the caller loads through the staging table
+ * COPY (23505); when the scanner set records aside for the per-row path, the rows cannot stay
+ * either: the COPY is rolled back to a savepoint and the caller loads through the staging table
  * (`conflict`; a refusal when the bytes cannot be read again). `staging` when the table has rows
  * of this source already (a re-load), without reading anything.
  */
@@ -963,17 +973,21 @@ async function copyRawCsvIntoTable(
       body,
       { ...rawCsvChecks(decl, staged), append },
     );
-    await sql`release savepoint cybs_direct`.execute(trx);
-    return copied;
+    if (body.setAside().length === 0) {
+      await sql`release savepoint cybs_direct`.execute(trx);
+      return copied;
+    }
   } catch (error) {
     const cause = error instanceof CybsError ? error.cause : undefined;
     if ((cause as { code?: unknown } | undefined)?.code !== '23505') throw error;
-    await sql`rollback to savepoint cybs_direct`.execute(trx);
-    if (source.reopenRawCsv === undefined) {
-      throw refuseFastPath('a key of the file is in the table already, or twice in the file');
-    }
-    return 'conflict';
   }
+  // A key met in the table or twice in the file, or records set aside for the per-row path: the
+  // staging table does what this cannot (merge, de-duplicate, per-row records beside the COPY).
+  await sql`rollback to savepoint cybs_direct`.execute(trx);
+  if (source.reopenRawCsv === undefined) {
+    throw refuseFastPath('the first load needs the staging table, and the file cannot be read again');
+  }
+  return 'conflict';
 }
 
 /** What the scanner checks in every record: canonical non-text values, non-empty keys. */

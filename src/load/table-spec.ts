@@ -1,4 +1,4 @@
-import type { RawCsvBody } from './fast-csv.js';
+import type { RawCsvBody, SetAsideRecord } from './fast-csv.js';
 import type { RawCopyTextBody } from './raw-text-copy.js';
 
 /**
@@ -98,6 +98,11 @@ export interface LoadSource {
    * when a key turns out to be there already or twice, reads them again into the staging table.
    */
   reopenRawCsv?: () => Promise<RawCsvBody>;
+  /**
+   * The per-row path for the records of `rawCsv` its scanner set aside (a value not in canonical
+   * form, an empty key): their typed records and rejects, as the per-row path gives them.
+   */
+  perRowRecords?: (records: SetAsideRecord[]) => AsyncIterable<LoadBatch>;
   /**
    * Ready COPY text lines of raw values (the fast XML path, src/load/raw-text-copy.ts): as for
    * `rawCsv`, `batches` is not read, and the load throws LOAD_FAST_PATH_REFUSED when it cannot judge.

@@ -284,6 +284,7 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
   for (const name of header)
     set.add(resolveHeader(name, resolveOptions), name.replace(/^\uFEFF/, '').trim(), false);
   const width = header.length;
+  if (options.firstDataLine !== undefined) nextLine = options.firstDataLine;
   const coercers = set.coercers;
   const columns = set.columns;
   const builder = new BatchBuilder(set, batchSize, maxChars);

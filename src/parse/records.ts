@@ -121,6 +121,11 @@ export interface OpenReportOptions {
    * downloads from the API; local imports accept an unterminated last line when it is complete.
    */
   requireFinalLineBreak?: boolean;
+  /**
+   * CSV: the line number of the first record after the header (default: the line after it), for a
+   * record parsed on its own, out of its file, that must keep its line number.
+   */
+  firstDataLine?: number;
 }
 
 export const DEFAULT_BATCH_SIZE = 1_000;

@@ -2,6 +2,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
 import type {
   LoadBatch,
   LoadRecord,
@@ -10,9 +11,11 @@ import type {
   SourceColumn,
   TableDecl,
 } from '../load/table-spec.js';
-import type { RawCsvReport } from '../load/fast-csv.js';
+import { refuseFastPath } from '../load/fast-csv.js';
+import type { RawCsvReport, SetAsideRecord } from '../load/fast-csv.js';
+import { CybsError } from '../errors.js';
 import type { RawXmlReport } from '../parse/xml-fast.js';
-import { serialiseCsvRow } from '../parse/csv-report.js';
+import { openCsvReport, serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, RecordSource, TypedRecord } from '../parse/records.js';
 
 /** A parser column as the loader sees it. */
@@ -165,7 +168,37 @@ export function toRawLoadSource(
     batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
     rawCsv: report.body,
     ...(reopen ? { reopenRawCsv: async () => (await reopen()).body } : {}),
+    perRowRecords: (aside) => perRowBatches(report, aside, source),
   };
+}
+
+/**
+ * Set-aside records of a raw CSV report, each parsed on its own (with its line number) by the
+ * per-row path. A record the per-row parser cannot read at all fails the whole file there, with
+ * messages about the file: that refuses the fast path, so the per-row path reads the whole file.
+ */
+async function* perRowBatches(
+  report: RawCsvReport,
+  aside: readonly SetAsideRecord[],
+  source: string,
+): AsyncGenerator<LoadBatch> {
+  const definition = report.metadata.reportDefinition;
+  for (const record of aside) {
+    try {
+      const input = Readable.from([report.head, Buffer.from(`${record.text}\r\n`, 'utf8')]);
+      const records = await openCsvReport(input, {
+        fileName: report.body.fileName,
+        ...(definition !== undefined ? { report: definition } : {}),
+        firstDataLine: record.line,
+      });
+      yield* toLoadSource(records, source).batches;
+    } catch (error) {
+      if (error instanceof CybsError && error.stage === 'parse') {
+        throw refuseFastPath(`line ${record.line} cannot be read on its own (${error.code})`);
+      }
+      throw error;
+    }
+  }
 }
 
 /** An XML file opened for the fast path as a loader source (its records as COPY text lines). */
