@@ -157,6 +157,19 @@ class RejectWriter {
     return this.lines.length >= REJECT_FLUSH_COUNT || this.chars >= REJECT_FLUSH_CHARS;
   }
 
+  /** The state to go back to when what follows is rolled back (call right after flush()). */
+  mark(): { count: number; samples: number } {
+    return { count: this.count, samples: this.samples.length };
+  }
+
+  /** Forget the rejects added since `mark` (their rows were rolled back). */
+  reset(mark: { count: number; samples: number }): void {
+    this.count = mark.count;
+    this.samples.length = mark.samples;
+    this.lines = [];
+    this.chars = 0;
+  }
+
   async flush(): Promise<void> {
     if (this.lines.length === 0) return;
     const text = this.lines.join('');
@@ -381,10 +394,18 @@ async function loadTarget(
       );
     }
 
+    const stagingName = `_cybs_stg_${index}`;
+    const staging = sql.id('pg_temp', stagingName);
+    const stagingColumns = [...staged.map((c) => c.name), '_source_row'];
+    await sql`create temp table ${sql.id(stagingName)} on commit drop as
+      select ${sql.join(stagingColumns.map((c) => sql.id(c)))} from ${sql.id(decl.schema, decl.name)}
+      with no data`.execute(trx);
+
     let rawCsv = source.rawCsv;
     if (rawCsv !== undefined && ctx.kind === 'postgres' && drift.length === 0) {
       const started = performance.now();
-      const direct = await copyRawCsvIntoTable(ctx, trx, decl, source, rawCsv, staged);
+      const rejectedBeforeDirect = ctx.rejects.count;
+      const direct = await copyRawCsvIntoTable(ctx, trx, decl, source, rawCsv, staged, stagingName);
       if (typeof direct === 'number') {
         ctx.rowsLoaded += direct;
         ctx.options.logger?.debug(
@@ -402,7 +423,7 @@ async function loadTarget(
           updated: 0,
           unchanged: 0,
           deleted: 0,
-          rejected: 0,
+          rejected: ctx.rejects.count - rejectedBeforeDirect,
           staged: direct,
           duplicates: 0,
           columnsAdded: added,
@@ -410,13 +431,6 @@ async function loadTarget(
       }
       if (direct === 'conflict') rawCsv = await source.reopenRawCsv!();
     }
-
-    const stagingName = `_cybs_stg_${index}`;
-    const staging = sql.id('pg_temp', stagingName);
-    const stagingColumns = [...staged.map((c) => c.name), '_source_row'];
-    await sql`create temp table ${sql.id(stagingName)} on commit drop as
-      select ${sql.join(stagingColumns.map((c) => sql.id(c)))} from ${sql.id(decl.schema, decl.name)}
-      with no data`.execute(trx);
 
     const rejectedBefore = ctx.rejects.count;
     const started = performance.now();
@@ -950,6 +964,7 @@ async function copyRawCsvIntoTable(
   source: LoadSource,
   body: RawCsvBody,
   staged: StagedColumn[],
+  stagingName: string,
 ): Promise<number | 'conflict' | 'staging'> {
   const { organizationId } = ctx.options.window;
   const target = sql.id(decl.schema, decl.name);
@@ -963,27 +978,48 @@ async function copyRawCsvIntoTable(
   const runId = ctx.options.runId;
   const append = `,${quoted(organizationId)},${quoted(source.source)},${runId === null ? '' : String(runId)},${quoted(now)}`;
   const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
+  const lineage = '"_source_row", "_organization_id", "_source", "_run_id", "_loaded_at"';
+  const table = `${quoteIdent(decl.schema)}.${quoteIdent(decl.name)}`;
+  // Rejects written inside the savepoint are rolled back with it, and forgotten.
+  await ctx.rejects.flush();
+  const rejects = ctx.rejects.mark();
   await sql`savepoint cybs_direct`.execute(trx);
   try {
-    const copied = await copyRawBytes(
+    let copied = await copyRawBytes(
       ctx,
-      `COPY ${quoteIdent(decl.schema)}.${quoteIdent(decl.name)} ` +
-        `(${columns}, "_source_row", "_organization_id", "_source", "_run_id", "_loaded_at") ` +
-        `FROM STDIN (FORMAT csv, FORCE_NULL (${columns}))`,
+      `COPY ${table} (${columns}, ${lineage}) FROM STDIN (FORMAT csv, FORCE_NULL (${columns}))`,
       body,
       { ...rawCsvChecks(decl, staged), append },
     );
-    if (body.setAside().length === 0) {
+    const aside = body.setAside();
+    if (aside.length > 0 && source.perRowRecords !== undefined) {
+      // The records set aside: typed or rejected by the per-row path, staged, then inserted.
+      const batches = source.perRowRecords(aside);
+      await copySource(ctx, decl, { ...source, batches }, staged, stagingName);
+      const names = staged.map((c) => sql.id(c.name));
+      const lineageIds = ['_source_row', '_organization_id', '_source', '_run_id', '_loaded_at'].map((c) =>
+        sql.id(c),
+      );
+      const inserted = await sql`
+        insert into ${sql.id(decl.schema, decl.name)} (${sql.join([...names, ...lineageIds])})
+        select ${sql.join(names)}, "_source_row", ${organizationId}::text, ${source.source}::text,
+               ${runId}::bigint, now()
+          from ${sql.id('pg_temp', stagingName)}`.execute(trx);
+      copied += Number(inserted.numAffectedRows ?? 0n);
+    }
+    if (aside.length === 0 || source.perRowRecords !== undefined) {
       await sql`release savepoint cybs_direct`.execute(trx);
       return copied;
     }
   } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
     const cause = error instanceof CybsError ? error.cause : undefined;
-    if ((cause as { code?: unknown } | undefined)?.code !== '23505') throw error;
+    if (code !== '23505' && (cause as { code?: unknown } | undefined)?.code !== '23505') throw error;
   }
-  // A key met in the table or twice in the file, or records set aside for the per-row path: the
-  // staging table does what this cannot (merge, de-duplicate, per-row records beside the COPY).
+  // A key met in the table or twice in the file: the staging table does what this cannot (merge,
+  // de-duplicate); what was staged and rejected here is rolled back and forgotten.
   await sql`rollback to savepoint cybs_direct`.execute(trx);
+  ctx.rejects.reset(rejects);
   if (source.reopenRawCsv === undefined) {
     throw refuseFastPath('the first load needs the staging table, and the file cannot be read again');
   }

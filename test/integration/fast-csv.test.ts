@@ -308,6 +308,23 @@ describe('fast CSV path ≡ per-row path', () => {
       true,
       5,
     );
+    // New keys: the first load goes straight into the table, set-aside records inserted beside.
+    const fresh = (suffix: string, more?: (rows: string[][], column: (name: string) => number) => void) =>
+      edited((rows, column) => {
+        for (const r of rows) r[column('request_id')] = `${r[column('request_id')]}${suffix}`;
+        rows[2]![column('amount')] = 'abc';
+        rows[5]![column('amount')] = '007.50';
+        rows[9]![column('transaction_date')] = '2023-10-11 04:15:21';
+        more?.(rows, column);
+      });
+    await expectSame({ ...TR, text: fresh('n'), windowKey: 'w14', rejectThreshold: 0.5 }, true, 64);
+    // A set-aside record repeats a copied key (last one wins): the straight COPY is rolled back,
+    // its rejects forgotten, and the staging path merges.
+    const repeated = fresh('m', (rows, column) => {
+      rows.push([...rows[0]!]);
+      rows[rows.length - 1]![column('amount')] = '09.99';
+    });
+    await expectSame({ ...TR, text: repeated, windowKey: 'w15', rejectThreshold: 0.5 }, true, 64);
     // A record the per-row parser cannot read on its own fails the whole file there: refused.
     const unreadable = edited((rows, column) => {
       rows[8]![column('amount')] = 'RAW:"12.5"0';
