@@ -5,11 +5,13 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { CybsError, configError } from '../errors.js';
+import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
+import type { LoadWindowResult } from '../load/load-window.js';
 import { openCsvReport } from '../parse/csv-report.js';
 import { openXmlReport } from '../parse/xml-report.js';
 import type { RecordSource } from '../parse/records.js';
-import { collectColumns, toLoadSource } from '../pipeline/record-source.js';
+import { collectColumns, toLoadSource, toRawLoadSource } from '../pipeline/record-source.js';
 import { finishRun, startRun } from '../state/runs.js';
 import type { CliContext } from './context.js';
 
@@ -89,13 +91,41 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const warehouse = await ctx.warehouse();
         const logger = await ctx.logger();
         const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
+        const window = { pipeline: pipeline.name, organizationId, windowKey: source };
+        /** CSV on PostgreSQL: the fast path (as for downloads); undefined when it refuses the file. */
+        const loadFast = async (): Promise<LoadWindowResult | undefined> => {
+          if (format !== 'csv' || warehouse.kind !== 'postgres') return undefined;
+          const openRaw = () =>
+            openRawCsvReport(createReadStream(file, { highWaterMark: 256 * 1024 }), parseOptions);
+          try {
+            const raw = await openRaw();
+            return await loadWindow(warehouse, {
+              window,
+              targets: [{ table: pipeline.table, source: toRawLoadSource(raw, source, openRaw) }],
+              runId,
+              logger,
+            });
+          } catch (error) {
+            if (!isFastPathRefusal(error)) throw error;
+            logger.info(
+              { file: fileName, reason: (error as Error).message },
+              'CSV fast path refused; importing row by row',
+            );
+            return undefined;
+          }
+        };
         try {
-          const result = await loadWindow(warehouse, {
-            window: { pipeline: pipeline.name, organizationId, windowKey: source },
-            targets: [{ table: pipeline.table, source: toLoadSource(records, source, columns) }],
-            runId,
-            logger,
-          });
+          const fast = await loadFast();
+          // The per-row reader opened for the metadata is used, or closed unused.
+          if (fast !== undefined) await (records.batches as AsyncGenerator).return?.(undefined);
+          const result =
+            fast ??
+            (await loadWindow(warehouse, {
+              window,
+              targets: [{ table: pipeline.table, source: toLoadSource(records, source, columns) }],
+              runId,
+              logger,
+            }));
           const t = result.tables[0]!;
           await finishRun(warehouse.db, runId, {
             status: 'succeeded',
