@@ -401,34 +401,37 @@ async function loadTarget(
       select ${sql.join(stagingColumns.map((c) => sql.id(c)))} from ${sql.id(decl.schema, decl.name)}
       with no data`.execute(trx);
 
+    /** The result of a first load that went straight into the table (nothing merged or deleted). */
+    const straightIntoTable = (rows: number, started: number, rejectedBefore: number): TableLoadResult => {
+      ctx.rowsLoaded += rows;
+      ctx.options.logger?.debug(
+        {
+          table: tableName,
+          source: source.source,
+          copied: rows,
+          copyMs: Math.round(performance.now() - started),
+        },
+        'table load phases (first load, straight into the table)',
+      );
+      return {
+        table: tableName,
+        inserted: rows,
+        updated: 0,
+        unchanged: 0,
+        deleted: 0,
+        rejected: ctx.rejects.count - rejectedBefore,
+        staged: rows,
+        duplicates: 0,
+        columnsAdded: added,
+      };
+    };
+
     let rawCsv = source.rawCsv;
     if (rawCsv !== undefined && ctx.kind === 'postgres' && drift.length === 0) {
       const started = performance.now();
       const rejectedBeforeDirect = ctx.rejects.count;
       const direct = await copyRawCsvIntoTable(ctx, trx, decl, source, rawCsv, staged, stagingName);
-      if (typeof direct === 'number') {
-        ctx.rowsLoaded += direct;
-        ctx.options.logger?.debug(
-          {
-            table: tableName,
-            source: source.source,
-            copied: direct,
-            copyMs: Math.round(performance.now() - started),
-          },
-          'table load phases (first load, straight into the table)',
-        );
-        return {
-          table: tableName,
-          inserted: direct,
-          updated: 0,
-          unchanged: 0,
-          deleted: 0,
-          rejected: ctx.rejects.count - rejectedBeforeDirect,
-          staged: direct,
-          duplicates: 0,
-          columnsAdded: added,
-        };
-      }
+      if (typeof direct === 'number') return straightIntoTable(direct, started, rejectedBeforeDirect);
       if (direct === 'conflict') rawCsv = await source.reopenRawCsv!();
     }
 
@@ -448,29 +451,7 @@ async function loadTarget(
         stagingName,
       );
       const direct = await copyTextIntoTable(ctx, trx, decl, source, staged, stagingName, perRow);
-      if (direct !== undefined) {
-        ctx.rowsLoaded += direct;
-        ctx.options.logger?.debug(
-          {
-            table: tableName,
-            source: source.source,
-            copied: direct,
-            copyMs: Math.round(performance.now() - started),
-          },
-          'table load phases (first load, straight into the table)',
-        );
-        return {
-          table: tableName,
-          inserted: direct,
-          updated: 0,
-          unchanged: 0,
-          deleted: 0,
-          rejected: ctx.rejects.count - rejectedBefore,
-          staged: direct,
-          duplicates: 0,
-          columnsAdded: added,
-        };
-      }
+      if (direct !== undefined) return straightIntoTable(direct, started, rejectedBefore);
       stagedCount = perRow + (await copyPreEncoded(ctx, decl, source, staged, stagingName));
     } else if (source.rawCopyText) {
       stagedCount = await copyRawText(
