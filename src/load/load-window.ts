@@ -21,6 +21,7 @@ import { PG_TYPES } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
 import { isFastPathRefusal, refuseFastPath } from './fast-csv.js';
 import type { RawCsvBody, RawCsvChecks } from './fast-csv.js';
+import { LineMap } from './line-map.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
 import { copyRawText } from './raw-text-copy.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
@@ -184,42 +185,6 @@ class RejectWriter {
         { stage: 'load' },
       );
     }
-  }
-}
-
-/** Maps a line of one COPY statement back to the record number it came from (run-length coded). */
-class LineMap {
-  private readonly starts: number[] = [];
-  private readonly records: number[] = [];
-  lines = 0;
-
-  get runs(): number {
-    return this.starts.length;
-  }
-
-  add(recordNumber: number): void {
-    this.lines++;
-    const k = this.starts.length - 1;
-    if (k >= 0 && this.records[k]! + (this.lines - this.starts[k]!) === recordNumber) return;
-    this.starts.push(this.lines);
-    this.records.push(recordNumber);
-  }
-
-  recordAt(line: number): number | undefined {
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    let found = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.starts[mid]! <= line) {
-        found = mid;
-        lo = mid + 1;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    if (found < 0 || line > this.lines) return undefined;
-    return this.records[found]! + (line - this.starts[found]!);
   }
 }
 

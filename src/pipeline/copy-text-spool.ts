@@ -14,6 +14,7 @@ import type {
   TableDecl,
 } from '../load/table-spec.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
+import { LineMap } from '../load/line-map.js';
 import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, TypedRecord } from '../parse/records.js';
 import { RecordSpool, toSourceColumn } from './record-source.js';
@@ -164,9 +165,7 @@ class SegmentFile {
   private readonly out: WriteStream;
   private parts: string[] = [];
   private chars = 0;
-  lines = 0;
-  private readonly starts: number[] = [];
-  private readonly records: number[] = [];
+  private readonly map = new LineMap();
   private closing?: Promise<void>;
 
   constructor(
@@ -177,13 +176,12 @@ class SegmentFile {
   }
 
   /** Buffer one line; a promise (to await) when the buffer was written out, else undefined. */
+  get lines(): number {
+    return this.map.lines;
+  }
+
   write(line: string, recordNumber: number): Promise<void> | undefined {
-    this.lines++;
-    const k = this.starts.length - 1;
-    if (k < 0 || this.records[k]! + (this.lines - this.starts[k]!) !== recordNumber) {
-      this.starts.push(this.lines);
-      this.records.push(recordNumber);
-    }
+    this.map.add(recordNumber);
     this.parts.push(line);
     this.chars += line.length;
     return this.chars >= WRITE_CHARS ? this.flush() : undefined;
@@ -206,29 +204,12 @@ class SegmentFile {
     return this.closing;
   }
 
-  recordAt(line: number): number | undefined {
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    let found = -1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.starts[mid]! <= line) {
-        found = mid;
-        lo = mid + 1;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    if (found < 0 || line > this.lines) return undefined;
-    return this.records[found]! + (line - this.starts[found]!);
-  }
-
   toSegment(): CopyTextSegment {
     return {
       columns: this.width,
       lines: this.lines,
       chunks: () => createReadStream(this.path, { highWaterMark: 1 << 20 }),
-      recordAt: (line) => this.recordAt(line),
+      recordAt: (line) => this.map.recordAt(line),
     };
   }
 }
