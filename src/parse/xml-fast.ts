@@ -28,19 +28,15 @@
  * emitted, and a column first seen later refuses with {@link NEW_COLUMN_REASON}; the caller then
  * opens the file again with `discoverColumns` (one extra pass that only collects columns).
  */
-import {
-  coerceTimestamptz,
-  findReportDefinition,
-  guessReportDefinition,
-  resolveHeader,
-} from '../catalog/index.js';
+import { findReportDefinition, guessReportDefinition, resolveHeader } from '../catalog/index.js';
 import type { ResolvedField } from '../catalog/index.js';
 import { refuseFastPath } from '../load/fast-csv.js';
 import { canonicalCopyValue } from '../load/raw-text-copy.js';
 import type { RawCopyTextBody } from '../load/raw-text-copy.js';
-import { ColumnSet, emptyMetadata } from './records.js';
+import { ColumnSet } from './records.js';
 import type { ColumnSpec, ReportMetadata } from './records.js';
 import { localName, parseAttributes } from './xml-scanner.js';
+import { xmlReportMetadata } from './xml-report.js';
 
 export const NEW_COLUMN_REASON = 'a record has a column the records before it did not have';
 
@@ -251,21 +247,7 @@ class FastXmlScanner {
   }
 
   private startMetadata(rootAttributes: [string, string][]): void {
-    const metadata = emptyMetadata('xml', this.fileName);
-    for (const [k, v] of rootAttributes) metadata.attributes[k] = v;
-    const get = (name: string): string | undefined => {
-      const hit = rootAttributes.find(([k]) => localName(k) === name);
-      return hit === undefined || hit[1] === '' ? undefined : hit[1];
-    };
-    metadata.reportName = get('Name');
-    metadata.version = get('Version');
-    metadata.organizationId = get('MerchantID') ?? get('OrganizationID');
-    metadata.rawStart = get('ReportStartDate');
-    metadata.rawEnd = get('ReportEndDate');
-    const start = metadata.rawStart === undefined ? undefined : coerceTimestamptz(metadata.rawStart);
-    const end = metadata.rawEnd === undefined ? undefined : coerceTimestamptz(metadata.rawEnd);
-    metadata.startTime = typeof start === 'string' ? start : undefined;
-    metadata.endTime = typeof end === 'string' ? end : undefined;
+    const metadata = xmlReportMetadata(rootAttributes, this.fileName);
     const definition = this.givenDefinition ?? guessReportDefinition(metadata.reportName)?.name;
     metadata.reportDefinition = definition;
     this.resolveOptions = definition === undefined ? {} : { report: definition };

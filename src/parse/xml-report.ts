@@ -109,10 +109,18 @@ function plain(node: unknown): unknown {
 }
 
 function metadataFrom(scanner: XmlRecordScanner, fileName: string): ReportMetadata {
+  return xmlReportMetadata(scanner.rootAttributes, fileName);
+}
+
+/** The metadata of an XML report from its root element's attributes (shared by both XML readers). */
+export function xmlReportMetadata(
+  rootAttributes: readonly (readonly [string, string])[],
+  fileName: string,
+): ReportMetadata {
   const metadata = emptyMetadata('xml', fileName);
-  for (const [k, v] of scanner.rootAttributes) metadata.attributes[k] = v;
+  for (const [k, v] of rootAttributes) metadata.attributes[k] = v;
   const get = (name: string): string | undefined => {
-    const hit = scanner.rootAttributes.find(([k]) => localName(k) === name);
+    const hit = rootAttributes.find(([k]) => localName(k) === name);
     return hit === undefined || hit[1] === '' ? undefined : hit[1];
   };
   metadata.reportName = get('Name');
