@@ -23,7 +23,8 @@ import { isFastPathRefusal, refuseFastPath } from './fast-csv.js';
 import type { RawCsvBody, RawCsvChecks } from './fast-csv.js';
 import { LineMap } from './line-map.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
-import { copyRawText } from './raw-text-copy.js';
+import { assertRawTextCopyable, copyRawText, copyRawTextLines } from './raw-text-copy.js';
+import type { RawCopyTextBody } from './raw-text-copy.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
 import type { ColumnDecl, LoadBatch, LoadSource, LoadValue, TableDecl } from './table-spec.js';
 import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
@@ -400,6 +401,15 @@ async function loadTarget(
       if (direct === 'conflict') rawCsv = await source.reopenRawCsv!();
     }
 
+    let rawText = source.rawCopyText;
+    if (rawText !== undefined && ctx.kind === 'postgres' && drift.length === 0) {
+      const started = performance.now();
+      const rejectedBeforeDirect = ctx.rejects.count;
+      const direct = await copyRawTextIntoTable(ctx, trx, decl, source, rawText, staged);
+      if (typeof direct === 'number') return straightIntoTable(direct, started, rejectedBeforeDirect);
+      if (direct === 'conflict') rawText = await source.reopenRawCopyText!();
+    }
+
     const rejectedBefore = ctx.rejects.count;
     const started = performance.now();
     let stagedCount: number;
@@ -418,13 +428,13 @@ async function loadTarget(
       const direct = await copyTextIntoTable(ctx, trx, decl, source, staged, stagingName, perRow);
       if (direct !== undefined) return straightIntoTable(direct, started, rejectedBefore);
       stagedCount = perRow + (await copyPreEncoded(ctx, decl, source, staged, stagingName));
-    } else if (source.rawCopyText) {
+    } else if (rawText) {
       stagedCount = await copyRawText(
         ctx.kind,
         ctx.session,
         trx,
         decl,
-        source.rawCopyText,
+        rawText,
         staged,
         stagingName,
         drift.length > 0,
@@ -765,17 +775,9 @@ async function copyTextIntoTable(
   const { organizationId } = ctx.options.window;
   const tableName = `${decl.schema}.${decl.name}`;
   const target = sql.id(decl.schema, decl.name);
-  const org = escapeCopyText(organizationId);
-  const src = escapeCopyText(source.source);
-  if (org === undefined || src === undefined) return undefined;
-  const loaded = await sql`
-    select 1 from ${target} where "_organization_id" = ${organizationId} and "_source" = ${source.source}
-     limit 1`.execute(trx);
-  if (loaded.rows.length > 0) return undefined;
-  // The values the merge would give: now() is the transaction's start, as there.
-  const { now } = (await sql<{ now: string }>`select now()::text as now`.execute(trx)).rows[0]!;
+  const lineage = await copyTextLineage(ctx, trx, decl, source);
+  if (lineage === undefined) return undefined;
   const runId = ctx.options.runId;
-  const lineage = `\t${org}\t${src}\t${runId === null ? '\\N' : String(runId)}\t${escapeCopyText(now)!}`;
   const lineageColumns = ['_organization_id', '_source', '_run_id', '_loaded_at'];
   await sql`savepoint cybs_direct`.execute(trx);
   try {
@@ -827,6 +829,92 @@ async function copyTextIntoTable(
 }
 
 /**
+ * For a first load straight into the table: the `_loaded_at` the merge would give (now(), the
+ * transaction's start), or undefined when the table holds rows of this source already (a re-load,
+ * which goes through the staging table).
+ */
+async function firstLoadNow(
+  ctx: WindowContext,
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+): Promise<string | undefined> {
+  const loaded = await sql`
+    select 1 from ${sql.id(decl.schema, decl.name)}
+     where "_organization_id" = ${ctx.options.window.organizationId} and "_source" = ${source.source}
+     limit 1`.execute(trx);
+  if (loaded.rows.length > 0) return undefined;
+  return (await sql<{ now: string }>`select now()::text as now`.execute(trx)).rows[0]!.now;
+}
+
+/**
+ * The COPY text fields (each after a tab) of `_organization_id`, `_source`, `_run_id`,
+ * `_loaded_at` for a first load straight into the table; undefined for a re-load (see
+ * firstLoadNow) or lineage text COPY cannot carry.
+ */
+async function copyTextLineage(
+  ctx: WindowContext,
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+): Promise<string | undefined> {
+  const org = escapeCopyText(ctx.options.window.organizationId);
+  const src = escapeCopyText(source.source);
+  if (org === undefined || src === undefined) return undefined;
+  const now = await firstLoadNow(ctx, trx, decl, source);
+  if (now === undefined) return undefined;
+  const runId = ctx.options.runId;
+  return `\t${org}\t${src}\t${runId === null ? '\\N' : String(runId)}\t${escapeCopyText(now)!}`;
+}
+
+/**
+ * A first load of ready COPY text lines (the fast XML path) straight into the table, the lineage
+ * values appended to every line, in a savepoint: what the staging table and merge would give for a
+ * window whose source has no rows yet, without writing every row twice. A key already in the
+ * table or twice in the file (23505) rolls back to the savepoint (`conflict`: the caller stages the
+ * lines read again); `staging` for a re-load. Anything else PostgreSQL refuses, an empty key
+ * included (the key columns are NOT NULL), refuses the fast path as in the staging table.
+ */
+async function copyRawTextIntoTable(
+  ctx: WindowContext,
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+  body: RawCopyTextBody,
+  staged: StagedColumn[],
+): Promise<number | 'conflict' | 'staging'> {
+  assertRawTextCopyable(ctx.kind, staged, false);
+  const lineage = await copyTextLineage(ctx, trx, decl, source);
+  if (lineage === undefined) return 'staging';
+  const columns = [
+    ...staged.map((c) => c.name),
+    '_source_row',
+    '_organization_id',
+    '_source',
+    '_run_id',
+    '_loaded_at',
+  ];
+  await sql`savepoint cybs_direct`.execute(trx);
+  try {
+    await copyRawTextLines(
+      ctx.session,
+      `COPY ${quoteIdent(decl.schema)}.${quoteIdent(decl.name)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`,
+      body,
+      appendToLines(body.chunks, Buffer.from(`${lineage}\n`, 'utf8')),
+    );
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code !== '23505') throw error;
+    await sql`rollback to savepoint cybs_direct`.execute(trx);
+    if (source.reopenRawCopyText === undefined) {
+      throw refuseFastPath('the first load needs the staging table, and the file cannot be read again');
+    }
+    return 'conflict';
+  }
+  await sql`release savepoint cybs_direct`.execute(trx);
+  return body.records();
+}
+
+/**
  * COPY text lines with `suffix` (which ends with the line feed) in place of each line feed: in COPY
  * text format a LF byte always ends a line (a LF in a value is written `\n`).
  */
@@ -834,7 +922,12 @@ async function* appendToLines(
   chunks: AsyncIterable<Uint8Array | string>,
   suffix: Buffer,
 ): AsyncGenerator<Buffer> {
+  const suffixText = suffix.toString('utf8');
   for await (const chunk of chunks) {
+    if (typeof chunk === 'string') {
+      yield Buffer.from(chunk.replaceAll('\n', suffixText), 'utf8');
+      continue;
+    }
     const bytes =
       typeof chunk === 'string'
         ? Buffer.from(chunk, 'utf8')
@@ -913,13 +1006,8 @@ async function copyRawCsvIntoTable(
   stagingName: string,
 ): Promise<number | 'conflict' | 'staging'> {
   const { organizationId } = ctx.options.window;
-  const target = sql.id(decl.schema, decl.name);
-  const loaded = await sql`
-    select 1 from ${target} where "_organization_id" = ${organizationId} and "_source" = ${source.source}
-     limit 1`.execute(trx);
-  if (loaded.rows.length > 0) return 'staging';
-  // The values the merge would give: now() is the transaction's start, as there.
-  const { now } = (await sql<{ now: string }>`select now()::text as now`.execute(trx)).rows[0]!;
+  const now = await firstLoadNow(ctx, trx, decl, source);
+  if (now === undefined) return 'staging';
   const quoted = (value: string) => `"${value.replace(/"/g, '""')}"`;
   const runId = ctx.options.runId;
   const append = `,${quoted(organizationId)},${quoted(source.source)},${runId === null ? '' : String(runId)},${quoted(now)}`;

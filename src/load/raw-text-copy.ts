@@ -64,29 +64,16 @@ export async function copyRawText(
   stagingName: string,
   drift: boolean,
 ): Promise<number> {
-  if (kind !== 'postgres') throw refuseFastPath('the embedded warehouse has no streaming COPY');
-  if (drift) throw refuseFastPath('column types differ from the table (values need checking one by one)');
-  for (const c of staged) {
-    if (!(PG_TYPES as readonly string[]).includes(c.sourceType)) {
-      throw refuseFastPath(`column ${c.name} has type ${c.sourceType}`);
-    }
-  }
-  let copied: number;
-  try {
-    copied = await session.copyFrom(
-      `COPY pg_temp.${quoteIdent(stagingName)} (${[...staged.map((c) => c.name), '_source_row']
-        .map(quoteIdent)
-        .join(', ')}) FROM STDIN`,
-      body.chunks,
-    );
-  } catch (error) {
-    if (isFastPathRefusal(error)) throw error;
-    if (error instanceof CybsError && error.stage === 'parse') throw error;
-    throw refuseFastPath(`PostgreSQL's COPY refused the data (${errorMessage(error)})`);
-  }
-  if (copied !== body.records()) {
-    throw refuseFastPath(`COPY read ${copied} rows where the source has ${body.records()} records`);
-  }
+  assertRawTextCopyable(kind, staged, drift);
+  await copyRawTextLines(
+    session,
+    `COPY pg_temp.${quoteIdent(stagingName)} (${[...staged.map((c) => c.name), '_source_row']
+      .map(quoteIdent)
+      .join(', ')}) FROM STDIN`,
+    body,
+    body.chunks,
+  );
+  const copied = body.records();
   const keys = decl.naturalKey.filter((k) => !KEY_LINEAGE_COLUMNS.has(k));
   if (keys.length > 0) {
     const { rows } = await sql
@@ -99,4 +86,44 @@ export async function copyRawText(
     if (missing > 0) throw refuseFastPath(`${missing} records have an empty natural key`);
   }
   return copied;
+}
+
+/** Refuses what the raw COPY text path cannot load (the caller loads the file record by record). */
+export function assertRawTextCopyable(
+  kind: Warehouse['kind'],
+  staged: readonly { name: string; sourceType: string }[],
+  drift: boolean,
+): void {
+  if (kind !== 'postgres') throw refuseFastPath('the embedded warehouse has no streaming COPY');
+  if (drift) throw refuseFastPath('column types differ from the table (values need checking one by one)');
+  for (const c of staged) {
+    if (!(PG_TYPES as readonly string[]).includes(c.sourceType)) {
+      throw refuseFastPath(`column ${c.name} has type ${c.sourceType}`);
+    }
+  }
+}
+
+/**
+ * One COPY of the lines of `body` (as `chunks`, which may add to each line); a refusal when
+ * PostgreSQL refuses them or stores another number of rows. A duplicate key (23505) is thrown as
+ * it is: a first load straight into the table goes through the staging table then.
+ */
+export async function copyRawTextLines(
+  session: WarehouseSession,
+  statement: string,
+  body: RawCopyTextBody,
+  chunks: AsyncIterable<string | Uint8Array>,
+): Promise<void> {
+  let copied: number;
+  try {
+    copied = await session.copyFrom(statement, chunks);
+  } catch (error) {
+    if (isFastPathRefusal(error)) throw error;
+    if (error instanceof CybsError && error.stage === 'parse') throw error;
+    if ((error as { code?: unknown } | null)?.code === '23505') throw error;
+    throw refuseFastPath(`PostgreSQL's COPY refused the data (${errorMessage(error)})`);
+  }
+  if (copied !== body.records()) {
+    throw refuseFastPath(`COPY read ${copied} rows where the source has ${body.records()} records`);
+  }
 }

@@ -109,6 +109,11 @@ export interface LoadSource {
    */
   rawCopyText?: RawCopyTextBody;
   /**
+   * The same lines again, from the start (as `reopenRawCsv`): a first load copies `rawCopyText`
+   * straight into the table and, when a key is there already or twice, stages them instead.
+   */
+  reopenRawCopyText?: () => Promise<RawCopyTextBody>;
+  /**
    * The same records already encoded as COPY text (src/pipeline/copy-text-spool.ts). Used on
    * PostgreSQL when every column's table type is of the source type's family (no value needs
    * checking); otherwise the loader reads `batches`, which then holds every record.

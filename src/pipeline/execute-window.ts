@@ -352,15 +352,17 @@ async function loadXmlFast(
 ): Promise<WindowResult | undefined> {
   for (const discoverColumns of [false, true]) {
     try {
-      const report = await openRawXmlReport(() => createReadStream(path), {
-        fileName,
-        report: def.reportDefinitionName,
-        discoverColumns,
-      });
+      const open = () =>
+        openRawXmlReport(() => createReadStream(path), {
+          fileName,
+          report: def.reportDefinitionName,
+          discoverColumns,
+        });
+      const report = await open();
       return await commitWindow(
         deps,
         task,
-        [{ table: def.table, source: toRawXmlLoadSource(report, source) }],
+        [{ table: def.table, source: toRawXmlLoadSource(report, source, open) }],
         sourceRef,
         false,
       );

@@ -202,11 +202,28 @@ async function* perRowBatches(
 }
 
 /** An XML file opened for the fast path as a loader source (its records as COPY text lines). */
-export function toRawXmlLoadSource(report: RawXmlReport, source: string): LoadSource {
+export function toRawXmlLoadSource(
+  report: RawXmlReport,
+  source: string,
+  reopen?: () => Promise<RawXmlReport>,
+): LoadSource {
+  const columns = report.columns.map(toSourceColumn);
+  const names = columns.map((c) => c.name).join('\n');
   return {
     source,
-    columns: report.columns.map(toSourceColumn),
+    columns,
     batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
     rawCopyText: report.body,
+    ...(reopen
+      ? {
+          reopenRawCopyText: async () => {
+            const again = await reopen();
+            if (again.columns.map((c) => toSourceColumn(c).name).join('\n') !== names) {
+              throw refuseFastPath('the XML file gave other columns when read again');
+            }
+            return again.body;
+          },
+        }
+      : {}),
   };
 }
