@@ -57,8 +57,13 @@ interface Measured {
   stdout: string;
 }
 
-/** Run a command under /usr/bin/time; its wall time and maximum RSS. */
+/**
+ * Run a command under /usr/bin/time; its wall time and maximum RSS. A CHECKPOINT first, so that no
+ * run pays for writing out the buffers an earlier one dirtied (a checkpoint falling inside one run
+ * but not another made the reference alone vary by 30%).
+ */
 async function measure(cmd: string, args: string[], env: Record<string, string> = {}): Promise<Measured> {
+  await admin('checkpoint');
   const started = performance.now();
   const child = spawn('/usr/bin/time', ['-f', 'BENCH_MAXRSS_KB=%M', cmd, ...args], {
     cwd: root,
