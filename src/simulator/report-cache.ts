@@ -1,5 +1,6 @@
 /**
- * Rendered report files kept on disk, so that a report is served at the speed of a stored file,
+ * Rendered report files (and on-demand pages of complete windows) kept on disk, so that a report
+ * is served at the speed of a stored file,
  * as the real service serves its reports, instead of at the speed of rendering it row by row
  * (≈ 50k rows/s in JavaScript, slower than the loader it is meant to feed). Opt-in
  * (`cacheReports` of startSimulator): the benchmark uses it so that it measures the loader.
@@ -17,6 +18,8 @@ import { once } from 'node:events';
 
 export class ReportFileCache {
   private readonly rendering = new Map<string, Promise<string>>();
+  /** Keys whose render gave no body. */
+  private readonly empty = new Set<string>();
 
   private constructor(private readonly dir: string) {}
 
@@ -33,6 +36,32 @@ export class ReportFileCache {
     let file = this.rendering.get(key);
     if (file === undefined) {
       file = this.renderToFile(key, render);
+      this.rendering.set(key, file);
+      file.catch(() => this.rendering.delete(key));
+    }
+    return createReadStream(await file, { highWaterMark: 256 * 1024 });
+  }
+
+  /**
+   * A body rendered as one string by `render` the first time (undefined: there is none, which is
+   * remembered too), then served from its file: the on-demand pages of complete windows.
+   */
+  async text(
+    identity: unknown,
+    render: () => string | undefined,
+  ): Promise<AsyncIterable<Buffer> | undefined> {
+    const key = createHash('sha256').update(JSON.stringify(identity)).digest('hex').slice(0, 32);
+    if (this.empty.has(key)) return undefined;
+    let file = this.rendering.get(key);
+    if (file === undefined) {
+      const body = render();
+      if (body === undefined) {
+        this.empty.add(key);
+        return undefined;
+      }
+      file = this.renderToFile(key, async function* () {
+        yield body;
+      });
       this.rendering.set(key, file);
       file.catch(() => this.rendering.delete(key));
     }

@@ -21,8 +21,8 @@ const sim = await startSimulator({
   transactionsPerDay: options.transactionsPerDay,
   startDate: options.startDate,
   quietDayRate: 0,
-  // Report files are served from disk once rendered, as the real service serves stored files:
-  // the bench measures the loader, not the simulator's renderer.
+  // Report files and on-demand pages of complete windows are served from disk once rendered, as
+  // the real service serves stored data: the bench measures the loader, not the simulator's renderer.
   cacheReports: true,
 });
 const org = sim.organizations[0]!;

@@ -313,6 +313,27 @@ describe('simulator behaviour over HTTP', () => {
         expect(first.equals(await fresh(name, '2024-03-04'))).toBe(true);
         expect(first.equals(await get(name, '2024-03-05'))).toBe(false);
       }
+      // Purchase and Refund Detail pages of a complete window: kept, the same bytes, offset and
+      // limit part of what identifies one; a window with no data stays a 404.
+      const page = async (base: string, c: typeof creds, query: string) => {
+        const r = await signedFetch(base, c, `/reporting/v3/purchase-refund-details?${query}`);
+        return { status: r.status, body: await r.text() };
+      };
+      const window = 'startTime=2024-03-01T00:00:00Z&endTime=2024-03-02T00:00:00Z';
+      for (const paging of ['offset=0&limit=50', 'offset=50&limit=50', 'offset=0&limit=2000']) {
+        const first = await page(cached.baseUrl, cached.credentials, `${window}&${paging}`);
+        expect(first.status).toBe(200);
+        expect((await page(cached.baseUrl, cached.credentials, `${window}&${paging}`)).body).toBe(first.body);
+        expect((await page(sim.baseUrl, creds, `${window}&${paging}&organizationId=merchant_a`)).body).toBe(
+          first.body,
+        );
+      }
+      const before = 'startTime=2023-01-01T00:00:00Z&endTime=2023-01-02T00:00:00Z';
+      for (let i = 0; i < 2; i++) {
+        expect((await page(cached.baseUrl, cached.credentials, `${before}&offset=0&limit=50`)).status).toBe(
+          404,
+        );
+      }
       cached.setFaults('download:malformed-row=2/amount');
       const broken = await get('TransactionRequestReport_Daily', '2024-03-04');
       cached.setFaults([]);
