@@ -446,7 +446,7 @@ async function loadTarget(
     const copied = performance.now();
     const merge = await mergeStaging(trx, decl, source, staged, staging, stagedCount, ctx.options);
     const merged = performance.now();
-    const deleted = await deleteVanished(trx, decl, source, staging, ctx.options);
+    const deleted = await deleteVanished(trx, decl, source, staging, ctx.options, merge.distinct);
     ctx.options.logger?.debug(
       {
         table: tableName,
@@ -1244,7 +1244,18 @@ async function deleteVanished(
   source: LoadSource,
   staging: RawBuilder<unknown>,
   options: LoadWindowOptions,
+  distinct: number,
 ): Promise<number> {
+  // After the merge, every distinct staged key is a row of this source (inserted, updated, or
+  // unchanged because equal, `_source` included), so the source owns `distinct` rows plus the
+  // vanished ones: when it owns no more, there is nothing to delete, and counting its rows (an
+  // index scan) is cheaper than the anti join (1M rows: ≈ 1.3 s).
+  const owned = await sql<{ n: string }>`
+    select count(*) as n from ${sql.id(decl.schema, decl.name)}
+     where "_organization_id" = ${options.window.organizationId} and "_source" = ${source.source}`.execute(
+    trx,
+  );
+  if (Number(owned.rows[0]!.n) === distinct) return 0;
   const matches = decl.naturalKey
     .filter((k) => k !== '_organization_id' && k !== '_source')
     .map((k) => sql`s.${sql.id(k)} = t.${sql.id(k)}`);
