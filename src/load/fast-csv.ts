@@ -297,23 +297,38 @@ class BodyScanner {
     let inQuote = this.inQuote;
     let quotedCr = this.quotedCr;
     let atLineStart = this.atLineStart;
-    for (let i = resume; i < n; i++) {
-      const b = work[i]!;
+    // The line count lives in a local while scanning (a property written for every line break
+    // inside quotes kept V8 from tightening the loop: 2.9 s instead of 2.2 s for 352 MB).
+    let line = this.line;
+    let i = resume;
+    while (i < n) {
+      let b = work[i]!;
       if (inQuote) {
-        if (b === QUOTE) {
-          inQuote = false;
-        } else if (b === LF) {
-          if (!quotedCr) this.line++;
-          quotedCr = false;
-        } else if (b === CR) {
-          this.line++;
-          quotedCr = true;
-        } else {
-          quotedCr = false;
+        // Inside quotes only a quote ends them; line breaks are counted.
+        for (;;) {
+          if (b === QUOTE) {
+            inQuote = false;
+            break;
+          }
+          if (b === LF) {
+            if (!quotedCr) line++;
+            quotedCr = false;
+          } else if (b === CR) {
+            line++;
+            quotedCr = true;
+          } else {
+            quotedCr = false;
+          }
+          if (++i >= n) break;
+          b = work[i]!;
         }
+        i++;
         continue;
       }
       if (b > COMMA) {
+        // An ordinary byte, and the ordinary bytes after it.
+        i++;
+        while (i < n && work[i]! > COMMA) i++;
         atLineStart = false;
         continue;
       }
@@ -337,8 +352,8 @@ class BodyScanner {
           emitted = end;
           this.records++;
         }
-        this.line++;
-        this.recordLine = this.line;
+        line++;
+        this.recordLine = line;
         field = 0;
         start = i + 1;
         recordStart = i + 1;
@@ -352,7 +367,9 @@ class BodyScanner {
       } else {
         atLineStart = false;
       }
+      i++;
     }
+    this.line = line;
     // The unfinished record is held back (copied: `chunk` belongs to the caller).
     this.emit(work, emitted, recordStart);
     this.pending = Buffer.from(work.subarray(recordStart));
