@@ -35,9 +35,13 @@ import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
  *
  *   advisory lock (pipeline, organization, window) → delete the window's previous rejects →
  *   for each target: create the table / add columns (recorded in etl.schema_changes) →
- *   COPY (text format) into a TEMP staging table typed like the target → ANALYZE →
- *   one INSERT … SELECT DISTINCT ON (key) … ON CONFLICT … DO UPDATE … WHERE … IS DISTINCT FROM …
- *   → DELETE the source's rows that vanished → reject threshold → beforeCommit → COMMIT.
+ *   a first load (the table has no rows of the source yet) on PostgreSQL: one COPY straight into
+ *   the table, lineage values appended, in a savepoint (a key already there or twice: rolled
+ *   back, and on as a re-load) — otherwise:
+ *   COPY into a TEMP staging table typed like the target →
+ *   one INSERT … SELECT … ON CONFLICT … DO UPDATE … WHERE … IS DISTINCT FROM … (DISTINCT ON the
+ *   key only when the source holds a key twice) → DELETE the source's rows that vanished (when it
+ *   owns more rows than it staged) → reject threshold → beforeCommit → COMMIT.
  *
  * Ownership: a row belongs to the source that last wrote it (`_source`). A source that shares a
  * natural key with an earlier one takes the row over; deleting vanished rows only touches rows
@@ -928,10 +932,7 @@ async function* appendToLines(
       yield Buffer.from(chunk.replaceAll('\n', suffixText), 'utf8');
       continue;
     }
-    const bytes =
-      typeof chunk === 'string'
-        ? Buffer.from(chunk, 'utf8')
-        : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     // Copied into one buffer (no object per line: a chunk holds thousands of lines).
     let lines = 0;
     for (let lf = bytes.indexOf(10); lf >= 0; lf = bytes.indexOf(10, lf + 1)) lines++;
