@@ -116,6 +116,23 @@ async function startSim(options: Record<string, unknown>): Promise<Sim> {
   };
 }
 
+/** The Transaction Request report of REPORT_DATE, downloaded from `sim` into `file` (also renders it there). */
+function downloadReport(sim: Sim, format: 'csv' | 'xml', file: string): Promise<Measured> {
+  return measure(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'test/bench/fetch-report.ts',
+      'TransactionRequestReport_Daily',
+      REPORT_DATE,
+      format,
+      file,
+    ],
+    sim.env,
+  );
+}
+
 async function admin(sql: string): Promise<void> {
   const c = new pg.Client({ connectionString: ADMIN_URL });
   await c.connect();
@@ -231,19 +248,7 @@ async function main(): Promise<void> {
     const csvSim = await startSim({ transactionsPerDay: CSV_ROWS, startDate: START });
     sims.push(csvSim);
     const csvFile = path.join(work, 'transaction_request.csv');
-    const fetched = await measure(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'test/bench/fetch-report.ts',
-        'TransactionRequestReport_Daily',
-        REPORT_DATE,
-        'csv',
-        csvFile,
-      ],
-      csvSim.env,
-    );
+    const fetched = await downloadReport(csvSim, 'csv', csvFile);
     const csvBytes = (await stat(csvFile)).size;
     log(`CSV report: ${csvBytes} bytes, downloaded in ${fetched.seconds.toFixed(1)} s`);
     // The same rows without the metadata line, for \copy.
@@ -325,19 +330,7 @@ async function main(): Promise<void> {
       sims.push(xmlSim);
       // The XML file's size (for MB/s): downloaded once on its own.
       const xmlFile = path.join(work, 'transaction_request.xml');
-      await measure(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          'test/bench/fetch-report.ts',
-          'TransactionRequestReport_Daily',
-          REPORT_DATE,
-          'xml',
-          xmlFile,
-        ],
-        xmlSim.env,
-      );
+      await downloadReport(xmlSim, 'xml', xmlFile);
       const xmlBytes = (await stat(xmlFile)).size;
       await rm(xmlFile, { force: true });
       log(`XML report: ${xmlBytes} bytes`);
