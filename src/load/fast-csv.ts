@@ -1,8 +1,10 @@
 /**
- * The fast load path of CSV report files on PostgreSQL: JavaScript reads only the metadata and
- * header lines; the data bytes go untouched to `COPY … (FORMAT csv)` into a TEMP table of `text`
- * columns, and PostgreSQL checks and casts them set-wise into the typed staging table of
- * loadWindow (then the usual merge, delete and window bookkeeping, in the same transaction).
+ * The fast load path of CSV report files on PostgreSQL: JavaScript reads the metadata and header
+ * lines; a byte scanner (BodyScanner) passes the data bytes to one `COPY … (FORMAT csv)`, checking
+ * each record on the way and appending its line number (and, for a first load straight into the
+ * table, the lineage values). PostgreSQL splits and casts them into the typed staging table of
+ * loadWindow, or on a first load into the table itself (then the usual merge, delete and window
+ * bookkeeping, in the same transaction).
  *
  * It produces exactly what the per-row path (openCsvReport → toLoadSource → loadWindow) produces,
  * or refuses (`LOAD_FAST_PATH_REFUSED`) and the caller loads the file through the per-row path.
@@ -12,10 +14,11 @@
  *    blank line between metadata and header, a one-column header;
  *  - a row PostgreSQL's CSV parser refuses (a ragged row, padding values, NUL, invalid UTF-8) or a
  *    row count that differs from the line count JavaScript saw;
- *  - a non-text value not written in the canonical form that both the catalog's coercers and
- *    PostgreSQL read identically (numeric `-?digits[.digits]`, timestamps `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`,
- *    dates `YYYY-MM-DD`, integers, Y/N-style booleans), or an empty natural key: such rows are
- *    rejects (or unusual forms) that the per-row path types and rejects with its exact messages.
+ *  - more than MAX_SET_ASIDE_RECORDS records that need the per-row path: a non-text value not
+ *    written in the canonical form that both the catalog's coercers and PostgreSQL read
+ *    identically (numeric `-?digits[.digits]`, timestamps `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, dates
+ *    `YYYY-MM-DD`, integers, Y/N-style booleans), or an empty natural key. Fewer such records are
+ *    set aside, and the per-row path types or rejects each with its exact messages.
  * So a clean daily report loads at COPY speed; a file with bad rows is loaded correctly, slower.
  */
 import type { Readable } from 'node:stream';
@@ -30,7 +33,7 @@ import type { ColumnSpec, ReportMetadata } from '../parse/records.js';
 export const FAST_PATH_REFUSED = 'LOAD_FAST_PATH_REFUSED';
 
 export function refuseFastPath(reason: string, cause?: unknown): CybsError {
-  return new CybsError(FAST_PATH_REFUSED, `The fast CSV path cannot load this file: ${reason}.`, {
+  return new CybsError(FAST_PATH_REFUSED, `The fast load path cannot load this file: ${reason}.`, {
     stage: 'load',
     context: { reason },
     ...(cause !== undefined ? { cause } : {}),
