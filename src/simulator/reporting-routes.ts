@@ -899,7 +899,7 @@ const purchaseRefundDetails: Route = {
       const body =
         ctx.reportCache !== undefined && window.end <= window.now
           ? await ctx.reportCache.text(
-              { endpoint: this.endpoint, organizationId: o.org.id, start, end, ...pageOptions },
+              { endpoint: 'purchase-refund-details', organizationId: o.org.id, start, end, ...pageOptions },
               render,
             )
           : render();
