@@ -4,7 +4,6 @@ import type { Credentials } from '../../config/env.js';
 import { CybsError } from '../../errors.js';
 import { buildHttpSignatureHeaders } from './http-signature.js';
 import { buildJwtClaims, signJwtHs256, signJwtRs256 } from './jwt.js';
-import { readP12SigningKey } from './pkcs12.js';
 import type { P12SigningKey } from './pkcs12.js';
 import type { Authenticator, SignableRequest } from './types.js';
 
@@ -13,7 +12,6 @@ export { buildHttpSignatureHeaders, buildSigningString } from './http-signature.
 export type { HttpSignatureKey } from './http-signature.js';
 export { buildJwtClaims, signJwtHs256, signJwtRs256, JWT_LIFETIME_SECONDS } from './jwt.js';
 export type { JwtClaims, JwtIdentity } from './jwt.js';
-export { readP12SigningKey } from './pkcs12.js';
 export type { P12SigningKey } from './pkcs12.js';
 export { computeBodyDigest } from './digest.js';
 
@@ -80,7 +78,8 @@ export function createAuthenticator(credentials: Credentials, deps: Authenticato
       let keyPromise: Promise<P12SigningKey> | undefined;
       const signingKey = (): Promise<P12SigningKey> => {
         keyPromise ??= load(p12Path).then(
-          (bytes) => readP12SigningKey(bytes, password, keyAlias),
+          // The PKCS#12 reader (node-forge) is loaded only by deployments that use a P12 key.
+          async (bytes) => (await import('./pkcs12.js')).readP12SigningKey(bytes, password, keyAlias),
           (error: unknown) => {
             throw new CybsError(
               'API_P12_UNREADABLE',

@@ -7,9 +7,9 @@ import {
   buildSigningString,
   computeBodyDigest,
   createAuthenticator,
-  readP12SigningKey,
   signJwtHs256,
 } from '../../../src/api/auth/index.js';
+import { readP12SigningKey } from '../../../src/api/auth/pkcs12.js';
 import type { SignableRequest } from '../../../src/api/auth/index.js';
 import { isCybsError } from '../../../src/errors.js';
 import { createTestP12 } from '../../helpers/p12.js';
