@@ -954,8 +954,10 @@ async function* appendToLines(
  * `COPY … (FORMAT csv)` into the typed staging table, so PostgreSQL splits and casts them in C,
  * while the scanner checks every record on its way (a value of a non-text column must be in the
  * canonical form that PostgreSQL and the catalog's coercers read identically, a key must not be
- * empty) and gets its line number appended for `_source_row`. A record that fails a check, or bytes PostgreSQL refuses, refuse the window;
- * the caller then loads the file through the per-row path.
+ * empty) and gets its line number appended for `_source_row`. A record that fails a check is set
+ * aside and typed or rejected by the per-row path beside the COPY (more than the scanner's limit,
+ * or bytes PostgreSQL refuses, refuse the window: the caller then loads the whole file through
+ * the per-row path).
  */
 async function copyRawCsv(
   ctx: WindowContext,
