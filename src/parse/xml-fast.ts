@@ -117,6 +117,13 @@ function matchesAt(b: string, name: string, at: number): boolean {
   return true;
 }
 
+/** The index after the end tag `</name>` whose `<` is at `at` (known to be followed by `/`); refuses any other end tag. */
+function afterEndTag(b: string, name: string, at: number): number {
+  if (!matchesAt(b, name, at + 2) || b.charCodeAt(at + 2 + name.length) !== 62)
+    refuse('an end tag that does not match');
+  return at + 3 + name.length;
+}
+
 /** Whether the whole name `name` starts at `at` (followed by `>` or `/`, the only ends accepted). */
 function isNameAt(b: string, name: string, at: number): boolean {
   if (!matchesAt(b, name, at)) return false;
@@ -461,10 +468,9 @@ class FastXmlScanner {
       if (lt < 0 || lt > close) refuse('an unclosed element inside a record');
       if (b.charCodeAt(lt + 1) === 47) {
         // A leaf: `<name>text</name>`.
-        if (!matchesAt(b, name, lt + 2) || b.charCodeAt(lt + 2 + name.length) !== 62)
-          refuse('an end tag that does not match');
+        const after = afterEndTag(b, name, lt);
         this.putRecordLeaf(slot, name, leafValue(b.slice(e + 1, lt)));
-        p = lt + 3 + name.length;
+        p = after;
         continue;
       }
       // A group: only whitespace before its first child.
@@ -510,9 +516,7 @@ class FastXmlScanner {
       p = this.skipSpace(p);
       if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
       if (b.charCodeAt(p + 1) === 47) {
-        if (!matchesAt(b, name, p + 2) || b.charCodeAt(p + 2 + name.length) !== 62)
-          refuse('an end tag that does not match');
-        return p + 3 + name.length;
+        return afterEndTag(b, name, p);
       }
       let entry: LeafSlot | undefined;
       let e: number;
@@ -555,10 +559,9 @@ class FastXmlScanner {
         const lt = b.indexOf('<', e + 1);
         if (lt < 0 || lt > close || b.charCodeAt(lt + 1) !== 47)
           refuse('elements nested deeper than a group');
-        if (!matchesAt(b, leaf, lt + 2) || b.charCodeAt(lt + 2 + leaf.length) !== 62)
-          refuse('an end tag that does not match');
+        const after = afterEndTag(b, leaf, lt);
         value = leafValue(b.slice(e + 1, lt));
-        p = lt + 3 + leaf.length;
+        p = after;
       }
       if (this.values[entry.index] === undefined) this.values[entry.index] = value;
     }
