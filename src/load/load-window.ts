@@ -448,7 +448,7 @@ async function loadTarget(
     }
     ctx.rowsLoaded += stagedCount;
     const copied = performance.now();
-    const merge = await mergeStaging(trx, decl, source, staged, staging, stagedCount, ctx.options);
+    const merge = await mergeStaging(trx, decl, source, staged, stagingName, stagedCount, ctx.options);
     const merged = performance.now();
     const deleted = await deleteVanished(trx, decl, source, staging, ctx.options, merge.distinct);
     ctx.options.logger?.debug(
@@ -1162,6 +1162,10 @@ interface MergeCounts {
  * `_source` or `_source_row` differ, so an identical re-load writes nothing (`_run_id` and
  * `_loaded_at` of unchanged rows stay).
  *
+ * A re-load of a source that already owns rows first leaves out the rows it would not change
+ * (`unchangedLeftOut`): the upsert locks every row whose key it meets, even one it does not
+ * rewrite, and a locked row is a written page.
+ *
  * A report rarely holds a key twice, so the rows go in as they are first (no sort): one statement
  * cannot touch a row twice, so it fails (21000) when the source does hold a key twice, and then
  * (rolled back to a savepoint) the rows are de-duplicated on the natural key, the last record of
@@ -1172,13 +1176,17 @@ async function mergeStaging(
   decl: TableDecl,
   source: LoadSource,
   staged: StagedColumn[],
-  staging: RawBuilder<unknown>,
+  stagingName: string,
   stagedCount: number,
   options: LoadWindowOptions,
 ): Promise<MergeCounts> {
+  const staging = sql.id('pg_temp', stagingName);
+  const changed = await unchangedLeftOut(trx, decl, source, staged, stagingName, options);
+  if (changed === 'repeated key') return upsertStaging(trx, decl, source, staged, staging, options, true);
+  if (changed === 'none') return { distinct: stagedCount, inserted: 0, updated: 0 };
   await sql`savepoint cybs_merge`.execute(trx);
   try {
-    const counts = await upsertStaging(trx, decl, source, staged, staging, options, false);
+    const counts = await upsertStaging(trx, decl, source, staged, changed ?? staging, options, false);
     await sql`release savepoint cybs_merge`.execute(trx);
     return { ...counts, distinct: stagedCount };
   } catch (error) {
@@ -1186,6 +1194,70 @@ async function mergeStaging(
     await sql`rollback to savepoint cybs_merge`.execute(trx);
   }
   return upsertStaging(trx, decl, source, staged, staging, options, true);
+}
+
+/**
+ * For a re-load of a source that owns rows already (a re-run of its window): the staged rows that
+ * differ from the row this source wrote for their key, in a temp table, or `none` when every
+ * staged row equals one. Measured on an identical re-load of 1M rows: the upsert of all of them
+ * took 9.2 s and wrote 494 MB of WAL (each row it meets is locked, so every page of the table is
+ * written); this hash anti join took 5.6 s and wrote nothing.
+ *
+ * Undefined when the source owns no rows (nothing can be left out: the upsert takes the staging
+ * table as it is). `repeated key` when a changed row's key is staged more than once: leaving out
+ * the copy equal to the table's row would hide the repeat from the upsert, so the de-duplicating
+ * upsert of the whole staging table decides which record wins. When no row changed, no key
+ * repeats: each staged row equals a row of its own key whose `_source_row` is its own, and two
+ * staged records of one key have different `_source_row`s.
+ */
+async function unchangedLeftOut(
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+  staged: StagedColumn[],
+  stagingName: string,
+  options: LoadWindowOptions,
+): Promise<RawBuilder<unknown> | 'none' | 'repeated key' | undefined> {
+  const target = sql.id(decl.schema, decl.name);
+  const { organizationId } = options.window;
+  const owns = await sql<{ owns: boolean }>`
+    select exists (select 1 from ${target}
+                    where "_organization_id" = ${organizationId} and "_source" = ${source.source}) as owns`.execute(
+    trx,
+  );
+  if (!owns.rows[0]!.owns) return undefined;
+  const staging = sql.id('pg_temp', stagingName);
+  const changedName = `${stagingName}_changed`;
+  const changed = sql.id('pg_temp', changedName);
+  const compared = [...staged.map((c) => c.name), '_source_row'];
+  const row = (alias: string) => sql.join(compared.map((c) => sql.id(alias, c)));
+  const sameKey = (a: string, b: string) => {
+    const matches = dataKey(decl).map((k) => sql`${sql.id(a, k)} = ${sql.id(b, k)}`);
+    return matches.length > 0 ? sql.join(matches, sql` and `) : sql`true`;
+  };
+  // Linear whatever the statistics say (see deleteVanished): a nested loop over a target the
+  // planner believes empty would scan it once per staged row.
+  await sql`select set_config('enable_nestloop', 'off', true)`.execute(trx);
+  await sql`
+    create temp table ${sql.id(changedName)} on commit drop as
+    select * from ${staging} as s
+     where not exists (select 1 from ${target} as t
+                        where t."_organization_id" = ${organizationId} and t."_source" = ${source.source}
+                          and ${sameKey('t', 's')}
+                          and (${row('t')}) is not distinct from (${row('s')}))`.execute(trx);
+  const result = await sql<{ changed: string; repeated: boolean }>`
+    select (select count(*) from ${changed}) as changed,
+           exists (select 1 from ${changed} as c join ${staging} as s on ${sameKey('c', 's')}
+                    where (${row('c')}) is distinct from (${row('s')})) as repeated`.execute(trx);
+  await sql`reset enable_nestloop`.execute(trx);
+  const { changed: count, repeated } = result.rows[0]!;
+  if (Number(count) === 0) return 'none';
+  return repeated ? 'repeated key' : changed;
+}
+
+/** The natural key's columns other than `_organization_id` and `_source` (which a source's rows share). */
+function dataKey(decl: TableDecl): string[] {
+  return decl.naturalKey.filter((k) => k !== '_organization_id' && k !== '_source');
 }
 
 async function upsertStaging(
@@ -1198,9 +1270,7 @@ async function upsertStaging(
   dedupe: boolean,
 ): Promise<MergeCounts> {
   const data = staged.map((c) => c.name);
-  const keyExprs = decl.naturalKey
-    .filter((k) => k !== '_organization_id' && k !== '_source')
-    .map((k) => sql.id('s', k));
+  const keyExprs = dataKey(decl).map((k) => sql.id('s', k));
   const distinctOn = keyExprs.length > 0 ? sql.join(keyExprs) : sql`true`;
   const insertColumns = [...data, '_organization_id', '_source', '_source_row', '_run_id', '_loaded_at'];
   const compared = [...data, '_source', '_source_row'];
@@ -1259,9 +1329,7 @@ async function deleteVanished(
     trx,
   );
   if (Number(owned.rows[0]!.n) === distinct) return 0;
-  const matches = decl.naturalKey
-    .filter((k) => k !== '_organization_id' && k !== '_source')
-    .map((k) => sql`s.${sql.id(k)} = t.${sql.id(k)}`);
+  const matches = dataKey(decl).map((k) => sql`s.${sql.id(k)} = t.${sql.id(k)}`);
   const sameKey = matches.length > 0 ? sql.join(matches, sql` and `) : sql`true`;
   // The target's statistics do not see the rows merged in this transaction (a table created or
   // filled by this load looks empty to the planner), so it would pick a nested-loop anti join that

@@ -323,6 +323,69 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
     ]);
   });
 
+  it('re-loads of a source with a key twice: the last occurrence still wins', async () => {
+    const decl = txnDecl('dups_reload');
+    const items = (first: string) => [
+      txnRow(1, first),
+      txnRow(2, '2.00'),
+      txnRow(1, '1.22'),
+      txnRow(3, '3.00'),
+    ];
+    const reload = (first: string, runId: number) =>
+      load({ targets: [{ table: decl, source: generatedSource('d', TXN_COLUMNS, items(first), 2) }], runId });
+    const rows = async () =>
+      (await snapshot(warehouse.db, 'dups_reload')).map((r) => [
+        r.request_id,
+        r.amount,
+        r._source_row,
+        r._run_id,
+      ]);
+    await reload('1.00', run1);
+    const loaded = [
+      [requestId(1), '1.22', 3, run1],
+      [requestId(2), '2.00', 2, run1],
+      [requestId(3), '3.00', 4, run1],
+    ];
+    expect(await rows()).toEqual(loaded);
+    // Identical: the row of key 1 equals its last occurrence, not the first one.
+    expect(tableResult(await reload('1.00', run2), 'dups_reload')).toMatchObject({
+      inserted: 0,
+      updated: 0,
+      unchanged: 3,
+      duplicates: 1,
+    });
+    expect(await rows()).toEqual(loaded);
+    // Only the overridden first occurrence changed: the table's row still equals the last one.
+    expect(tableResult(await reload('1.11', run3), 'dups_reload')).toMatchObject({
+      inserted: 0,
+      updated: 0,
+      unchanged: 3,
+      duplicates: 1,
+    });
+    expect(await rows()).toEqual(loaded);
+  });
+
+  it('a re-load that changes one row rewrites that row only', async () => {
+    const decl = txnDecl('one_changed');
+    const rows = (changed: string) => range(1, 50).map((i) => (i === 7 ? txnRow(i, changed) : txnRow(i)));
+    await load({ targets: [{ table: decl, source: generatedSource('s', TXN_COLUMNS, rows('7.50'), 20) }] });
+    const before = await snapshot(warehouse.db, 'one_changed');
+    const result = await load({
+      targets: [{ table: decl, source: generatedSource('s', TXN_COLUMNS, rows('7.77'), 20) }],
+      runId: run2,
+    });
+    expect(tableResult(result, 'one_changed')).toMatchObject({
+      inserted: 0,
+      updated: 1,
+      unchanged: 49,
+      deleted: 0,
+      duplicates: 0,
+    });
+    const after = await snapshot(warehouse.db, 'one_changed');
+    expect(after[6]).toMatchObject({ request_id: requestId(7), amount: '7.77', _run_id: run2 });
+    expect(after.filter((_, i) => i !== 6)).toEqual(before.filter((_, i) => i !== 6));
+  });
+
   it('round-trips text that needs COPY escaping', async () => {
     const decl = txnDecl('escaping');
     const texts = [
