@@ -8,6 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
+import pino from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
@@ -337,6 +338,46 @@ describe('fast CSV path ≡ per-row path', () => {
       for (let i = 0; i < 20; i++) rows[i * 3]![column('amount')] = 'x';
     });
     await expectSame({ ...TR, text, windowKey: 'w9' }, true);
+  });
+
+  it('a first load straight into the table stamps _loaded_at with the transaction start, as the merge does', async () => {
+    const p = pipelineOf(TR.report);
+    const loadFresh = async (windowKey: string) => {
+      const open = () => openRawCsvReport(chunksOf(simulated, 997), { fileName: 'f.csv', report: TR.report });
+      const logs: string[] = [];
+      let txNow = '';
+      // An organization of its own: no key of the file is in the table yet.
+      const options = windowOptions({ ...TR, text: simulated, windowKey });
+      await loadWindow(fast.warehouse, {
+        ...options,
+        window: { ...options.window, organizationId: `org_${windowKey}` },
+        targets: [{ table: p.table, source: toRawLoadSource(await open(), `src:${windowKey}`, open) }],
+        logger: pino({ level: 'debug' }, { write: (line: string) => logs.push(line) }),
+        beforeCommit: async (trx) => {
+          txNow = (await sql<{ now: string }>`select now()::text as now`.execute(trx)).rows[0]!.now;
+        },
+      });
+      const stamps = await sql<{ at: string }>`
+        select distinct _loaded_at::text as at from cybs.transaction_request
+         where _source = ${`src:${windowKey}`}`.execute(fast.warehouse.db);
+      const straight = logs.some((l) => l.includes('first load, straight into the table'));
+      return { stamps: stamps.rows.map((r) => r.at), txNow, straight };
+    };
+    // The direct COPYs leave _loaded_at to its default, now().
+    const direct = await loadFresh('stamp1');
+    expect(direct).toEqual({ stamps: [direct.txNow], txNow: direct.txNow, straight: true });
+    // Without that default (a table altered by hand) the load goes through staging, stamped all the same.
+    await sql`alter table cybs.transaction_request alter column _loaded_at drop default`.execute(
+      fast.warehouse.db,
+    );
+    try {
+      const staged = await loadFresh('stamp2');
+      expect(staged).toEqual({ stamps: [staged.txNow], txNow: staged.txNow, straight: false });
+    } finally {
+      await sql`alter table cybs.transaction_request alter column _loaded_at set default now()`.execute(
+        fast.warehouse.db,
+      );
+    }
   });
 
   it('loads the CSV sample files the same way', async () => {
