@@ -365,6 +365,32 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
     expect(await rows()).toEqual(loaded);
   });
 
+  it('a re-load that changes most rows, with a key twice: every change lands, the last occurrence wins', async () => {
+    const decl = txnDecl('most_changed');
+    const items = (amount: (i: number) => string) => [
+      ...range(1, 10).map((i) => txnRow(i, amount(i))),
+      txnRow(1, '1.99'),
+    ];
+    const reload = (amount: (i: number) => string, runId: number) =>
+      load({
+        targets: [{ table: decl, source: generatedSource('m', TXN_COLUMNS, items(amount), 3) }],
+        runId,
+      });
+    await reload((i) => `${i}.50`, run1);
+    const result = await reload((i) => `${i}.75`, run2);
+    expect(tableResult(result, 'most_changed')).toMatchObject({
+      inserted: 0,
+      updated: 9,
+      unchanged: 1,
+      duplicates: 1,
+    });
+    const rows = await snapshot(warehouse.db, 'most_changed');
+    expect(rows.map((r) => [r.request_id, r.amount, r._source_row])).toEqual([
+      [requestId(1), '1.99', 11],
+      ...range(2, 10).map((i) => [requestId(i), `${i}.75`, i]),
+    ]);
+  });
+
   it('a re-load that changes one row rewrites that row only', async () => {
     const decl = txnDecl('one_changed');
     const rows = (changed: string) => range(1, 50).map((i) => (i === 7 ? txnRow(i, changed) : txnRow(i)));
