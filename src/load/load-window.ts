@@ -1204,10 +1204,10 @@ async function mergeStaging(
  * staged rows changed: then the upsert takes the staging table as it is (when all 1M rows of a
  * re-load differed, going on with the changed rows took 63 s against 29 s for the upsert alone).
  * `repeated key` when a changed row's key is staged more than once: leaving out the copy equal to
- * the table's row would hide the repeat from the upsert, so the de-duplicating
- * upsert of the whole staging table decides which record wins. When no row changed, no key
- * repeats: each staged row equals a row of its own key whose `_source_row` is its own, and two
- * staged records of one key have different `_source_row`s.
+ * the table's row would hide the repeat from the upsert, so the de-duplicating upsert of the whole
+ * staging table decides which record wins. When no row changed, no key repeats: each staged row
+ * equals a row of its own key whose `_source_row` is its own, and two staged records of one key
+ * have different `_source_row`s.
  */
 async function unchangedLeftOut(
   trx: Db,
@@ -1231,10 +1231,6 @@ async function unchangedLeftOut(
   const changed = sql.id('pg_temp', changedName);
   const compared = [...staged.map((c) => c.name), '_source_row'];
   const row = (alias: string) => sql.join(compared.map((c) => sql.id(alias, c)));
-  const sameKey = (a: string, b: string) => {
-    const matches = dataKey(decl).map((k) => sql`${sql.id(a, k)} = ${sql.id(b, k)}`);
-    return matches.length > 0 ? sql.join(matches, sql` and `) : sql`true`;
-  };
   // Linear whatever the statistics say (see deleteVanished): a nested loop over a target the
   // planner believes empty would scan it once per staged row.
   await sql`select set_config('enable_nestloop', 'off', true)`.execute(trx);
@@ -1243,16 +1239,17 @@ async function unchangedLeftOut(
     select * from ${staging} as s
      where not exists (select 1 from ${target} as t
                         where t."_organization_id" = ${organizationId} and t."_source" = ${source.source}
-                          and ${sameKey('t', 's')}
+                          and ${sameKey(decl, 't', 's')}
                           and (${row('t')}) is not distinct from (${row('s')}))`.execute(trx);
   const counted = await sql<{ n: string }>`select count(*) as n from ${changed}`.execute(trx);
   const count = Number(counted.rows[0]!.n);
   if (count === 0 || count > stagedCount / 2) {
+    await sql`drop table ${changed}`.execute(trx);
     await sql`reset enable_nestloop`.execute(trx);
     return count === 0 ? 'none' : undefined;
   }
   const result = await sql<{ repeated: boolean }>`
-    select exists (select 1 from ${changed} as c join ${staging} as s on ${sameKey('c', 's')}
+    select exists (select 1 from ${changed} as c join ${staging} as s on ${sameKey(decl, 'c', 's')}
                     where (${row('c')}) is distinct from (${row('s')})) as repeated`.execute(trx);
   await sql`reset enable_nestloop`.execute(trx);
   return result.rows[0]!.repeated ? 'repeated key' : changed;
@@ -1261,6 +1258,12 @@ async function unchangedLeftOut(
 /** The natural key's columns other than `_organization_id` and `_source` (which a source's rows share). */
 function dataKey(decl: TableDecl): string[] {
   return decl.naturalKey.filter((k) => k !== '_organization_id' && k !== '_source');
+}
+
+/** `a.k = b.k` for each of those columns (`true` when there are none): two rows of one source, same key. */
+function sameKey(decl: TableDecl, a: string, b: string): RawBuilder<unknown> {
+  const matches = dataKey(decl).map((k) => sql`${sql.id(a, k)} = ${sql.id(b, k)}`);
+  return matches.length > 0 ? sql.join(matches, sql` and `) : sql`true`;
 }
 
 async function upsertStaging(
@@ -1332,8 +1335,6 @@ async function deleteVanished(
     trx,
   );
   if (Number(owned.rows[0]!.n) === distinct) return 0;
-  const matches = dataKey(decl).map((k) => sql`s.${sql.id(k)} = t.${sql.id(k)}`);
-  const sameKey = matches.length > 0 ? sql.join(matches, sql` and `) : sql`true`;
   // The target's statistics do not see the rows merged in this transaction (a table created or
   // filled by this load looks empty to the planner), so it would pick a nested-loop anti join that
   // scans the whole staging table once per target row: quadratic, minutes for 100k rows. A hash
@@ -1343,7 +1344,7 @@ async function deleteVanished(
     delete from ${sql.id(decl.schema, decl.name)} as t
      where t."_organization_id" = ${options.window.organizationId}
        and t."_source" = ${source.source}
-       and not exists (select 1 from ${staging} as s where ${sameKey})`.execute(trx);
+       and not exists (select 1 from ${staging} as s where ${sameKey(decl, 's', 't')})`.execute(trx);
   await sql`reset enable_nestloop`.execute(trx);
   return Number(result.numAffectedRows ?? 0n);
 }
