@@ -846,9 +846,7 @@ async function isFirstLoad(
 ): Promise<boolean> {
   const table = `${quoteIdent(decl.schema)}.${quoteIdent(decl.name)}`;
   const result = await sql<{ loaded: boolean; defaulted: boolean }>`
-    select exists (select 1 from ${sql.id(decl.schema, decl.name)}
-                    where "_organization_id" = ${ctx.options.window.organizationId}
-                      and "_source" = ${source.source}) as loaded,
+    select ${sourceHasRows(decl, ctx.options.window.organizationId, source)} as loaded,
            coalesce((select pg_get_expr(d.adbin, d.adrelid)
                        from pg_catalog.pg_attrdef d
                        join pg_catalog.pg_attribute a on a.attrelid = d.adrelid and a.attnum = d.adnum
@@ -856,6 +854,12 @@ async function isFirstLoad(
              as defaulted`.execute(trx);
   const row = result.rows[0]!;
   return !row.loaded && row.defaulted;
+}
+
+/** Whether the table has a row of this source (one probe of the (organization, source) index). */
+function sourceHasRows(decl: TableDecl, organizationId: string, source: LoadSource): RawBuilder<boolean> {
+  return sql<boolean>`exists (select 1 from ${sql.id(decl.schema, decl.name)}
+                               where "_organization_id" = ${organizationId} and "_source" = ${source.source})`;
 }
 
 /**
@@ -1221,10 +1225,7 @@ async function unchangedLeftOut(
   const target = sql.id(decl.schema, decl.name);
   const { organizationId } = options.window;
   const owns = await sql<{ owns: boolean }>`
-    select exists (select 1 from ${target}
-                    where "_organization_id" = ${organizationId} and "_source" = ${source.source}) as owns`.execute(
-    trx,
-  );
+    select ${sourceHasRows(decl, organizationId, source)} as owns`.execute(trx);
   if (!owns.rows[0]!.owns) return undefined;
   const staging = sql.id('pg_temp', stagingName);
   const changedName = `${stagingName}_changed`;
