@@ -116,6 +116,16 @@ export function sourceIndexName(decl: TableDecl): string {
   return indexName(decl.name, '_source');
 }
 
+/**
+ * Whether the table needs its own index to find a source's rows: not when the natural key starts
+ * with (`_organization_id`, `_source`), whose unique index serves the same lookups. A second index
+ * on that prefix cost every COPY into such a table ≈ 25% (200,000 Purchase and Refund Detail rows:
+ * 0.90–1.05 s without it, 1.13–1.39 s with it).
+ */
+export function needsSourceIndex(decl: TableDecl): boolean {
+  return !(decl.naturalKey[0] === '_organization_id' && decl.naturalKey[1] === '_source');
+}
+
 function indexName(table: string, suffix: string): string {
   let base = table;
   while (Buffer.byteLength(base + suffix, 'utf8') > MAX_IDENTIFIER_BYTES) base = base.slice(0, -1);
@@ -158,7 +168,8 @@ export function addColumnDdl(decl: Pick<TableDecl, 'schema' | 'name'>, column: C
 /**
  * Statements that create the table of a declaration, each idempotent: schema, table (data columns,
  * then lineage columns; natural-key data columns are `not null`), the unique index on the natural
- * key, an index on (`_organization_id`, `_source`), and comments on the table and every column.
+ * key, an index on (`_organization_id`, `_source`) unless the natural key starts with those two
+ * (see needsSourceIndex), and comments on the table and every column.
  */
 export function tableDdl(decl: TableDecl): string[] {
   validateTableDecl(decl);
@@ -176,7 +187,11 @@ export function tableDdl(decl: TableDecl): string[] {
     `create unique index if not exists ${quoteIdent(naturalKeyIndexName(decl))} on ${table} (${decl.naturalKey
       .map(quoteIdent)
       .join(', ')})`,
-    `create index if not exists ${quoteIdent(sourceIndexName(decl))} on ${table} ("_organization_id", "_source")`,
+    ...(needsSourceIndex(decl)
+      ? [
+          `create index if not exists ${quoteIdent(sourceIndexName(decl))} on ${table} ("_organization_id", "_source")`,
+        ]
+      : []),
     `comment on table ${table} is ${quoteLiteral(tableComment(decl))}`,
     ...[...decl.columns, ...LINEAGE_COLUMNS].map((c) => commentOnColumnDdl(decl, c)),
   ];

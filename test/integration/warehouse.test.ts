@@ -102,3 +102,46 @@ describe.each(backends)('warehouse on %s', (_name, open) => {
     expect(r.rows[0]!.n).toBe(3);
   });
 });
+
+describe.each(backends)('migration 0002 on %s', (_name, open) => {
+  let warehouse: Warehouse;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    ({ warehouse, cleanup } = await open());
+  });
+  afterAll(async () => cleanup());
+
+  it('drops the (organization, source) index a row-keyed table made before it had, and keeps the others', async () => {
+    // Tables as the DDL made them before 0002: both kinds had the source index.
+    const lineage = `"_organization_id" text not null, "_source" text not null, "_source_row" bigint not null,
+      "_run_id" bigint, "_loaded_at" timestamptz not null default now()`;
+    await sql
+      .raw(
+        `create schema cybs;
+         create table cybs.fee_detail (request_id text, ${lineage});
+         create unique index fee_detail_natural_key on cybs.fee_detail ("_organization_id", "_source", "_source_row");
+         create index fee_detail_source on cybs.fee_detail ("_organization_id", "_source");
+         create table cybs.transaction_request (request_id text not null, ${lineage});
+         create unique index transaction_request_natural_key on cybs.transaction_request ("_organization_id", request_id);
+         create index transaction_request_source on cybs.transaction_request ("_organization_id", "_source");
+         create table public.not_ours ("_organization_id" text, "_source" text);
+         create unique index not_ours_key on public.not_ours ("_organization_id", "_source");
+         create index not_ours_source on public.not_ours ("_organization_id", "_source");`,
+      )
+      .execute(warehouse.db);
+    const result = await migrateToLatest(warehouse.db);
+    expect(result.applied).toEqual(['0001_etl_schema', '0002_drop_redundant_source_indexes']);
+    const indexes = await sql<{ name: string }>`
+      select indexrelid::regclass::text as name from pg_index i join pg_class t on t.oid = i.indrelid
+        join pg_namespace n on n.oid = t.relnamespace
+       where n.nspname in ('cybs', 'public') order by 1`.execute(warehouse.db);
+    expect(indexes.rows.map((r) => r.name)).toEqual([
+      'cybs.fee_detail_natural_key',
+      'cybs.transaction_request_natural_key',
+      'cybs.transaction_request_source',
+      'not_ours_key',
+      'not_ours_source',
+    ]);
+  });
+});

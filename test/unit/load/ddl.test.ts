@@ -71,6 +71,17 @@ describe('tableDdl', () => {
     );
   });
 
+  it('adds no index of its own to find a source’s rows when the natural key starts with (organization, source)', () => {
+    const rowKeyed = tableDdl({
+      ...decl,
+      name: 'fee_detail',
+      naturalKey: ['_organization_id', '_source', '_source_row'],
+    });
+    expect(rowKeyed.filter((s) => s.startsWith('create') && s.includes('index'))).toEqual([
+      'create unique index if not exists "fee_detail_natural_key" on "cybs"."fee_detail" ("_organization_id", "_source", "_source_row")',
+    ]);
+  });
+
   it('comments the table (description and key) and every column, escaping literals', () => {
     expect(statements).toContain(
       `comment on table "cybs"."transaction_request" is 'One row per transaction request. Natural key (_organization_id, request_id): A request id is unique per organization.'`,
