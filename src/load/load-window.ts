@@ -26,7 +26,7 @@ import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
 import { assertRawTextCopyable, copyRawText, copyRawTextLines } from './raw-text-copy.js';
 import type { RawCopyTextBody } from './raw-text-copy.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
-import type { ColumnDecl, LoadBatch, LoadSource, LoadValue, TableDecl } from './table-spec.js';
+import type { ColumnDecl, LoadBatch, LoadSource, LoadValue, SourceColumn, TableDecl } from './table-spec.js';
 import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
 
 /**
@@ -71,9 +71,44 @@ export interface LoadWindowOptions {
   rejectThreshold?: number;
   /** Absolute cap on rejected records; the load stops as soon as it is exceeded. */
   maxRejects?: number;
+  /**
+   * Data that arrives page by page (an on-demand window): fetched inside the load transaction and,
+   * on a first load, copied into the tables while the next page is fetched (see LiveLoad). The
+   * window's targets are then the ones `live.produce` returns, and `targets` is ignored.
+   */
+  live?: LiveLoad;
   /** Runs in the load transaction after the data is merged (the caller writes etl.windows here). */
   beforeCommit?: (trx: Db, result: LoadWindowResult) => Promise<void>;
   logger?: Logger;
+}
+
+/**
+ * A window whose records arrive in pages, each encoded as COPY text per table by the caller
+ * (src/pipeline/copy-text-spool.ts), which also keeps every page (the complete sources).
+ */
+export interface LiveLoad {
+  /** The tables, each with the columns of its lines (then `_source_row`) and their feed. */
+  tables: { table: TableDecl; columns: SourceColumn[]; feed: LiveFeed }[];
+  /** The lineage source of the window (the same for every table). */
+  source: string;
+  /**
+   * Fetch the window, calling `pageDone` after each page's lines are written (their feeds may then
+   * be taken). Resolves with the window's complete targets, in `tables` order (a function: the
+   * loader may need them twice, when it falls back to loading them from the start).
+   */
+  produce(pageDone: () => void): Promise<() => LoadWindowTarget[]>;
+}
+
+/** The lines a table's pages gave since the previous take. */
+export interface LiveFeed {
+  /** Undefined once the lines are no longer in the declared columns' order (then the load stops copying). */
+  take(): LiveLines | undefined;
+}
+
+export interface LiveLines {
+  lines: number;
+  /** The lines' bytes (whole lines). */
+  chunks: () => AsyncIterable<Uint8Array>;
 }
 
 export interface TableLoadResult {
@@ -237,7 +272,18 @@ export async function loadWindow(
           abort: undefined,
         };
         const tables: TableLoadResult[] = [];
-        for (const [index, target] of options.targets.entries()) {
+        let targets = options.targets;
+        if (options.live) {
+          const loadedLive = await loadLive(ctx, trx, options.live);
+          if (Array.isArray(loadedLive)) {
+            for (const tableResult of loadedLive) log?.debug({ ...tableResult }, 'table merged');
+            tables.push(...loadedLive);
+            targets = [];
+          } else {
+            targets = loadedLive();
+          }
+        }
+        for (const [index, target] of targets.entries()) {
           const tableResult = await loadTarget(ctx, trx, target, index);
           tables.push(tableResult);
           log?.debug({ ...tableResult }, 'table merged');
@@ -281,12 +327,13 @@ function validateOptions(options: LoadWindowOptions): void {
       stage: 'load',
     });
   }
-  if (options.targets.length === 0) {
+  const tables = options.live ? options.live.tables : options.targets;
+  if (tables.length === 0) {
     throw new CybsError('LOAD_INVALID_OPTIONS', 'A window load needs at least one target table.', {
       stage: 'load',
     });
   }
-  const names = options.targets.map((t) => `${t.table.schema}.${t.table.name}`);
+  const names = tables.map((t) => `${t.table.schema}.${t.table.name}`);
   if (new Set(names).size !== names.length) {
     throw new CybsError(
       'LOAD_INVALID_OPTIONS',
@@ -296,7 +343,7 @@ function validateOptions(options: LoadWindowOptions): void {
       },
     );
   }
-  for (const target of options.targets) validateTableDecl(target.table);
+  for (const target of tables) validateTableDecl(target.table);
 }
 
 /**
@@ -346,55 +393,12 @@ async function loadTarget(
   const { table: decl, source } = target;
   const tableName = `${decl.schema}.${decl.name}`;
   try {
-    validateSource(decl, source);
-    const { columns, added } = await evolveSchema(ctx, trx, decl, source);
-    const types = new Map(columns.map((c) => [c.name, c.type]));
-    const staged: StagedColumn[] = source.columns.map((c) => {
-      const tableType = types.get(c.name)!;
-      return { name: c.name, sourceType: c.pgType, tableType, encoder: encoderFor(c.pgType, tableType) };
-    });
-    const drift = staged.filter((c) => typeFamily(c.sourceType) !== typeFamily(c.tableType));
-    if (drift.length > 0) {
-      ctx.options.logger?.warn(
-        {
-          table: tableName,
-          columns: drift.map((c) => ({ column: c.name, source: c.sourceType, table: c.tableType })),
-        },
-        'source column types differ from the table; values are checked against the table types',
-      );
-    }
-
-    const stagingName = `_cybs_stg_${index}`;
+    const { staged, drift, added, stagingName } = await prepareTarget(ctx, trx, target, index);
     const staging = sql.id('pg_temp', stagingName);
-    const stagingColumns = [...staged.map((c) => c.name), '_source_row'];
-    await sql`create temp table ${sql.id(stagingName)} on commit drop as
-      select ${sql.join(stagingColumns.map((c) => sql.id(c)))} from ${sql.id(decl.schema, decl.name)}
-      with no data`.execute(trx);
 
     /** The result of a first load that went straight into the table (nothing merged or deleted). */
-    const straightIntoTable = (rows: number, started: number, rejectedBefore: number): TableLoadResult => {
-      ctx.rowsLoaded += rows;
-      ctx.options.logger?.debug(
-        {
-          table: tableName,
-          source: source.source,
-          copied: rows,
-          copyMs: Math.round(performance.now() - started),
-        },
-        'table load phases (first load, straight into the table)',
-      );
-      return {
-        table: tableName,
-        inserted: rows,
-        updated: 0,
-        unchanged: 0,
-        deleted: 0,
-        rejected: ctx.rejects.count - rejectedBefore,
-        staged: rows,
-        duplicates: 0,
-        columnsAdded: added,
-      };
-    };
+    const straightIntoTable = (rows: number, started: number, rejectedBefore: number): TableLoadResult =>
+      firstLoadResult(ctx, tableName, source.source, added, rows, started, rejectedBefore);
 
     let rawCsv = source.rawCsv;
     if (rawCsv !== undefined && ctx.kind === 'postgres' && drift.length === 0) {
@@ -477,6 +481,78 @@ async function loadTarget(
     if (ctx.abort !== undefined) throw sourceError(ctx.abort, tableName, source.source);
     throw toLoadError(error, { table: tableName, source: source.source });
   }
+}
+
+interface PreparedTarget {
+  staged: StagedColumn[];
+  /** Columns whose source type is of another family than the table's. */
+  drift: StagedColumn[];
+  /** Columns added to the table by this load. */
+  added: string[];
+  /** The target's TEMP staging table (in pg_temp, dropped on commit), made like the table. */
+  stagingName: string;
+}
+
+/** Validate the source, create the table or add what it lacks, and make its staging table. */
+async function prepareTarget(
+  ctx: WindowContext,
+  trx: Db,
+  target: LoadWindowTarget,
+  index: number,
+): Promise<PreparedTarget> {
+  const { table: decl, source } = target;
+  validateSource(decl, source);
+  const { columns, added } = await evolveSchema(ctx, trx, decl, source);
+  const types = new Map(columns.map((c) => [c.name, c.type]));
+  const staged: StagedColumn[] = source.columns.map((c) => {
+    const tableType = types.get(c.name)!;
+    return { name: c.name, sourceType: c.pgType, tableType, encoder: encoderFor(c.pgType, tableType) };
+  });
+  const drift = staged.filter((c) => typeFamily(c.sourceType) !== typeFamily(c.tableType));
+  if (drift.length > 0) {
+    ctx.options.logger?.warn(
+      {
+        table: `${decl.schema}.${decl.name}`,
+        columns: drift.map((c) => ({ column: c.name, source: c.sourceType, table: c.tableType })),
+      },
+      'source column types differ from the table; values are checked against the table types',
+    );
+  }
+  const stagingName = `_cybs_stg_${index}`;
+  const stagingColumns = [...staged.map((c) => c.name), '_source_row'];
+  await sql`create temp table ${sql.id(stagingName)} on commit drop as
+    select ${sql.join(stagingColumns.map((c) => sql.id(c)))} from ${sql.id(decl.schema, decl.name)}
+    with no data`.execute(trx);
+  return { staged, drift, added, stagingName };
+}
+
+/** The result of a first load that went straight into the table (nothing merged or deleted). */
+function firstLoadResult(
+  ctx: WindowContext,
+  tableName: string,
+  source: string,
+  added: string[],
+  rows: number,
+  started: number,
+  rejectedBefore: number,
+  phase = 'table load phases (first load, straight into the table)',
+): TableLoadResult {
+  ctx.rowsLoaded += rows;
+  ctx.options.logger?.debug(
+    { table: tableName, source, copied: rows, copyMs: Math.round(performance.now() - started) },
+    phase,
+  );
+  return {
+    table: tableName,
+    inserted: rows,
+    updated: 0,
+    unchanged: 0,
+    deleted: 0,
+    rejected: ctx.rejects.count - rejectedBefore,
+    staged: rows,
+    duplicates: 0,
+    columnsAdded: added,
+  };
 }
 
 function sourceError(error: unknown, table: string, source: string): CybsError {
@@ -776,25 +852,13 @@ async function copyTextIntoTable(
   stagingName: string,
   perRow: number,
 ): Promise<number | undefined> {
-  const { organizationId } = ctx.options.window;
   const tableName = `${decl.schema}.${decl.name}`;
-  const target = sql.id(decl.schema, decl.name);
   const lineage = await copyTextLineage(ctx, trx, decl, source);
   if (lineage === undefined) return undefined;
-  const runId = ctx.options.runId;
-  const lineageColumns = ['_organization_id', '_source', '_run_id'];
   await sql`savepoint cybs_direct`.execute(trx);
   try {
     let total = 0;
-    if (perRow > 0) {
-      const data = [...staged.map((c) => c.name), '_source_row'];
-      const inserted = await sql`
-        insert into ${target} (${sql.join([...data, ...lineageColumns].map((c) => sql.id(c)))})
-        select ${sql.join(data.map((c) => sql.id('s', c)))}, ${organizationId}::text, ${source.source}::text,
-               ${runId}::bigint
-          from ${sql.id('pg_temp', stagingName)} as s`.execute(trx);
-      total += Number(inserted.numAffectedRows ?? 0n);
-    }
+    if (perRow > 0) total += await insertStaged(ctx, trx, decl, source.source, staged, stagingName);
     for (const segment of source.copyText!.segments) {
       if (segment.lines === 0) continue;
       const missing = staged.slice(segment.columns).map((c) => c.name);
@@ -802,7 +866,7 @@ async function copyTextIntoTable(
         ...staged.slice(0, segment.columns).map((c) => c.name),
         '_source_row',
         ...missing,
-        ...lineageColumns,
+        ...DIRECT_LINEAGE,
       ];
       const statement = `COPY ${quoteIdent(decl.schema)}.${quoteIdent(decl.name)} (${columns
         .map(quoteIdent)
@@ -830,6 +894,240 @@ async function copyTextIntoTable(
     );
     return undefined;
   }
+}
+
+/** The lineage columns a direct first load sets (`_loaded_at` is left to its default, now()). */
+const DIRECT_LINEAGE = ['_organization_id', '_source', '_run_id'];
+
+/** The records staged by the per-row path, inserted as they are with their lineage (a first load). */
+async function insertStaged(
+  ctx: WindowContext,
+  trx: Db,
+  decl: TableDecl,
+  source: string,
+  staged: StagedColumn[],
+  stagingName: string,
+): Promise<number> {
+  const data = [...staged.map((c) => c.name), '_source_row'];
+  const inserted = await sql`
+    insert into ${sql.id(decl.schema, decl.name)} (${sql.join([...data, ...DIRECT_LINEAGE].map((c) => sql.id(c)))})
+    select ${sql.join(data.map((c) => sql.id('s', c)))}, ${ctx.options.window.organizationId}::text,
+           ${source}::text, ${ctx.options.runId}::bigint
+      from ${sql.id('pg_temp', stagingName)} as s`.execute(trx);
+  return Number(inserted.numAffectedRows ?? 0n);
+}
+
+/**
+ * A window that arrives page by page (LoadOptions.live). On PostgreSQL, when every table is loaded
+ * for the first time (as copyTextIntoTable decides) each page's lines go straight into the tables,
+ * lineage appended, one COPY per table and page, while the caller fetches the next page: the
+ * database's work overlaps the fetching and parsing instead of following it. Then the records the
+ * per-row path must type or reject (kept apart by the caller) are staged and inserted per table.
+ * All of it is in one savepoint: whatever PostgreSQL refuses in the data (a key twice, or one of
+ * another source), a page whose lines are not in the declared column order, or anything else that
+ * would take the staging path, rolls it back, and the complete targets are returned for the usual
+ * load. Returns the tables' results when loaded here.
+ */
+async function loadLive(
+  ctx: WindowContext,
+  trx: Db,
+  live: LiveLoad,
+): Promise<TableLoadResult[] | (() => LoadWindowTarget[])> {
+  const copier = ctx.kind === 'postgres' ? await startLiveCopy(ctx, trx, live) : undefined;
+  let targets: () => LoadWindowTarget[];
+  try {
+    targets = await live.produce(copier ? copier.pageDone : () => undefined);
+  } catch (error) {
+    // The caller's failure wins; the COPY in flight must end before the transaction rolls back.
+    await copier?.stop();
+    throw error;
+  }
+  if (copier === undefined) return targets;
+  const copied = await copier.finish();
+  if (copied === undefined) return targets;
+  const rejectMark = ctx.rejects.mark();
+  const rowsBefore = ctx.rowsLoaded;
+  let current = '';
+  try {
+    const results: TableLoadResult[] = [];
+    for (const [index, target] of targets().entries()) {
+      current = `${target.table.schema}.${target.table.name}`;
+      const started = performance.now();
+      const rejectedBefore = ctx.rejects.count;
+      const { staged, drift, added, stagingName } = await prepareTarget(ctx, trx, target, index);
+      const { source } = target;
+      if (drift.length > 0 || source.copyText === undefined) {
+        throw refuseFastPath('the source needs the staging path');
+      }
+      let rows = copied[index]!.rows;
+      const perRow = await copySource(
+        ctx,
+        target.table,
+        { ...source, batches: source.copyText.batches },
+        staged,
+        stagingName,
+      );
+      if (perRow > 0) rows += await insertStaged(ctx, trx, target.table, source.source, staged, stagingName);
+      const result = firstLoadResult(
+        ctx,
+        current,
+        source.source,
+        [...copied[index]!.added, ...added],
+        rows,
+        started,
+        rejectedBefore,
+        'table load phases (first load, while paging)',
+      );
+      ctx.options.logger?.debug(
+        {
+          table: result.table,
+          copies: copied[index]!.copies,
+          copyWhilePagingMs: Math.round(copied[index]!.ms),
+        },
+        'table copied while paging',
+      );
+      results.push(result);
+    }
+    await ctx.rejects.flush();
+    await sql`release savepoint cybs_live`.execute(trx);
+    return results;
+  } catch (error) {
+    if (ctx.abort !== undefined) throw sourceError(ctx.abort, current, live.source);
+    if (!refusedByTable(error)) throw toLoadError(error, { table: current, source: live.source });
+    await sql`rollback to savepoint cybs_live`.execute(trx);
+    ctx.rejects.reset(rejectMark);
+    ctx.rowsLoaded = rowsBefore;
+    ctx.options.logger?.debug(
+      { source: live.source, reason: errorMessage(error) },
+      'first load while paging refused; loading the window through the staging tables',
+    );
+    return targets;
+  }
+}
+
+async function* noBatches(): AsyncGenerator<LoadBatch> {}
+
+/**
+ * Whether a direct first load failed on the data (PostgreSQL's classes 22, data exception, and 23,
+ * integrity constraint violation: a key twice or of another source) or was refused before it
+ * wrote (a fast-path refusal): then the staging path loads the same records.
+ */
+function refusedByTable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (
+    isFastPathRefusal(error) || (typeof code === 'string' && (code.startsWith('22') || code.startsWith('23')))
+  );
+}
+
+interface LiveCopy {
+  /** Tell the copier that a page was written (see LiveLoad.produce). */
+  pageDone: () => void;
+  /** Stop after the COPY in flight, whatever its outcome. */
+  stop: () => Promise<void>;
+  /**
+   * Copy what the last pages gave: the rows copied into each table, the COPYs and the time they
+   * took, the columns added to the table, or undefined when the copying stopped on a refusal (and
+   * was rolled back to the savepoint).
+   */
+  finish: () => Promise<{ rows: number; copies: number; ms: number; added: string[] }[] | undefined>;
+}
+
+/**
+ * Check that every table takes a first load straight into it and open the savepoint; undefined
+ * (nothing written) when one does not. Then copy, table by table, whatever lines the pages written
+ * so far gave (one COPY per table for all the pages written since its last one), while the caller
+ * fetches and parses the next pages; wait for a page when there is nothing to copy.
+ */
+async function startLiveCopy(ctx: WindowContext, trx: Db, live: LiveLoad): Promise<LiveCopy | undefined> {
+  const copies: { statement: string; suffix: Buffer; tableName: string; feed: LiveFeed; added: string[] }[] =
+    [];
+  for (const [index, { table: decl, columns, feed }] of live.tables.entries()) {
+    const source: LoadSource = { source: live.source, columns, batches: noBatches() };
+    const { staged, drift, added } = await prepareTarget(ctx, trx, { table: decl, source }, index);
+    await sql`drop table ${sql.id('pg_temp', `_cybs_stg_${index}`)}`.execute(trx);
+    if (drift.length > 0) return undefined;
+    const lineage = await copyTextLineage(ctx, trx, decl, source);
+    if (lineage === undefined) return undefined;
+    const names = [...staged.map((c) => c.name), '_source_row', ...DIRECT_LINEAGE];
+    copies.push({
+      statement: `COPY ${quoteIdent(decl.schema)}.${quoteIdent(decl.name)} (${names.map(quoteIdent).join(', ')}) FROM STDIN`,
+      suffix: Buffer.from(`${lineage}\n`, 'utf8'),
+      tableName: `${decl.schema}.${decl.name}`,
+      feed,
+      added,
+    });
+  }
+  await sql`savepoint cybs_live`.execute(trx);
+  const copied = copies.map((c) => ({ rows: 0, copies: 0, ms: 0, added: c.added }));
+  let failure: unknown;
+  let produced = false;
+  let stopped = false;
+  let signalled = false;
+  let wake: (() => void) | undefined;
+  const signal = () => {
+    signalled = true;
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const copyAll = async (): Promise<boolean> => {
+    let took = false;
+    for (const [index, copy] of copies.entries()) {
+      const lines = copy.feed.take();
+      if (lines === undefined) throw refuseFastPath('a page brought columns the tables do not have yet');
+      if (lines.lines === 0) continue;
+      took = true;
+      const started = performance.now();
+      const n = await ctx.session.copyFrom(copy.statement, appendToLines(lines.chunks(), copy.suffix));
+      if (n !== lines.lines) {
+        throw new CybsError(
+          LOAD_ERROR_CODES.failed,
+          `COPY into ${copy.tableName} stored ${n} rows instead of ${lines.lines}.`,
+          { stage: 'load', context: { table: copy.tableName } },
+        );
+      }
+      copied[index]!.rows += n;
+      copied[index]!.copies++;
+      copied[index]!.ms += performance.now() - started;
+    }
+    return took;
+  };
+  const loop = (async () => {
+    try {
+      for (;;) {
+        if (stopped) return;
+        // Read before taking: the lines of a page written after this still get a round.
+        const last = produced;
+        signalled = false;
+        const took = await copyAll();
+        if (last) return;
+        if (!took && !signalled) await new Promise<void>((resolve) => (wake = resolve));
+      }
+    } catch (error) {
+      failure = error;
+    }
+  })();
+  return {
+    pageDone: signal,
+    stop: async () => {
+      stopped = true;
+      signal();
+      await loop;
+    },
+    finish: async () => {
+      produced = true;
+      signal();
+      await loop;
+      if (failure === undefined) return copied;
+      if (!refusedByTable(failure)) throw failure;
+      await sql`rollback to savepoint cybs_live`.execute(trx);
+      ctx.options.logger?.debug(
+        { reason: errorMessage(failure) },
+        'first load while paging refused; loading the window through the staging tables',
+      );
+      return undefined;
+    },
+  };
 }
 
 /**

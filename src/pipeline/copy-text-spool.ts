@@ -14,6 +14,7 @@ import type {
   TableDecl,
 } from '../load/table-spec.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
+import type { LiveFeed, LiveLines } from '../load/load-window.js';
 import { LineMap } from '../load/line-map.js';
 import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, TypedRecord } from '../parse/records.js';
@@ -79,7 +80,32 @@ export class CopyTextSpool {
     return map;
   }
 
-  /** Write one page's records (values aligned with `pageColumns`), record numbers already global. */
+  /**
+   * The lines written since the previous take, read back from the segment file, for a load while
+   * paging (LoadWindowOptions.live); undefined once lines are written in another column order
+   * than the declared one (a page brought unknown keys: a second segment).
+   */
+  readonly feed: LiveFeed = {
+    take: () => {
+      if (this.segments.length === 0) return { lines: 0, chunks: emptyChunks };
+      if (this.segments.length > 1 || !this.declaredOrder()) return undefined;
+      return this.segments[0]!.takeWritten();
+    },
+  };
+
+  private declaredOrder(): boolean {
+    return (
+      this.columns.length === this.fallback.length &&
+      this.columns.every(
+        (c, i) => c.column === this.fallback[i]!.name && c.pgType === this.fallback[i]!.pgType,
+      )
+    );
+  }
+
+  /**
+   * Write one page's records (values aligned with `pageColumns`), record numbers already global.
+   * The page's lines are written out at its end, for a load while paging to take them.
+   */
   async writePage(
     pageColumns: readonly ColumnSpec[],
     records: readonly TypedRecord[],
@@ -126,6 +152,7 @@ export class CopyTextSpool {
       const flushed = segment.write(cells.join('\t') + '\n', record.recordNumber);
       if (flushed) await flushed;
     }
+    await segment.flush();
   }
 
   /** Finish writing; safe to call more than once. */
@@ -167,6 +194,13 @@ class SegmentFile {
   private chars = 0;
   private readonly map = new LineMap();
   private closing?: Promise<void>;
+  /** Lines buffered in `parts`. */
+  private partLines = 0;
+  /** Bytes and lines in the file (writes completed), and how many of them a feed has taken. */
+  private writtenBytes = 0;
+  private writtenLines = 0;
+  private takenBytes = 0;
+  private takenLines = 0;
 
   constructor(
     readonly path: string,
@@ -182,17 +216,41 @@ class SegmentFile {
 
   write(line: string, recordNumber: number): Promise<void> | undefined {
     this.map.add(recordNumber);
+    this.partLines++;
     this.parts.push(line);
     this.chars += line.length;
     return this.chars >= WRITE_CHARS ? this.flush() : undefined;
   }
 
-  private async flush(): Promise<void> {
+  async flush(): Promise<void> {
     if (this.parts.length === 0) return;
     const text = this.parts.join('');
+    const lines = this.partLines;
     this.parts = [];
     this.chars = 0;
-    if (!this.out.write(text)) await once(this.out, 'drain');
+    this.partLines = 0;
+    const bytes = Buffer.byteLength(text, 'utf8');
+    // Writes complete in order: what the callback counts is in the file.
+    const more = this.out.write(text, (error) => {
+      if (error) return;
+      this.writtenBytes += bytes;
+      this.writtenLines += lines;
+    });
+    if (!more) await once(this.out, 'drain');
+  }
+
+  /** The lines in the file that no feed took yet (see CopyTextSpool.feed). */
+  takeWritten(): LiveLines {
+    const start = this.takenBytes;
+    const end = this.writtenBytes;
+    const lines = this.writtenLines - this.takenLines;
+    this.takenBytes = end;
+    this.takenLines = this.writtenLines;
+    if (lines === 0) return { lines: 0, chunks: emptyChunks };
+    return {
+      lines,
+      chunks: () => createReadStream(this.path, { start, end: end - 1, highWaterMark: 1 << 20 }),
+    };
   }
 
   close(): Promise<void> {
@@ -213,6 +271,8 @@ class SegmentFile {
     };
   }
 }
+
+async function* emptyChunks(): AsyncGenerator<Uint8Array> {}
 
 const UNESCAPE = /\\(.)/g;
 const UNESCAPES: Record<string, string> = { '\\': '\\', t: '\t', n: '\n', r: '\r' };

@@ -10,7 +10,7 @@ import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
-import type { LoadWindowResult } from '../load/load-window.js';
+import type { LiveLoad, LoadWindowResult } from '../load/load-window.js';
 import type { LoadSource, TableDecl } from '../load/table-spec.js';
 import type { Warehouse } from '../load/warehouse.js';
 import type { Logger } from '../observability/logger.js';
@@ -85,13 +85,17 @@ async function commitWindow(
   deps: ExecutorDeps,
   task: WindowTask,
   targets: { table: TableDecl; source: LoadSource }[],
-  sourceRef: string,
-  noData: boolean,
+  sourceRef: string | (() => { sourceRef: string; noData: boolean }),
+  noDataGiven = false,
+  live?: LiveLoad,
 ): Promise<WindowResult> {
   const ref = refOf(task);
+  /** What the window's state records; known only after the fetch when it happens inside the load. */
+  const outcome = () => (typeof sourceRef === 'string' ? { sourceRef, noData: noDataGiven } : sourceRef());
   const result: LoadWindowResult = await loadWindow(deps.warehouse, {
     window: ref,
     targets,
+    ...(live ? { live } : {}),
     runId: task.runId,
     rejectThreshold: task.pipeline.rejectThreshold,
     logger: deps.logger,
@@ -103,16 +107,17 @@ async function commitWindow(
         counts.unchanged += t.unchanged;
         counts.deleted += t.deleted;
       }
+      const { sourceRef: ref2, noData } = outcome();
       await completeWindow(trx, ref, task.owner, {
         status: noData || r.rowsLoaded + r.rowsRejected === 0 ? 'no_data' : 'loaded',
         rowsLoaded: r.rowsLoaded,
         rowsRejected: r.rowsRejected,
         counts,
-        sourceRef,
+        sourceRef: ref2,
       });
     },
   });
-  if (noData || result.rowsLoaded + result.rowsRejected === 0) return { kind: 'no_data' };
+  if (outcome().noData || result.rowsLoaded + result.rowsRejected === 0) return { kind: 'no_data' };
   return { kind: 'loaded', rowsLoaded: result.rowsLoaded, rowsRejected: result.rowsRejected };
 }
 
@@ -392,7 +397,9 @@ async function executeOnDemandWindow(
 
 /**
  * All pages of an on-demand window, parsed once and spooled per section as COPY text (the next
- * page is fetched while the current one is parsed), then loaded together.
+ * page is fetched while the current one is parsed), fetched inside the window's load transaction:
+ * on a first load, each page's lines are copied into the tables while the next page is fetched
+ * and parsed (LoadWindowOptions.live); otherwise the spooled sections are loaded once complete.
  */
 async function spoolAndLoadOnDemand(
   deps: ExecutorDeps,
@@ -402,14 +409,15 @@ async function spoolAndLoadOnDemand(
   source: string,
   dir: string,
 ): Promise<WindowResult> {
+  const names = Object.keys(def.tables);
   const spools = new Map(
-    Object.keys(def.tables).map((name) => [
+    names.map((name) => [
       name,
       new CopyTextSpool(dir, name, def.tables[name]!, declaredColumns(def.tables[name]!)),
     ]),
   );
-  try {
-    let pages = 0;
+  let pages = 0;
+  const fetchAll = async (pageDone: () => void) => {
     const offsets = new Map<string, number>();
     for await (const body of fetchOnDemandPages(deps.client, def.endpoint, {
       window: task.window,
@@ -438,18 +446,34 @@ async function spoolAndLoadOnDemand(
         }
         offsets.set(name, Math.max(last, base + records.summary().dataRows));
       }
+      pageDone();
     }
     for (const spool of spools.values()) await spool.close();
-    const targets = [...spools].map(([name, spool]) => ({
-      table: def.tables[name]!,
-      source: spool.toLoadSource(source),
-    }));
+    return () =>
+      [...spools].map(([name, spool]) => ({
+        table: def.tables[name]!,
+        source: spool.toLoadSource(source),
+      }));
+  };
+  try {
     return await commitWindow(
       deps,
       task,
-      targets,
-      `${source} (${pages} page${pages === 1 ? '' : 's'})`,
-      pages === 0,
+      [],
+      () => ({
+        sourceRef: `${source} (${pages} page${pages === 1 ? '' : 's'})`,
+        noData: pages === 0,
+      }),
+      false,
+      {
+        tables: names.map((name) => ({
+          table: def.tables[name]!,
+          columns: declaredColumns(def.tables[name]!),
+          feed: spools.get(name)!.feed,
+        })),
+        source,
+        produce: fetchAll,
+      },
     );
   } finally {
     for (const spool of spools.values()) await spool.close().catch(() => {});

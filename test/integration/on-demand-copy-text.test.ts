@@ -32,7 +32,7 @@ import type { TestDatabase } from '../helpers/db.js';
 const def = ON_DEMAND_PIPELINES.find((p) => p.name === 'purchase_refund_details')!;
 const SOURCE = 'purchase-refund-details/2026-11-16T00:00:00.000Z..2026-11-17T00:00:00.000Z';
 
-function page(offset: number, n: number, clean = false): Record<string, unknown> {
+function page(offset: number, n: number, clean = false, extraKey = true): Record<string, unknown> {
   const id = (i: number) => `7000000000000000${String(offset + i).padStart(6, '0')}`;
   const rows = Array.from({ length: n }, (_, i) => i);
   const bad = (i: number) => (clean ? 0 : (offset + i) % 7);
@@ -47,7 +47,7 @@ function page(offset: number, n: number, clean = false): Record<string, unknown>
       groupName: bad(i) === 5 ? 'nul\u0000char' : 'g',
       transactionReferenceNumber: `t${i}`,
       merchantReferenceNumber: '',
-      extraKey: `x${i}`,
+      ...(extraKey ? { extraKey: `x${i}` } : {}),
     })),
     settlements: rows.map((i) => ({
       requestId: id(i),
@@ -77,8 +77,14 @@ const TWICE = (() => {
   return [first, second];
 })();
 
-async function spooledTargets(kind: 'json' | 'copy', dir: string, pagesOf = PAGES, source = SOURCE) {
-  const offsets = new Map<string, number>();
+type Kind = 'json' | 'copy' | 'live';
+
+interface Spools {
+  json: Map<string, RecordSpool>;
+  copy: Map<string, CopyTextSpool>;
+}
+
+function makeSpools(kind: Kind, dir: string): Spools {
   const json = new Map<string, RecordSpool>();
   const copy = new Map<string, CopyTextSpool>();
   for (const name of Object.keys(def.tables)) {
@@ -86,6 +92,19 @@ async function spooledTargets(kind: 'json' | 'copy', dir: string, pagesOf = PAGE
     if (kind === 'json') json.set(name, new RecordSpool(join(dir, `${name}.jsonl`), declaredColumns(table)));
     else copy.set(name, new CopyTextSpool(dir, name, table, declaredColumns(table)));
   }
+  return { json, copy };
+}
+
+/** Write the pages into the spools (as execute-window.ts does), then close them; the targets. */
+async function spoolPages(
+  kind: Kind,
+  spools: Spools,
+  pagesOf = PAGES,
+  source = SOURCE,
+  pageDone: () => void = () => undefined,
+) {
+  const { json, copy } = spools;
+  const offsets = new Map<string, number>();
   let pages = 0;
   for (const body of pagesOf) {
     pages++;
@@ -115,14 +134,19 @@ async function spooledTargets(kind: 'json' | 'copy', dir: string, pagesOf = PAGE
       }
       offsets.set(name, Math.max(last, base + records.summary().dataRows));
     }
+    pageDone();
   }
-  const targets: { table: (typeof def.tables)[string]; source: LoadSource }[] = [];
   for (const name of Object.keys(def.tables)) {
-    const spool = kind === 'json' ? json.get(name)! : copy.get(name)!;
-    await spool.close();
-    targets.push({ table: def.tables[name]!, source: spool.toLoadSource(source) });
+    await (kind === 'json' ? json.get(name)! : copy.get(name)!).close();
   }
-  return targets;
+  return () => {
+    const targets: { table: (typeof def.tables)[string]; source: LoadSource }[] = [];
+    for (const name of Object.keys(def.tables)) {
+      const spool = kind === 'json' ? json.get(name)! : copy.get(name)!;
+      targets.push({ table: def.tables[name]!, source: spool.toLoadSource(source) });
+    }
+    return targets;
+  };
 }
 
 /**
@@ -131,7 +155,7 @@ async function spooledTargets(kind: 'json' | 'copy', dir: string, pagesOf = PAGE
  * COPY-text side in `copyText.batches`, ahead of the spool's own.
  */
 function withPerRowRecord(
-  kind: 'json' | 'copy',
+  kind: Kind,
   targets: { table: (typeof def.tables)[string]; source: LoadSource }[],
   section: string,
   recordNumber: number,
@@ -152,7 +176,7 @@ function withPerRowRecord(
 interface Side {
   db: TestDatabase;
   warehouse: Warehouse;
-  kind: 'json' | 'copy';
+  kind: Kind;
   log: string[];
 }
 
@@ -168,20 +192,43 @@ async function load(side: Side, load: LoadCase = {}): Promise<LoadWindowResult> 
   side.log = [];
   const lines = side.log;
   const logger = createLogger({ level: 'debug', destination: { write: (line: string) => lines.push(line) } });
-  try {
-    const targets = await spooledTargets(side.kind, dir, load.pages, load.source);
-    if (side.kind === 'copy') expect(targets.every((t) => t.source.copyText !== undefined)).toBe(true);
+  const spools = makeSpools(side.kind, dir);
+  const withPerRow = (targets: ReturnType<Awaited<ReturnType<typeof spoolPages>>>) => {
+    if (side.kind !== 'json') expect(targets.every((t) => t.source.copyText !== undefined)).toBe(true);
     if (load.perRow) {
       const { section, recordNumber, values } = load.perRow;
       withPerRowRecord(side.kind, targets, section, recordNumber, values);
     }
-    return await loadWindow(side.warehouse, {
-      window: { pipeline: def.name, organizationId: 'org_1', windowKey: load.source ?? '2026-11-16' },
-      targets,
-      runId: null,
-      rejectThreshold: 1,
-      logger,
-    });
+    return targets;
+  };
+  const options = {
+    window: { pipeline: def.name, organizationId: 'org_1', windowKey: load.source ?? '2026-11-16' },
+    runId: null,
+    rejectThreshold: 1,
+    logger,
+  };
+  try {
+    if (side.kind === 'live') {
+      // The pages are written while the loader copies what they gave (LoadWindowOptions.live).
+      return await loadWindow(side.warehouse, {
+        ...options,
+        targets: [],
+        live: {
+          tables: Object.keys(def.tables).map((name) => ({
+            table: def.tables[name]!,
+            columns: declaredColumns(def.tables[name]!),
+            feed: spools.copy.get(name)!.feed,
+          })),
+          source: load.source ?? SOURCE,
+          produce: async (pageDone) => {
+            const targets = await spoolPages('live', spools, load.pages, load.source, pageDone);
+            return () => withPerRow(targets());
+          },
+        },
+      });
+    }
+    const targets = withPerRow((await spoolPages(side.kind, spools, load.pages, load.source))());
+    return await loadWindow(side.warehouse, { ...options, targets });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -198,6 +245,18 @@ function paths(side: Side): { direct: string[]; refused: string[] } {
   return {
     direct: of('table load phases (first load, straight into the table)'),
     refused: of('first load refused by the table; loading through the staging table'),
+  };
+}
+
+/** Whether the last load of a side copied while paging, and whether that was refused (then rolled back). */
+function livePaths(side: Side): { live: string[]; refused: boolean } {
+  const lines = side.log.map((l) => JSON.parse(l) as { msg: string; table?: string });
+  return {
+    live: lines
+      .filter((l) => l.msg === 'table load phases (first load, while paging)')
+      .map((l) => l.table!)
+      .sort(),
+    refused: lines.some((l) => l.msg.startsWith('first load while paging refused')),
   };
 }
 
@@ -221,8 +280,10 @@ async function contents(side: Side): Promise<Record<string, unknown[]>> {
 describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', () => {
   let reference: Side;
   let fast: Side;
+  /** The COPY-text path fed while paging (LoadWindowOptions.live). */
+  let live: Side;
   beforeAll(async () => {
-    const open = async (kind: 'json' | 'copy'): Promise<Side> => {
+    const open = async (kind: Kind): Promise<Side> => {
       const db = await createTestDatabase(`odct_${kind}`);
       const warehouse = await openWarehouse({ url: db.url, path: '' });
       await migrateToLatest(warehouse.db);
@@ -230,9 +291,10 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
     };
     reference = await open('json');
     fast = await open('copy');
+    live = await open('live');
   });
   afterAll(async () => {
-    for (const side of [reference, fast]) {
+    for (const side of [reference, fast, live]) {
       await side?.warehouse.close();
       await side?.db.drop();
     }
@@ -241,10 +303,13 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
   it('loads the same rows and rejects, with bad rows mixed in', async () => {
     const a = await load(reference);
     const b = await load(fast);
+    const c = await load(live);
+    expect(c).toEqual(b);
     expect(b).toEqual(a);
     expect(a.rowsRejected).toBeGreaterThan(20);
     const ca = await contents(reference);
     expect(await contents(fast)).toEqual(ca);
+    expect(await contents(live)).toEqual(ca);
     expect(ca['purchase_refund_request_details']!.length).toBeGreaterThan(50);
     expect(
       (ca['etl.rejects'] as { error_code: string }[])
@@ -264,30 +329,42 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
     const pages = [page(300, 40), page(340, 20)];
     const a = await load(reference, { pages, source, perRow });
     const b = await load(fast, { pages, source, perRow });
+    const c = await load(live, { pages, source, perRow });
+    expect(c).toEqual(b);
     expect(paths(fast)).toEqual({ direct: allTables, refused: [] });
     expect(b).toEqual(a);
-    expect(await contents(fast)).toEqual(await contents(reference));
+    const expected = await contents(reference);
+    expect(await contents(fast)).toEqual(expected);
+    expect(await contents(live)).toEqual(expected);
   });
 
   it('a first load whose key is in a table already (another source) falls back to the merge', async () => {
     const source = `${SOURCE}/overlapping`;
     const a = await load(reference, { pages: OVERLAPPING, source });
     const b = await load(fast, { pages: OVERLAPPING, source });
+    const c = await load(live, { pages: OVERLAPPING, source });
+    expect(c).toEqual(b);
     expect(paths(fast).refused).toEqual(['cybs.purchase_refund_request_details']);
     expect(paths(fast).direct).toHaveLength(allTables.length - 1);
     expect(b).toEqual(a);
     expect(a.tables.find((t) => t.table === 'cybs.purchase_refund_request_details')!.updated).toBe(9);
-    expect(await contents(fast)).toEqual(await contents(reference));
+    const expected = await contents(reference);
+    expect(await contents(fast)).toEqual(expected);
+    expect(await contents(live)).toEqual(expected);
   });
 
   it('a first load holding a key twice falls back to the merge (the last record wins)', async () => {
     const source = `${SOURCE}/twice`;
     const a = await load(reference, { pages: TWICE, source });
     const b = await load(fast, { pages: TWICE, source });
+    const c = await load(live, { pages: TWICE, source });
+    expect(c).toEqual(b);
     expect(paths(fast).refused).toEqual(['cybs.purchase_refund_request_details']);
     expect(b).toEqual(a);
     expect(a.tables.find((t) => t.table === 'cybs.purchase_refund_request_details')!.duplicates).toBe(1);
-    expect(await contents(fast)).toEqual(await contents(reference));
+    const expected = await contents(reference);
+    expect(await contents(fast)).toEqual(expected);
+    expect(await contents(live)).toEqual(expected);
   });
 
   it('a first load whose staged per-row record repeats a key of the lines falls back to the merge', async () => {
@@ -300,25 +377,78 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
     const pages = [page(700, 5, true)];
     const a = await load(reference, { pages, source, perRow });
     const b = await load(fast, { pages, source, perRow });
+    const c = await load(live, { pages, source, perRow });
+    expect(c).toEqual(b);
     expect(paths(fast).refused).toEqual(['cybs.purchase_refund_request_details']);
     expect(b).toEqual(a);
-    expect(await contents(fast)).toEqual(await contents(reference));
+    const expected = await contents(reference);
+    expect(await contents(fast)).toEqual(expected);
+    expect(await contents(live)).toEqual(expected);
+  });
+
+  it('a first load while paging copies each page into the tables: the reference load, bad rows mixed in', async () => {
+    const source = `${SOURCE}/live`;
+    const pages = [page(1000, 40, false, false), page(1040, 40, false, false), page(1080, 13, false, false)];
+    const perRow = { section: 'others', recordNumber: 9_998, values: ['7000000000000000999998', 'a', 'b'] };
+    const a = await load(reference, { pages, source, perRow });
+    const c = await load(live, { pages, source, perRow });
+    expect(livePaths(live)).toEqual({ live: allTables, refused: false });
+    expect(c).toEqual(a);
+    expect(a.rowsRejected).toBeGreaterThan(10);
+    await load(fast, { pages, source, perRow });
+    const expected = await contents(reference);
+    expect(await contents(fast)).toEqual(expected);
+    expect(await contents(live)).toEqual(expected);
+  });
+
+  it('a first load while paging that meets a key twice, or an unknown key, is rolled back and merged', async () => {
+    const twice = TWICE.map((p) => ({
+      ...p,
+      requestDetails: (p['requestDetails'] as Record<string, unknown>[]).map(
+        ({ extraKey, ...rest }) => (void extraKey, rest),
+      ),
+    }));
+    const later = [page(1200, 10, true, false), page(1210, 10, true, false), page(1220, 10, true, true)];
+    const perRow = {
+      section: 'requestDetails',
+      recordNumber: 50_001,
+      values: ['7000000000000000001300', 'm9', 'p9', 'g9', 't9', 'r9'],
+    };
+    const cases: LoadCase[] = [
+      { pages: twice, source: `${SOURCE}/live-twice` },
+      { pages: later, source: `${SOURCE}/live-unknown-key` },
+      { pages: [page(1300, 5, true, false)], source: `${SOURCE}/live-per-row-twice`, perRow },
+    ];
+    for (const loadCase of cases) {
+      const a = await load(reference, loadCase);
+      const c = await load(live, loadCase);
+      expect(livePaths(live)).toEqual({ live: [], refused: true });
+      expect(c).toEqual(a);
+      await load(fast, loadCase);
+    }
+    const expected = await contents(reference);
+    expect(await contents(fast)).toEqual(expected);
+    expect(await contents(live)).toEqual(expected);
   });
 
   it('a re-load of a source goes through the staging table and the merge', async () => {
     const a = await load(reference);
     const b = await load(fast);
+    const c = await load(live);
+    expect(c).toEqual(b);
     // Only the tables the source has no row in (sections absent or empty in PAGES) are first loads.
     expect(paths(fast)).toEqual({
       direct: allTables.filter((t) => !/request_details|settlements|authorizations/.test(t)),
       refused: [],
     });
     expect(b).toEqual(a);
-    expect(await contents(fast)).toEqual(await contents(reference));
+    const expected = await contents(reference);
+    expect(await contents(fast)).toEqual(expected);
+    expect(await contents(live)).toEqual(expected);
   });
 
   it('loads the same when a column of the table has another type family (values checked per row)', async () => {
-    for (const side of [reference, fast]) {
+    for (const side of [reference, fast, live]) {
       await sql`alter table cybs.purchase_refund_settlements alter column amount type text`.execute(
         side.warehouse.db,
       );
@@ -327,8 +457,12 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
     }
     const a = await load(reference);
     const b = await load(fast);
+    const c = await load(live);
+    expect(c).toEqual(b);
     expect(b).toEqual(a);
-    expect(await contents(fast)).toEqual(await contents(reference));
+    const expected = await contents(reference);
+    expect(await contents(fast)).toEqual(expected);
+    expect(await contents(live)).toEqual(expected);
   });
 });
 
