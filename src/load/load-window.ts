@@ -93,7 +93,7 @@ export interface LiveLoad {
   source: string;
   /**
    * Fetch the window, calling `pageDone` after each page's lines are written (their feeds may then
-   * be taken). Resolves with the window's complete targets, in `tables` order (a function: the
+   * be taken; it throws when the load has failed, which must end the fetch). Resolves with the window's complete targets, in `tables` order (a function: the
    * loader may need them twice, when it falls back to loading them from the start).
    */
   produce(pageDone: () => void): Promise<() => LoadWindowTarget[]>;
@@ -1020,7 +1020,10 @@ function refusedByTable(error: unknown): boolean {
 }
 
 interface LiveCopy {
-  /** Tell the copier that a page was written (see LiveLoad.produce). */
+  /**
+   * Tell the copier that a page was written (see LiveLoad.produce); throws the copier's failure
+   * when no fallback can follow it (the load fails).
+   */
   pageDone: () => void;
   /** Stop after the COPY in flight, whatever its outcome. */
   stop: () => Promise<void>;
@@ -1108,7 +1111,11 @@ async function startLiveCopy(ctx: WindowContext, trx: Db, live: LiveLoad): Promi
     }
   })();
   return {
-    pageDone: signal,
+    pageDone: () => {
+      // A failure that no fallback cures (a lost connection) ends the paging at once.
+      if (failure !== undefined && !refusedByTable(failure)) throw failure;
+      signal();
+    },
     stop: async () => {
       stopped = true;
       signal();

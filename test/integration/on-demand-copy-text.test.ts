@@ -135,6 +135,8 @@ async function spoolPages(
       offsets.set(name, Math.max(last, base + records.summary().dataRows));
     }
     pageDone();
+    // As a fetch would, give the event loop to the copier between pages.
+    await new Promise((resolve) => setTimeout(resolve, 5));
   }
   for (const name of Object.keys(def.tables)) {
     await (kind === 'json' ? json.get(name)! : copy.get(name)!).close();
@@ -429,6 +431,65 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
     const expected = await contents(reference);
     expect(await contents(fast)).toEqual(expected);
     expect(await contents(live)).toEqual(expected);
+  });
+
+  it('a first load while paging that fails otherwise than on the data ends the paging and commits nothing', async () => {
+    const source = `${SOURCE}/live-broken`;
+    const dir = await mkdtemp(join(tmpdir(), 'cybs-odct-'));
+    const spools = makeSpools('live', dir);
+    const pages = Array.from({ length: 12 }, (_, i) => page(2000 + i * 5, 5, true, false));
+    let written = 0;
+    try {
+      const failed = loadWindow(live.warehouse, {
+        window: { pipeline: def.name, organizationId: 'org_1', windowKey: 'broken' },
+        targets: [],
+        runId: null,
+        live: {
+          tables: Object.keys(def.tables).map((name) => {
+            const feed = spools.copy.get(name)!.feed;
+            return {
+              table: def.tables[name]!,
+              columns: declaredColumns(def.tables[name]!),
+              // The spool file cannot be read back (a disk error): not something the staging path cures.
+              feed: {
+                take: () => {
+                  const lines = feed.take();
+                  if (!lines || lines.lines === 0) return lines;
+                  return {
+                    lines: lines.lines,
+                    // eslint-disable-next-line require-yield
+                    chunks: async function* (): AsyncGenerator<Uint8Array> {
+                      throw new Error('spool read failed');
+                    },
+                  };
+                },
+              },
+            };
+          }),
+          source,
+          produce: async (pageDone) => {
+            const targets = await spoolPages('live', spools, pages, source, () => {
+              written++;
+              pageDone();
+            });
+            return targets;
+          },
+        },
+      });
+      await expect(failed).rejects.toThrow(/spool read failed/);
+    } finally {
+      for (const spool of spools.copy.values()) await spool.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+    expect(written).toBeLessThan(pages.length);
+    // Nothing of the window stayed (when the test runs alone, not even the tables it created).
+    const exists = await sql<{ t: string | null }>`
+      select to_regclass('cybs.purchase_refund_settlements')::text as t`.execute(live.warehouse.db);
+    if (exists.rows[0]!.t !== null) {
+      const rows = await sql<{ n: number }>`select count(*)::int as n from cybs.purchase_refund_settlements
+        where _source = ${source}`.execute(live.warehouse.db);
+      expect(rows.rows[0]!.n).toBe(0);
+    }
   });
 
   it('a re-load of a source goes through the staging table and the merge', async () => {
