@@ -306,7 +306,11 @@ export async function loadWindow(
     return result;
   } catch (error) {
     const loadError = toLoadError(error, { ...options.window });
-    log?.warn({ err: loadError, code: loadError.code }, 'window load rolled back');
+    // A fetch that failed inside the load (an on-demand window, LoadWindowOptions.live) is the
+    // caller's to report; the rollback itself is then only a detail.
+    if (loadError.stage === 'load')
+      log?.warn({ err: loadError, code: loadError.code }, 'window load rolled back');
+    else log?.debug({ code: loadError.code, stage: loadError.stage }, 'window load rolled back');
     throw loadError;
   }
 }

@@ -20,6 +20,7 @@ import { loadWindow } from '../../src/load/load-window.js';
 import type { LoadWindowResult } from '../../src/load/load-window.js';
 import type { LoadBatch, LoadSource } from '../../src/load/table-spec.js';
 import { createLogger } from '../../src/observability/logger.js';
+import { CybsError } from '../../src/errors.js';
 import { migrateToLatest } from '../../src/load/migrate.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
@@ -490,6 +491,35 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
         where _source = ${source}`.execute(live.warehouse.db);
       expect(rows.rows[0]!.n).toBe(0);
     }
+  });
+
+  it('a fetch that fails inside the load rolls it back and is thrown as it is, for the caller to report', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({
+      level: 'debug',
+      destination: { write: (line: string) => lines.push(line) },
+    });
+    const refused = new CybsError('API_UNAUTHORIZED', 'CyberSource refused the credentials', {
+      stage: 'api',
+    });
+    const failed = loadWindow(live.warehouse, {
+      window: { pipeline: def.name, organizationId: 'org_1', windowKey: 'api-failure' },
+      targets: [],
+      runId: null,
+      logger,
+      live: {
+        tables: Object.keys(def.tables).map((name) => ({
+          table: def.tables[name]!,
+          columns: declaredColumns(def.tables[name]!),
+          feed: { take: () => ({ lines: 0, chunks: async function* () {} }) },
+        })),
+        source: `${SOURCE}/api-failure`,
+        produce: () => Promise.reject(refused),
+      },
+    });
+    await expect(failed).rejects.toBe(refused);
+    const logged = lines.map((l) => JSON.parse(l) as { level: string; msg: string });
+    expect(logged.filter((l) => l.msg === 'window load rolled back').map((l) => l.level)).toEqual(['debug']);
   });
 
   it('a re-load of a source goes through the staging table and the merge', async () => {
