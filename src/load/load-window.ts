@@ -493,16 +493,23 @@ interface PreparedTarget {
   drift: StagedColumn[];
   /** Columns added to the table by this load. */
   added: string[];
-  /** The target's TEMP staging table (in pg_temp, dropped on commit), made like the table. */
+  /**
+   * The target's TEMP staging table (in pg_temp, dropped on commit), made like the table (unless
+   * prepareTarget was told not to make it).
+   */
   stagingName: string;
 }
 
-/** Validate the source, create the table or add what it lacks, and make its staging table. */
+/**
+ * Validate the source, create the table or add what it lacks, and (unless `staging` is false) make
+ * its staging table.
+ */
 async function prepareTarget(
   ctx: WindowContext,
   trx: Db,
   target: LoadWindowTarget,
   index: number,
+  staging = true,
 ): Promise<PreparedTarget> {
   const { table: decl, source } = target;
   validateSource(decl, source);
@@ -523,6 +530,7 @@ async function prepareTarget(
     );
   }
   const stagingName = `_cybs_stg_${index}`;
+  if (!staging) return { staged, drift, added, stagingName };
   const stagingColumns = [...staged.map((c) => c.name), '_source_row'];
   await sql`create temp table ${sql.id(stagingName)} on commit drop as
     select ${sql.join(stagingColumns.map((c) => sql.id(c)))} from ${sql.id(decl.schema, decl.name)}
@@ -889,8 +897,8 @@ async function copyTextIntoTable(
     await sql`release savepoint cybs_direct`.execute(trx);
     return total;
   } catch (error) {
+    if (!refusedByTable(error)) throw error;
     const code = (error as { code?: unknown } | null)?.code;
-    if (typeof code !== 'string' || !(code.startsWith('22') || code.startsWith('23'))) throw error;
     await sql`rollback to savepoint cybs_direct`.execute(trx);
     ctx.options.logger?.debug(
       { table: tableName, source: source.source, sqlState: code, reason: errorMessage(error) },
@@ -1050,8 +1058,7 @@ async function startLiveCopy(ctx: WindowContext, trx: Db, live: LiveLoad): Promi
     [];
   for (const [index, { table: decl, columns, feed }] of live.tables.entries()) {
     const source: LoadSource = { source: live.source, columns, batches: noBatches() };
-    const { staged, drift, added } = await prepareTarget(ctx, trx, { table: decl, source }, index);
-    await sql`drop table ${sql.id('pg_temp', `_cybs_stg_${index}`)}`.execute(trx);
+    const { staged, drift, added } = await prepareTarget(ctx, trx, { table: decl, source }, index, false);
     if (drift.length > 0) return undefined;
     const lineage = await copyTextLineage(ctx, trx, decl, source);
     if (lineage === undefined) return undefined;
