@@ -93,15 +93,19 @@ export interface LiveLoad {
   source: string;
   /**
    * Fetch the window, calling `pageDone` after each page's lines are written (their feeds may then
-   * be taken; it throws when the load has failed, which must end the fetch). Resolves with the window's complete targets, in `tables` order (a function: the
-   * loader may need them twice, when it falls back to loading them from the start).
+   * be taken; it throws when the load has failed, which must end the fetch). Resolves with the
+   * window's complete targets, in `tables` order (a function: the loader may need them twice,
+   * when it falls back to loading them from the start).
    */
   produce(pageDone: () => void): Promise<() => LoadWindowTarget[]>;
 }
 
 /** The lines a table's pages gave since the previous take. */
 export interface LiveFeed {
-  /** Undefined once the lines are no longer in the declared columns' order (then the load stops copying). */
+  /**
+   * Undefined once the lines are no longer in the declared columns' order (then the load stops
+   * copying).
+   */
   take(): LiveLines | undefined;
 }
 
@@ -880,9 +884,7 @@ async function copyTextIntoTable(
         ...missing,
         ...DIRECT_LINEAGE,
       ];
-      const statement = `COPY ${quoteIdent(decl.schema)}.${quoteIdent(decl.name)} (${columns
-        .map(quoteIdent)
-        .join(', ')}) FROM STDIN`;
+      const statement = copyIntoTable(decl, columns);
       const suffix = Buffer.from(`${'\t\\N'.repeat(missing.length)}${lineage}\n`, 'utf8');
       const copied = await ctx.session.copyFrom(statement, appendToLines(segment.chunks(), suffix));
       if (copied !== segment.lines) {
@@ -911,6 +913,11 @@ async function copyTextIntoTable(
 /** The lineage columns a direct first load sets (`_loaded_at` is left to its default, now()). */
 const DIRECT_LINEAGE = ['_organization_id', '_source', '_run_id'];
 
+/** `COPY <table> (<columns>) FROM STDIN` (text format) straight into the target table. */
+function copyIntoTable(decl: TableDecl, columns: readonly string[]): string {
+  return `COPY ${quoteIdent(decl.schema)}.${quoteIdent(decl.name)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`;
+}
+
 /** The records staged by the per-row path, inserted as they are with their lineage (a first load). */
 async function insertStaged(
   ctx: WindowContext,
@@ -930,9 +937,9 @@ async function insertStaged(
 }
 
 /**
- * A window that arrives page by page (LoadOptions.live). On PostgreSQL, when every table is loaded
- * for the first time (as copyTextIntoTable decides) each page's lines go straight into the tables,
- * lineage appended, one COPY per table and page, while the caller fetches the next page: the
+ * A window that arrives page by page (LoadWindowOptions.live). On PostgreSQL, when every table is
+ * loaded for the first time (as copyTextIntoTable decides) the pages' lines go straight into the
+ * tables, lineage appended, while the caller fetches the next pages (startLiveCopy): the
  * database's work overlaps the fetching and parsing instead of following it. Then the records the
  * per-row path must type or reject (kept apart by the caller) are staged and inserted per table.
  * All of it is in one savepoint: whatever PostgreSQL refuses in the data (a key twice, or one of
@@ -1064,7 +1071,7 @@ async function startLiveCopy(ctx: WindowContext, trx: Db, live: LiveLoad): Promi
     if (lineage === undefined) return undefined;
     const names = [...staged.map((c) => c.name), '_source_row', ...DIRECT_LINEAGE];
     copies.push({
-      statement: `COPY ${quoteIdent(decl.schema)}.${quoteIdent(decl.name)} (${names.map(quoteIdent).join(', ')}) FROM STDIN`,
+      statement: copyIntoTable(decl, names),
       suffix: Buffer.from(`${lineage}\n`, 'utf8'),
       tableName: `${decl.schema}.${decl.name}`,
       feed,
@@ -1216,12 +1223,12 @@ async function copyRawTextIntoTable(
   assertRawTextCopyable(ctx.kind, staged, false);
   const lineage = await copyTextLineage(ctx, trx, decl, source);
   if (lineage === undefined) return 'staging';
-  const columns = [...staged.map((c) => c.name), '_source_row', '_organization_id', '_source', '_run_id'];
+  const columns = [...staged.map((c) => c.name), '_source_row', ...DIRECT_LINEAGE];
   await sql`savepoint cybs_direct`.execute(trx);
   try {
     await copyRawTextLines(
       ctx.session,
-      `COPY ${quoteIdent(decl.schema)}.${quoteIdent(decl.name)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`,
+      copyIntoTable(decl, columns),
       body,
       appendToLines(body.chunks, Buffer.from(`${lineage}\n`, 'utf8')),
     );

@@ -81,21 +81,31 @@ function refOf(task: WindowTask) {
 }
 
 /** Load the given sources as the window, and mark the window loaded (or no_data) in the same transaction. */
-async function commitWindow(
+function commitWindow(
   deps: ExecutorDeps,
   task: WindowTask,
   targets: { table: TableDecl; source: LoadSource }[],
-  sourceRef: string | (() => { sourceRef: string; noData: boolean }),
-  noDataGiven = false,
-  live?: LiveLoad,
+  sourceRef: string,
+  noData: boolean,
+): Promise<WindowResult> {
+  return commitLoad(deps, task, { targets }, () => ({ sourceRef, noData }));
+}
+
+/**
+ * commitWindow for any load: `outcome` (what etl.windows records) is read once the data is in,
+ * so a fetch inside the load (`live`) can tell it.
+ */
+async function commitLoad(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  data: { targets: { table: TableDecl; source: LoadSource }[]; live?: LiveLoad },
+  outcome: () => { sourceRef: string; noData: boolean },
 ): Promise<WindowResult> {
   const ref = refOf(task);
-  /** What the window's state records; known only after the fetch when it happens inside the load. */
-  const outcome = () => (typeof sourceRef === 'string' ? { sourceRef, noData: noDataGiven } : sourceRef());
   const result: LoadWindowResult = await loadWindow(deps.warehouse, {
     window: ref,
-    targets,
-    ...(live ? { live } : {}),
+    targets: data.targets,
+    ...(data.live ? { live: data.live } : {}),
     runId: task.runId,
     rejectThreshold: task.pipeline.rejectThreshold,
     logger: deps.logger,
@@ -107,13 +117,13 @@ async function commitWindow(
         counts.unchanged += t.unchanged;
         counts.deleted += t.deleted;
       }
-      const { sourceRef: ref2, noData } = outcome();
+      const { sourceRef, noData } = outcome();
       await completeWindow(trx, ref, task.owner, {
         status: noData || r.rowsLoaded + r.rowsRejected === 0 ? 'no_data' : 'loaded',
         rowsLoaded: r.rowsLoaded,
         rowsRejected: r.rowsRejected,
         counts,
-        sourceRef: ref2,
+        sourceRef,
       });
     },
   });
@@ -456,25 +466,19 @@ async function spoolAndLoadOnDemand(
       }));
   };
   try {
-    return await commitWindow(
-      deps,
-      task,
-      [],
-      () => ({
-        sourceRef: `${source} (${pages} page${pages === 1 ? '' : 's'})`,
-        noData: pages === 0,
-      }),
-      false,
-      {
-        tables: names.map((name) => ({
-          table: def.tables[name]!,
-          columns: declaredColumns(def.tables[name]!),
-          feed: spools.get(name)!.feed,
-        })),
-        source,
-        produce: fetchAll,
-      },
-    );
+    const live: LiveLoad = {
+      tables: names.map((name) => ({
+        table: def.tables[name]!,
+        columns: declaredColumns(def.tables[name]!),
+        feed: spools.get(name)!.feed,
+      })),
+      source,
+      produce: fetchAll,
+    };
+    return await commitLoad(deps, task, { targets: [], live }, () => ({
+      sourceRef: `${source} (${pages} page${pages === 1 ? '' : 's'})`,
+      noData: pages === 0,
+    }));
   } finally {
     for (const spool of spools.values()) await spool.close().catch(() => {});
   }
