@@ -7,6 +7,7 @@ export {
   splitPathAndQuery,
 } from './reporting-client.js';
 export type {
+  DownloadToFileOptions,
   DownloadToFileResult,
   GenericRequest,
   GenericResponse,

@@ -44,6 +44,16 @@ export function isFastPathRefusal(error: unknown): boolean {
   return error instanceof CybsError && error.code === FAST_PATH_REFUSED;
 }
 
+/**
+ * A failure of the bytes fed to a fast-path COPY rather than of PostgreSQL: a structural error of
+ * the file (e.g. PARSE_CSV_TRUNCATED) or of its download (the bytes are read as they arrive). It
+ * fails the window as on the per-row path, or restarts it; it never sends the file to the per-row
+ * path, which only what PostgreSQL refuses does.
+ */
+export function isSourceFailure(error: unknown): boolean {
+  return error instanceof CybsError && (['parse', 'extract', 'api'] as string[]).includes(error.stage);
+}
+
 /** The data bytes of a CSV file for the loader's raw COPY (see LoadSource.rawCsv). */
 export interface RawCsvBody {
   fileName: string;

@@ -19,7 +19,7 @@ import {
 import type { ExistingColumn } from './ddl.js';
 import { PG_TYPES } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
-import { isFastPathRefusal, refuseFastPath } from './fast-csv.js';
+import { isFastPathRefusal, isSourceFailure, refuseFastPath } from './fast-csv.js';
 import type { RawCsvBody, RawCsvChecks } from './fast-csv.js';
 import { LineMap } from './line-map.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
@@ -1413,9 +1413,7 @@ async function copyRawBytes(
     copied = await ctx.session.copyFrom(statement, body.read(checks));
   } catch (error) {
     if (isFastPathRefusal(error)) throw error;
-    // A structural error of the file itself (e.g. PARSE_CSV_TRUNCATED) fails the window as on the
-    // per-row path; only what PostgreSQL's CSV reader refuses sends the file to the per-row path.
-    if (error instanceof CybsError && error.stage === 'parse') throw error;
+    if (isSourceFailure(error)) throw error;
     throw refuseFastPath(`PostgreSQL refused the data (${errorMessage(error)})`, error);
   }
   if (copied !== body.records()) {

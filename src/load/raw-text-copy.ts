@@ -13,9 +13,9 @@
 import { sql } from 'kysely';
 import { PG_TYPES } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
-import { CybsError, errorMessage } from '../errors.js';
+import { errorMessage } from '../errors.js';
 import { KEY_LINEAGE_COLUMNS, quoteIdent } from './ddl.js';
-import { isFastPathRefusal, refuseFastPath } from './fast-csv.js';
+import { isFastPathRefusal, isSourceFailure, refuseFastPath } from './fast-csv.js';
 import type { TableDecl } from './table-spec.js';
 import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
 
@@ -119,7 +119,7 @@ export async function copyRawTextLines(
     copied = await session.copyFrom(statement, chunks);
   } catch (error) {
     if (isFastPathRefusal(error)) throw error;
-    if (error instanceof CybsError && error.stage === 'parse') throw error;
+    if (isSourceFailure(error)) throw error;
     if ((error as { code?: unknown } | null)?.code === '23505') throw error;
     throw refuseFastPath(`PostgreSQL's COPY refused the data (${errorMessage(error)})`);
   }

@@ -2,9 +2,12 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { ReportingClient } from '../api/reporting-client.js';
+import type { DownloadReportParams } from '../api/types.js';
 import { CybsError } from '../errors.js';
 import { findReport } from '../extract/find-report.js';
+import { followDownload, isDownloadRestarted } from '../extract/followed-download.js';
 import { fetchOnDemandPages } from '../extract/on-demand-pages.js';
 import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
@@ -184,38 +187,79 @@ async function executeReportWindow(
   };
   const fileName = `${reportName}_${found.reportDate}.${found.format}`;
   const sourceRef = `${source} (report ${found.report.reportId})`;
-  const download = (use: (path: string) => Promise<WindowResult>) =>
-    withTempDir(async (dir) => {
-      const path = join(dir, fileName);
-      // Restarted from scratch if the transfer breaks; a file only once it is complete.
-      await deps.client.downloadReportToFile(params, path, { signal: task.signal });
-      return use(path);
+  return withDownloadedBytes(deps, task, params, fileName, async (bytes) => {
+    if (found.format === 'xml') return loadXmlFile(deps, task, def, bytes, fileName, source, sourceRef);
+    const fast =
+      deps.warehouse.kind === 'postgres'
+        ? await loadCsvFast(deps, task, def, bytes, fileName, source, sourceRef)
+        : undefined;
+    if (fast !== undefined) return fast;
+    const records = await openCsvReport(await bytes.complete(), {
+      fileName,
+      report: def.reportDefinitionName,
+      requireFinalLineBreak: true,
     });
-  if (found.format === 'csv') {
-    // Downloaded once, so that the fast path and, if it refuses the file, the per-row path read
-    // exactly the same bytes.
-    return download(async (path) => {
-      const fast =
-        deps.warehouse.kind === 'postgres'
-          ? await loadCsvFast(deps, task, def, path, fileName, source, sourceRef)
-          : undefined;
-      if (fast !== undefined) return fast;
-      const records = await openCsvReport(createReadStream(path), {
-        fileName,
-        report: def.reportDefinitionName,
-        requireFinalLineBreak: true,
-      });
-      return commitWindow(
-        deps,
-        task,
-        [{ table: def.table, source: toLoadSource(records, source) }],
-        sourceRef,
-        false,
-      );
-    });
-  }
-  // XML: columns are discovered while reading, so the file is read twice.
-  return download((path) => loadXmlFile(deps, task, def, path, fileName, source, sourceRef));
+    return commitWindow(
+      deps,
+      task,
+      [{ table: def.table, source: toLoadSource(records, source) }],
+      sourceRef,
+      false,
+    );
+  });
+}
+
+/** A report file's bytes, for each reader that needs them (see withDownloadedBytes). */
+interface DownloadedBytes {
+  /** The bytes from the start: as they arrive for the first reader, from the complete file after. */
+  read(): AsyncIterable<Buffer>;
+  /** The complete file from its start, once downloaded. */
+  complete(): Promise<Readable>;
+}
+
+/**
+ * Download a report file once, so that the fast path and, if it refuses the file, the per-row path
+ * read exactly the same bytes. The first reader starts on the bytes as they arrive: a fast-path
+ * load copies while the file downloads, so a window takes about as long as the longer of the two
+ * instead of their sum (locally, 1M CSV rows: ≈ 0.5 s less; from a distant service, the whole
+ * parse and COPY hide behind the transfer). When the transfer breaks and starts over, the load that
+ * was reading it is rolled back (its error) and `use` runs again on the complete file.
+ */
+async function withDownloadedBytes(
+  deps: ExecutorDeps,
+  task: WindowTask,
+  params: DownloadReportParams,
+  fileName: string,
+  use: (bytes: DownloadedBytes) => Promise<WindowResult>,
+): Promise<WindowResult> {
+  return withTempDir(async (dir) => {
+    const path = join(dir, fileName);
+    // The CSV scanner reads 256 KiB at a time best; the XML scanner slows down with more than the
+    // default 64 KiB (300k records: 0.6 s more CPU).
+    const readSize = fileName.endsWith('.csv') ? 256 * 1024 : 64 * 1024;
+    const download = followDownload(deps.client, params, path, { signal: task.signal, readSize });
+    const complete = async () => {
+      await download.done;
+      return createReadStream(path, { highWaterMark: readSize });
+    };
+    async function* fromFile(): AsyncGenerator<Buffer> {
+      for await (const chunk of await complete()) yield chunk as Buffer;
+    }
+    try {
+      let followed = false;
+      try {
+        return await use({
+          read: () => (followed ? fromFile() : ((followed = true), download.chunks())),
+          complete,
+        });
+      } catch (error) {
+        if (!isDownloadRestarted(error)) throw error;
+        return await use({ read: fromFile, complete });
+      }
+    } finally {
+      await download.stop();
+    }
+  });
 }
 
 /** Run `fn` with a fresh temporary directory, removed afterwards whatever happens. */
@@ -294,13 +338,13 @@ async function loadCsvFast(
   deps: ExecutorDeps,
   task: WindowTask,
   def: ReportPipelineDef,
-  path: string,
+  bytes: DownloadedBytes,
   fileName: string,
   source: string,
   sourceRef: string,
 ): Promise<WindowResult | undefined> {
   const open = () =>
-    openRawCsvReport(createReadStream(path, { highWaterMark: 256 * 1024 }), {
+    openRawCsvReport(bytes.read(), {
       fileName,
       report: def.reportDefinitionName,
       requireFinalLineBreak: true,
@@ -328,19 +372,19 @@ async function loadXmlFile(
   deps: ExecutorDeps,
   task: WindowTask,
   def: ReportPipelineDef,
-  path: string,
+  bytes: DownloadedBytes,
   fileName: string,
   source: string,
   sourceRef: string,
 ): Promise<WindowResult> {
   const options = { fileName, report: def.reportDefinitionName };
   if (deps.warehouse.kind === 'postgres') {
-    const fast = await loadXmlFast(deps, task, def, path, fileName, source, sourceRef);
+    const fast = await loadXmlFast(deps, task, def, bytes, fileName, source, sourceRef);
     if (fast !== undefined) return fast;
   }
   // The per-row path: columns are discovered while reading, so the file is read twice.
-  const columns = await collectColumns(await openXmlReport(createReadStream(path), options));
-  const records = await openXmlReport(createReadStream(path), options);
+  const columns = await collectColumns(await openXmlReport(await bytes.complete(), options));
+  const records = await openXmlReport(await bytes.complete(), options);
   return commitWindow(
     deps,
     task,
@@ -360,7 +404,7 @@ async function loadXmlFast(
   deps: ExecutorDeps,
   task: WindowTask,
   def: ReportPipelineDef,
-  path: string,
+  bytes: DownloadedBytes,
   fileName: string,
   source: string,
   sourceRef: string,
@@ -368,7 +412,7 @@ async function loadXmlFast(
   for (const discoverColumns of [false, true]) {
     try {
       const open = () =>
-        openRawXmlReport(() => createReadStream(path), {
+        openRawXmlReport(() => bytes.read(), {
           fileName,
           report: def.reportDefinitionName,
           discoverColumns,

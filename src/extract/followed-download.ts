@@ -1,0 +1,150 @@
+/**
+ * A report download that can be read while it is written: the file is downloaded at the network's
+ * pace into `<path>.part` (renamed to `<path>` when complete, as downloadReportToFile does), and
+ * `chunks()` reads that part file behind the writer, so that a load can start on the first bytes
+ * instead of waiting for the last. The complete file stays on disk for whatever must read the
+ * bytes again (the per-row path, a second pass), once `done` resolves.
+ *
+ * A reader never sees a byte that a later attempt could change: when the transfer breaks and the
+ * client starts it over (truncating the part file), `chunks()` fails with DOWNLOAD_RESTARTED, and
+ * the caller waits for `done` and reads the complete file instead. When the download fails for
+ * good, `chunks()` fails with the download's own error.
+ */
+import { open, type FileHandle } from 'node:fs/promises';
+import type { DownloadReportParams } from '../api/types.js';
+import type { DownloadToFileResult, ReportingClient } from '../api/index.js';
+import { CybsError } from '../errors.js';
+
+export interface FollowedDownload {
+  /** The file's bytes in order, as they are written; one reader, once. */
+  chunks(): AsyncGenerator<Buffer>;
+  /** The complete download (the file at its path). */
+  readonly done: Promise<DownloadToFileResult>;
+  /** Abort the download if it is still running, wait until it has stopped, close the reader's file. */
+  stop(): Promise<void>;
+}
+
+/** Thrown by `chunks()` when the transfer broke and is being started over. */
+export function isDownloadRestarted(error: unknown): boolean {
+  return error instanceof CybsError && error.code === 'EXTRACT_DOWNLOAD_RESTARTED';
+}
+
+export function followDownload(
+  client: Pick<ReportingClient, 'downloadReportToFile'>,
+  params: DownloadReportParams,
+  filePath: string,
+  options: { signal?: AbortSignal | undefined; readSize?: number } = {},
+): FollowedDownload {
+  /** Bytes per read (as createReadStream's highWaterMark): a scanner behind it may prefer a size. */
+  const READ_SIZE = options.readSize ?? 64 * 1024;
+  const controller = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+  let firstAttempt: number | undefined;
+  let restarted = false;
+  /** Bytes of the first attempt known to be in the part file. */
+  let written = 0;
+  let settled: { ok: true } | { ok: false; error: unknown } | undefined;
+  let wake: (() => void) | undefined;
+  const notify = (): void => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const done = client.downloadReportToFile(params, filePath, {
+    signal,
+    onAttempt: (attempt) => {
+      if (firstAttempt === undefined) firstAttempt = attempt;
+      else restarted = true;
+      notify();
+    },
+    onChunk: (bytes) => {
+      written = bytes;
+      // One wake-up per full read, not per network chunk: small reads cost the scanner more.
+      if (written - position >= READ_SIZE) notify();
+    },
+  });
+  done.then(
+    () => {
+      settled = { ok: true };
+      notify();
+    },
+    (error: unknown) => {
+      settled = { ok: false, error };
+      notify();
+    },
+  );
+  const changed = () => new Promise<void>((resolve) => (wake = resolve));
+  /** How far the reader has read. */
+  let position = 0;
+  /** The reader's file, closed by the reader when it ends, or by stop() when it was abandoned. */
+  let reading: FileHandle | undefined;
+  const closeReader = async (file: FileHandle | undefined): Promise<void> => {
+    if (file === undefined || reading !== file) return;
+    reading = undefined;
+    await file.close();
+  };
+  const restartedError = () =>
+    new CybsError('EXTRACT_DOWNLOAD_RESTARTED', 'the report download broke and is being started over', {
+      stage: 'extract',
+      retryable: true,
+      context: { file: filePath },
+    });
+
+  async function* chunks(): AsyncGenerator<Buffer> {
+    let file: FileHandle | undefined;
+    try {
+      // The part file exists once the first attempt has started writing; after a successful
+      // download it has been renamed.
+      while (file === undefined) {
+        if (restarted) throw restartedError();
+        if (settled && !settled.ok) throw settled.error;
+        if (settled?.ok) {
+          file = await open(filePath, 'r');
+        } else if (firstAttempt !== undefined) {
+          file = await open(`${filePath}.part`, 'r').catch(() => undefined);
+          // Not created yet, or renamed meanwhile: what happened during the open decides (a
+          // download that finished then will not wake this reader again).
+          if (file === undefined && (settled || restarted)) continue;
+        }
+        if (file === undefined) await changed();
+      }
+      reading = file;
+      for (;;) {
+        if (restarted) throw restartedError();
+        if (settled && !settled.ok) throw settled.error;
+        // Whole reads while the download runs: each small one costs the scanner behind it.
+        if (!settled && written - position < READ_SIZE) {
+          await changed();
+          continue;
+        }
+        // Whether the download had finished before this read: then a short read is the end.
+        const complete = settled?.ok === true;
+        const buffer = Buffer.allocUnsafe(READ_SIZE);
+        const { bytesRead } = await file.read(buffer, 0, READ_SIZE, position);
+        // Checked after the read: bytes of a restarted attempt must never be handed on.
+        if (restarted) throw restartedError();
+        if (bytesRead > 0) {
+          position += bytesRead;
+          yield bytesRead === READ_SIZE ? buffer : buffer.subarray(0, bytesRead);
+        } else if (complete) {
+          return;
+        } else if (!settled) {
+          await changed();
+        }
+      }
+    } finally {
+      await closeReader(file);
+    }
+  }
+
+  return {
+    chunks,
+    done,
+    async stop() {
+      if (!settled) controller.abort();
+      await done.catch(() => {});
+      // A reader that stopped early (a refusal at the header) leaves its generator unfinished.
+      await closeReader(reading);
+    },
+  };
+}
