@@ -33,16 +33,22 @@ export function followDownload(
   client: Pick<ReportingClient, 'downloadReportToFile'>,
   params: DownloadReportParams,
   filePath: string,
-  options: { signal?: AbortSignal | undefined; readSize?: number } = {},
+  options: { signal?: AbortSignal | undefined; readSize?: number; startAfter?: number } = {},
 ): FollowedDownload {
   /** Bytes per read (as createReadStream's highWaterMark): a scanner behind it may prefer a size. */
   const READ_SIZE = options.readSize ?? 64 * 1024;
+  /**
+   * The reader starts once this many bytes are in the part file (or the download is complete): a
+   * small file is then read whole, as if downloaded first, and only a large one is followed.
+   */
+  const START_AFTER = Math.max(options.startAfter ?? 0, READ_SIZE);
   const controller = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
   let firstAttempt: number | undefined;
   let restarted = false;
-  /** Bytes of the first attempt known to be in the part file. */
+  /** Bytes of the first attempt known to be in the part file, and how far the reader has read. */
   let written = 0;
+  let position = 0;
   let settled: { ok: true } | { ok: false; error: unknown } | undefined;
   let wake: (() => void) | undefined;
   const notify = (): void => {
@@ -60,7 +66,7 @@ export function followDownload(
     onChunk: (bytes) => {
       written = bytes;
       // One wake-up per full read, not per network chunk: small reads cost the scanner more.
-      if (written - position >= READ_SIZE) notify();
+      if (written - position >= (position === 0 ? START_AFTER : READ_SIZE)) notify();
     },
   });
   done.then(
@@ -74,8 +80,6 @@ export function followDownload(
     },
   );
   const changed = () => new Promise<void>((resolve) => (wake = resolve));
-  /** How far the reader has read. */
-  let position = 0;
   /** The reader's file, closed by the reader when it ends, or by stop() when it was abandoned. */
   let reading: FileHandle | undefined;
   const closeReader = async (file: FileHandle | undefined): Promise<void> => {
@@ -113,7 +117,7 @@ export function followDownload(
         if (restarted) throw restartedError();
         if (settled && !settled.ok) throw settled.error;
         // Whole reads while the download runs: each small one costs the scanner behind it.
-        if (!settled && written - position < READ_SIZE) {
+        if (!settled && written - position < (position === 0 ? START_AFTER : READ_SIZE)) {
           await changed();
           continue;
         }

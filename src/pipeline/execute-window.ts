@@ -209,6 +209,9 @@ async function executeReportWindow(
   });
 }
 
+/** A report file is read while it downloads once this much of it has arrived (see withDownloadedBytes). */
+const FOLLOW_AFTER_BYTES = 32 * 1024 * 1024;
+
 /** A report file's bytes, for each reader that needs them (see withDownloadedBytes). */
 interface DownloadedBytes {
   /** The bytes from the start: as they arrive for the first reader, from the complete file after. */
@@ -219,8 +222,8 @@ interface DownloadedBytes {
 
 /**
  * Download a report file once, so that the fast path and, if it refuses the file, the per-row path
- * read exactly the same bytes. The first reader starts on the bytes as they arrive: a fast-path
- * load copies while the file downloads, so a window takes about as long as the longer of the two
+ * read exactly the same bytes. The first reader of a large file (FOLLOW_AFTER_BYTES) starts on the
+ * bytes as they arrive: a fast-path load copies while the file downloads, so a window takes about as long as the longer of the two
  * instead of their sum (locally, 1M CSV rows: ≈ 0.5 s less; from a distant service, the whole
  * parse and COPY hide behind the transfer). When the transfer breaks and starts over, the load that
  * was reading it is rolled back (its error) and `use` runs again on the complete file.
@@ -237,7 +240,14 @@ async function withDownloadedBytes(
     // The CSV scanner reads 256 KiB at a time best; the XML scanner slows down with more than the
     // default 64 KiB (300k records: 0.6 s more CPU).
     const readSize = fileName.endsWith('.csv') ? 256 * 1024 : 64 * 1024;
-    const download = followDownload(deps.client, params, path, { signal: task.signal, readSize });
+    // Only a large file is read while it downloads: a small one gains nothing measurable, and
+    // overlapping them raised the peak RSS of a 30-day backfill of every pipeline at 20,000
+    // transactions a day (four windows at once) from 187–206 MB to 201–213 MB (6 runs each).
+    const download = followDownload(deps.client, params, path, {
+      signal: task.signal,
+      readSize,
+      startAfter: FOLLOW_AFTER_BYTES,
+    });
     const complete = async () => {
       await download.done;
       return createReadStream(path, { highWaterMark: readSize });

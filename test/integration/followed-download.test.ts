@@ -132,9 +132,10 @@ describe('a report window read while it downloads', () => {
   it.each(['csv', 'xml'] as const)(
     '%s: loads exactly the truth when the transfer breaks in the middle of the COPY',
     async (format) => {
+      // Large enough to be read while it downloads (past 32 MiB; see withDownloadedBytes).
       const world = await createE2eWorld({
         prefix: `follow${format}`,
-        simulator: { transactionsPerDay: 3000 },
+        simulator: { transactionsPerDay: format === 'csv' ? 120_000 : 30_000 },
       });
       try {
         const from = E2E_START_DATE;
@@ -148,7 +149,9 @@ describe('a report window read while it downloads', () => {
           reportName: 'TransactionRequestReport_Daily',
           reportDate: new Date(Date.parse(from) + DAY_MS).toISOString().slice(0, 10),
         });
-        world.sim.setFaults(`download:reset=${Math.floor(size * 0.6)}x1`);
+        expect(size).toBeGreaterThan(36 * 1024 * 1024);
+        // The break comes after the reader has started (at 32 MiB), before the end.
+        world.sim.setFaults(`download:reset=${Math.floor(size * 0.92)}x1`);
         // In a child process, to read its log lines.
         const run = spawnCli(
           [
@@ -181,12 +184,12 @@ describe('a report window read while it downloads', () => {
           pipelines: ['transaction_request'],
         });
         expect(result.mismatches).toEqual([]);
-        expect(result.rowsExpected).toBeGreaterThan(2000);
+        expect(result.rowsExpected).toBeGreaterThan(20_000);
       } finally {
         await world.close();
       }
     },
-    60_000,
+    120_000,
   );
 });
 

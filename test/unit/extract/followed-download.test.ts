@@ -73,6 +73,38 @@ describe('followDownload (scripted downloads)', () => {
     await download.stop();
   });
 
+  it('with startAfter, reads a file smaller than that only once it is complete', async () => {
+    const path = join(dir, 'after.csv');
+    const pieces = ['header\r\n', 'row 1\r\n', 'row 2\r\n'].map((s) => Buffer.from(s));
+    let finished = false;
+    const client = {
+      async downloadReportToFile(_p: unknown, file: string, options?: DownloadToFileOptions) {
+        options?.onAttempt?.(1);
+        await writeFile(`${file}.part`, '');
+        let written = 0;
+        for (const piece of pieces) {
+          await appendFile(`${file}.part`, piece);
+          written += piece.length;
+          options?.onChunk?.(written);
+          await tick();
+        }
+        await rename(`${file}.part`, file);
+        finished = true;
+        return result(written);
+      },
+    };
+    const download = followDownload(client, params, path, { readSize: 4, startAfter: 1000 });
+    const seen: boolean[] = [];
+    const parts: Buffer[] = [];
+    for await (const chunk of download.chunks()) {
+      seen.push(finished);
+      parts.push(chunk);
+    }
+    expect(Buffer.concat(parts).equals(Buffer.concat(pieces))).toBe(true);
+    expect(seen.every((f) => f)).toBe(true);
+    await download.stop();
+  });
+
   it('hands on a file smaller than one read once the download has finished', async () => {
     const path = join(dir, 'small.csv');
     const client = {
