@@ -49,76 +49,81 @@ describe('followDownload (scripted downloads)', () => {
   });
 
   it('waits for the first attempt, follows the part file as it grows, then reads to the end', async () => {
-    const path = join(dir, 'growing.csv');
-    const pieces = ['header\r\n', 'row 1\r\n', 'row 2 is longer\r\n', 'row 3\r\n'].map((s) => Buffer.from(s));
-    let written = 0;
-    const client = {
-      async downloadReportToFile(_p: unknown, file: string, options?: DownloadToFileOptions) {
-        await tick();
-        options?.onAttempt?.(1);
-        await writeFile(`${file}.part`, '');
-        for (const piece of pieces) {
-          await appendFile(`${file}.part`, piece);
-          written += piece.length;
-          options?.onChunk?.(written);
-          await tick();
-        }
-        await rename(`${file}.part`, file);
-        return result(written);
-      },
-    };
-    const download = followDownload(client, params, path, { readSize: 8 });
-    const read = await readAll(download.chunks());
-    expect(read.equals(Buffer.concat(pieces))).toBe(true);
+    const pieces = ['header\r\n', 'row 1\r\n', 'row 2 is longer\r\n', 'row 3\r\n'];
+    // The download waits after its first piece until the reader has handed something on.
+    const script = scripted(pieces, { waitForReader: true });
+    const download = followDownload(script.client, params, join(dir, 'growing.csv'), { readSize: 8 });
+    const { read, seenBeforeEnd } = await readNoting(download.chunks(), script);
+    expect(read).toBe(pieces.join(''));
+    expect(seenBeforeEnd).toBeGreaterThan(0);
     await download.stop();
   });
 
   it('with startAfter, reads a file smaller than that only once it is complete', async () => {
-    const path = join(dir, 'after.csv');
-    const pieces = ['header\r\n', 'row 1\r\n', 'row 2\r\n'].map((s) => Buffer.from(s));
-    let finished = false;
-    const client = {
+    const pieces = ['header\r\n', 'row 1\r\n', 'row 2\r\n'];
+    const script = scripted(pieces);
+    const download = followDownload(script.client, params, join(dir, 'after.csv'), {
+      readSize: 4,
+      startAfter: 1000,
+    });
+    const { read, seenBeforeEnd } = await readNoting(download.chunks(), script);
+    expect(read).toBe(pieces.join(''));
+    expect(seenBeforeEnd).toBe(0);
+    await download.stop();
+  });
+
+  it('hands on a file smaller than one read once the download has finished', async () => {
+    const script = scripted(['x\r\n']);
+    const download = followDownload(script.client, params, join(dir, 'small.csv'), { readSize: 1024 });
+    expect((await readNoting(download.chunks(), script)).read).toBe('x\r\n');
+    await download.stop();
+  });
+});
+
+/**
+ * A download that writes `pieces` to the part file one by one (a tick apart, reporting each), then
+ * renames it; `finished` once it has. With `waitForReader`, it stops after the first piece until
+ * `readerGotBytes()` is called.
+ */
+function scripted(pieces: string[], scriptOptions: { waitForReader?: boolean } = {}) {
+  let release = (): void => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const state = {
+    finished: false,
+    readerGotBytes: () => release(),
+    client: {
       async downloadReportToFile(_p: unknown, file: string, options?: DownloadToFileOptions) {
+        await tick();
         options?.onAttempt?.(1);
         await writeFile(`${file}.part`, '');
         let written = 0;
         for (const piece of pieces) {
           await appendFile(`${file}.part`, piece);
-          written += piece.length;
+          written += Buffer.byteLength(piece);
           options?.onChunk?.(written);
           await tick();
+          if (scriptOptions.waitForReader && written === Buffer.byteLength(pieces[0]!)) await gate;
         }
         await rename(`${file}.part`, file);
-        finished = true;
+        state.finished = true;
         return result(written);
       },
-    };
-    const download = followDownload(client, params, path, { readSize: 4, startAfter: 1000 });
-    const seen: boolean[] = [];
-    const parts: Buffer[] = [];
-    for await (const chunk of download.chunks()) {
-      seen.push(finished);
-      parts.push(chunk);
-    }
-    expect(Buffer.concat(parts).equals(Buffer.concat(pieces))).toBe(true);
-    expect(seen.every((f) => f)).toBe(true);
-    await download.stop();
-  });
+    },
+  };
+  return state;
+}
 
-  it('hands on a file smaller than one read once the download has finished', async () => {
-    const path = join(dir, 'small.csv');
-    const client = {
-      async downloadReportToFile(_p: unknown, file: string, options?: DownloadToFileOptions) {
-        options?.onAttempt?.(1);
-        await writeFile(`${file}.part`, 'x\r\n');
-        options?.onChunk?.(3);
-        await tick();
-        await rename(`${file}.part`, file);
-        return result(3);
-      },
-    };
-    const download = followDownload(client, params, path, { readSize: 1024 });
-    expect((await readAll(download.chunks())).toString()).toBe('x\r\n');
-    await download.stop();
-  });
-});
+/** Everything the reader hands on, and how many chunks came before the download had finished. */
+async function readNoting(
+  chunks: AsyncIterable<Buffer>,
+  script: { finished: boolean; readerGotBytes(): void },
+): Promise<{ read: string; seenBeforeEnd: number }> {
+  const parts: Buffer[] = [];
+  let seenBeforeEnd = 0;
+  for await (const chunk of chunks) {
+    if (!script.finished) seenBeforeEnd++;
+    parts.push(chunk);
+    script.readerGotBytes();
+  }
+  return { read: Buffer.concat(parts).toString(), seenBeforeEnd };
+}
