@@ -6,9 +6,10 @@
  * bytes again (the per-row path, a second pass), once `done` resolves.
  *
  * A reader never sees a byte that a later attempt could change: when the transfer breaks and the
- * client starts it over (truncating the part file), `chunks()` fails with DOWNLOAD_RESTARTED, and
- * the caller waits for `done` and reads the complete file instead. When the download fails for
- * good, `chunks()` fails with the download's own error.
+ * client starts it over (truncating the part file), `chunks()` fails with
+ * EXTRACT_DOWNLOAD_RESTARTED (isDownloadRestarted), and the caller waits for `done` and reads the
+ * complete file instead. When the download fails for good, `chunks()` fails with the download's
+ * own error.
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import type { DownloadReportParams } from '../api/types.js';
