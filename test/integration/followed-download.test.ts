@@ -7,6 +7,7 @@
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buffer } from 'node:stream/consumers';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createReportingClient } from '../../src/api/reporting-client.js';
 import type { ReportingClient } from '../../src/api/reporting-client.js';
@@ -54,12 +55,6 @@ afterAll(async () => {
 beforeEach(() => {
   sim.setFaults([]);
 });
-
-async function readAll(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const chunk of chunks) parts.push(chunk);
-  return Buffer.concat(parts);
-}
 
 describe('followDownload', () => {
   it('hands on the bytes in order while the download is still running', async () => {
@@ -110,7 +105,7 @@ describe('followDownload', () => {
       { ...params, reportName: 'NoSuchReport' },
       join(dir, 'missing.csv'),
     );
-    await expect(readAll(download.chunks())).rejects.toMatchObject({ stage: 'api', status: 404 });
+    await expect(buffer(download.chunks())).rejects.toMatchObject({ stage: 'api', status: 404 });
     await expect(download.done).rejects.toMatchObject({ status: 404 });
     await download.stop();
   });

@@ -7,6 +7,7 @@ import { mkdtemp, rename, rm, writeFile, appendFile } from 'node:fs/promises';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buffer } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DownloadToFileOptions, DownloadToFileResult } from '../../../src/api/index.js';
 import { followDownload } from '../../../src/extract/followed-download.js';
@@ -23,12 +24,6 @@ const params = { reportName: 'R', reportDate: '2024-03-01' };
 const result = (bytes: number): DownloadToFileResult => ({ bytes, contentType: 'text/csv', attempts: 1 });
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-async function readAll(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const chunk of chunks) parts.push(chunk);
-  return Buffer.concat(parts);
-}
-
 describe('followDownload (scripted downloads)', () => {
   it('does not wait forever when the download finishes while the reader opens the part file', async () => {
     const path = join(dir, 'fast.csv');
@@ -44,7 +39,7 @@ describe('followDownload (scripted downloads)', () => {
       },
     };
     const download = followDownload(client, params, path, { readSize: 4 });
-    expect((await readAll(download.chunks())).equals(data)).toBe(true);
+    expect((await buffer(download.chunks())).equals(data)).toBe(true);
     await download.stop();
   });
 
