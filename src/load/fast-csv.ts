@@ -17,8 +17,9 @@
  *  - more than MAX_SET_ASIDE_RECORDS records that need the per-row path: a non-text value not
  *    written in the canonical form that both the catalog's coercers and PostgreSQL read
  *    identically (numeric `-?digits[.digits]`, timestamps `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, dates
- *    `YYYY-MM-DD`, integers, Y/N-style booleans), or an empty natural key. Fewer such records are
- *    set aside, and the per-row path types or rejects each with its exact messages.
+ *    `YYYY-MM-DD` or such a timestamp, integers, Y/N-style booleans), or an empty natural key.
+ *    Fewer such records are set aside, and the per-row path types or rejects each with its exact
+ *    messages.
  * So a clean daily report loads at COPY speed; a file with bad rows is loaded correctly, slower.
  */
 import type { Readable } from 'node:stream';
@@ -214,18 +215,23 @@ export interface RawCsvChecks {
   append?: string;
 }
 
-/** The canonical forms (unquoted, or quoted without quotes inside); empty values are NULL. */
-const CANONICAL: Record<PgType, RegExp | undefined> = {
+/**
+ * The canonical forms (unquoted, or quoted without quotes inside); empty values are NULL. Shared
+ * with the fast XML path (raw-text-copy.ts). A date may also be written as a canonical UTC
+ * timestamp (Funding Detail reports write their funding date so): the catalog's coercer keeps the
+ * date as written, and PostgreSQL's date input reads the same date whatever its TimeZone.
+ */
+export const CANONICAL: Record<PgType, RegExp | undefined> = {
   text: undefined,
   numeric: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/,
   integer: /^-?[0-9]{1,9}$/,
   bigint: /^-?[0-9]{1,18}$/,
   boolean: /^(?:y|yes|true|t|1|n|no|false|f|0)$/i,
-  date: /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/,
+  date: /^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z)?$/,
   timestamptz: /^[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z$/,
 };
 /** -0 reads as 0 in PostgreSQL, and as an unusual form in the coercer. */
-const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
+export const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
 
 const COMMA = 0x2c;
 

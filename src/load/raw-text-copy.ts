@@ -15,7 +15,7 @@ import { PG_TYPES } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
 import { errorMessage } from '../errors.js';
 import { KEY_LINEAGE_COLUMNS, quoteIdent } from './ddl.js';
-import { isFastPathRefusal, isSourceFailure, refuseFastPath } from './fast-csv.js';
+import { CANONICAL, NEGATIVE_ZERO, isFastPathRefusal, isSourceFailure, refuseFastPath } from './fast-csv.js';
 import type { TableDecl } from './table-spec.js';
 import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
 
@@ -26,14 +26,6 @@ export interface RawCopyTextBody {
   records(): number;
 }
 
-const CANONICAL: Partial<Record<PgType, RegExp>> = {
-  numeric: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/,
-  integer: /^-?[0-9]{1,9}$/,
-  bigint: /^-?[0-9]{1,18}$/,
-  date: /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/,
-  timestamptz: /^[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z$/,
-};
-const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
 const TRUE_WORDS = new Set(['y', 'yes', 'true', 't', '1']);
 const FALSE_WORDS = new Set(['n', 'no', 'false', 'f', '0']);
 

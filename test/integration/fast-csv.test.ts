@@ -7,6 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { parse } from 'csv-parse/sync';
 import pino from 'pino';
 import { sql } from 'kysely';
@@ -40,6 +41,8 @@ interface Side {
 let reference: Side;
 let fast: Side;
 let simulated = '';
+/** A Funding Detail report: its funding dates are written as UTC timestamps. */
+let funding = '';
 
 async function openSide(prefix: string): Promise<Side> {
   const db = await createTestDatabase(prefix);
@@ -64,15 +67,15 @@ beforeAll(async () => {
     target: { baseUrl: sim.baseUrl },
     api: parseConfig('').api,
   });
-  try {
-    const download = await client.downloadReport({
-      reportName: 'TransactionRequestReport_Daily',
-      reportDate: day,
-      accept: 'text/csv',
-    });
+  const downloaded = async (reportName: string): Promise<string> => {
+    const download = await client.downloadReport({ reportName, reportDate: day, accept: 'text/csv' });
     const parts: Buffer[] = [];
     for await (const chunk of download.body) parts.push(chunk as Buffer);
-    simulated = Buffer.concat(parts).toString('utf8');
+    return Buffer.concat(parts).toString('utf8');
+  };
+  try {
+    simulated = await downloaded('TransactionRequestReport_Daily');
+    funding = await downloaded('FundingDetailReport_Daily');
   } finally {
     await client.close();
     await sim.close();
@@ -378,6 +381,33 @@ describe('fast CSV path ≡ per-row path', () => {
         fast.warehouse.db,
       );
     }
+  });
+
+  it('loads dates written as UTC timestamps (Funding Detail) on the fast path, the date as written', async () => {
+    const FD = { report: 'FundingDetailClass', table: 'funding_detail' };
+    const stamp = /(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})Z/;
+    const lines = funding.split('\r\n');
+    expect(lines.length).toBeGreaterThan(100);
+    expect(lines[2]).toMatch(stamp);
+    // The scanner copies every record: none is set aside for the per-row path.
+    const report = await openRawCsvReport(chunksOf(funding, 997), { fileName: 'f.csv', report: FD.report });
+    expect(report.columns.find((c) => c.column === 'funding_date')?.pgType).toBe('date');
+    await buffer(report.body.read({ types: report.columns.map((c) => c.pgType), required: [] }));
+    expect(report.body.records()).toBe(lines.length - 3);
+    expect(report.body.setAside()).toEqual([]);
+    await expectSame({ ...FD, text: funding, windowKey: 'fd1' }, true);
+    // Another offset, and a fraction: the first set aside for the per-row path, the second copied.
+    lines[2] = lines[2]!.replace(stamp, '$1T23:30:00-08:00');
+    lines[3] = lines[3]!.replace(stamp, '$1T$2.123456Z');
+    await expectSame({ ...FD, text: lines.join('\r\n'), windowKey: 'fd2' }, true);
+    // A day that does not exist: PostgreSQL refuses the COPY, the per-row path rejects the record.
+    lines[4] = lines[4]!.replace(stamp, '2026-02-30T$2Z');
+    await expectSame({ ...FD, text: lines.join('\r\n'), windowKey: 'fd3', rejectThreshold: 1 }, false);
+    const written = await sql<{ d: string }>`
+      select funding_date::text as d from cybs.funding_detail where _source = 'src:fd2' and _source_row = 3`.execute(
+      fast.warehouse.db,
+    );
+    expect(written.rows[0]!.d).toBe(lines[2]!.match(/(\d{4}-\d{2}-\d{2})T23:30:00-08:00/)![1]);
   });
 
   it('loads the CSV sample files the same way', async () => {
