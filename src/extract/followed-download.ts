@@ -52,6 +52,8 @@ export function followDownload(
   let position = 0;
   let settled: { ok: true } | { ok: false; error: unknown } | undefined;
   let wake: (() => void) | undefined;
+  /** Whether a whole read is waiting in the part file (the first one once START_AFTER bytes are). */
+  const readable = (): boolean => written - position >= (position === 0 ? START_AFTER : READ_SIZE);
   const notify = (): void => {
     const w = wake;
     wake = undefined;
@@ -67,7 +69,7 @@ export function followDownload(
     onChunk: (bytes) => {
       written = bytes;
       // One wake-up per full read, not per network chunk: small reads cost the scanner more.
-      if (written - position >= (position === 0 ? START_AFTER : READ_SIZE)) notify();
+      if (readable()) notify();
     },
   });
   done.then(
@@ -118,7 +120,7 @@ export function followDownload(
         if (restarted) throw restartedError();
         if (settled && !settled.ok) throw settled.error;
         // Whole reads while the download runs: each small one costs the scanner behind it.
-        if (!settled && written - position < (position === 0 ? START_AFTER : READ_SIZE)) {
+        if (!settled && !readable()) {
           await changed();
           continue;
         }

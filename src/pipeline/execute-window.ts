@@ -226,9 +226,9 @@ interface DownloadedBytes {
 /**
  * Download a report file once, so that the fast path and, if it refuses the file, the per-row path
  * read exactly the same bytes. The first reader of a large file (FOLLOW_AFTER_BYTES) starts on the
- * bytes as they arrive: a fast-path load copies while the file downloads, so a window takes about as long as the longer of the two
- * instead of their sum (locally, 1M CSV rows: ≈ 0.5 s less; from a distant service, the whole
- * parse and COPY hide behind the transfer). When the transfer breaks and starts over, the load that
+ * bytes as they arrive: a fast-path load copies while the file downloads, so a window takes about
+ * as long as the longer of the two instead of their sum (locally, 1M CSV rows: ≈ 0.5 s less; from
+ * a distant service, the whole parse and COPY hide behind the transfer). When the transfer breaks and starts over, the load that
  * was reading it is rolled back (its error) and `use` runs again on the complete file.
  */
 async function withDownloadedBytes(
