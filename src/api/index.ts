@@ -17,6 +17,8 @@ export type {
   ReportingClientDeps,
   StreamedResponse,
 } from './reporting-client.js';
+export { DIGEST_BLOCK_BYTES, FileDigester, sameDigest } from './file-digest.js';
+export type { FileDigest } from './file-digest.js';
 export { DEPLOYMENT_BASE_URLS, isLoopbackHost, resolveTarget } from './deployments.js';
 export type { ResolvedTarget } from './deployments.js';
 export {

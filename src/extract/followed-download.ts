@@ -14,6 +14,8 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { DownloadReportParams } from '../api/types.js';
 import type { DownloadToFileResult, ReportingClient } from '../api/index.js';
+import { sameDigest } from '../api/file-digest.js';
+import type { FileDigest } from '../api/file-digest.js';
 import { CybsError } from '../errors.js';
 
 export interface FollowedDownload {
@@ -21,6 +23,12 @@ export interface FollowedDownload {
   chunks(): AsyncGenerator<Buffer>;
   /** The complete download (the file at its path). */
   readonly done: Promise<DownloadToFileResult>;
+  /**
+   * With `expected`: whether the file is of those very bytes, false as soon as a block of its
+   * digest differs (so that a reader can start following it at once), else decided once the
+   * download is complete. False without `expected`, or when the download fails.
+   */
+  readonly same: Promise<boolean>;
   /** Abort the download if it is still running, wait until it has stopped, close the reader's file. */
   stop(): Promise<void>;
 }
@@ -34,7 +42,12 @@ export function followDownload(
   client: Pick<ReportingClient, 'downloadReportToFile'>,
   params: DownloadReportParams,
   filePath: string,
-  options: { signal?: AbortSignal | undefined; readSize?: number; startAfter?: number } = {},
+  options: {
+    signal?: AbortSignal | undefined;
+    readSize?: number;
+    startAfter?: number;
+    expected?: FileDigest | undefined;
+  } = {},
 ): FollowedDownload {
   /** Bytes per read (as createReadStream's highWaterMark): a scanner behind it may prefer a size. */
   const READ_SIZE = options.readSize ?? 64 * 1024;
@@ -43,6 +56,9 @@ export function followDownload(
    * small file is then read whole, as if downloaded first, and only a large one is followed.
    */
   const START_AFTER = Math.max(options.startAfter ?? 0, READ_SIZE);
+  const expected = options.expected;
+  let decide: (same: boolean) => void = () => {};
+  const same = new Promise<boolean>((resolve) => (decide = resolve));
   const controller = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
   let firstAttempt: number | undefined;
@@ -71,7 +87,18 @@ export function followDownload(
       // One wake-up per full read, not per network chunk: small reads cost the scanner more.
       if (readable()) notify();
     },
+    ...(expected
+      ? {
+          onDigestBlock: (index: number, block: string) => {
+            if (block !== expected.blocks[index]) decide(false);
+          },
+        }
+      : {}),
   });
+  done.then(
+    (result) => decide(expected !== undefined && sameDigest(result.digest, expected)),
+    () => decide(false),
+  );
   done.then(
     () => {
       settled = { ok: true };
@@ -147,6 +174,7 @@ export function followDownload(
   return {
     chunks,
     done,
+    same,
     async stop() {
       if (!settled) controller.abort();
       await done.catch(() => {});

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DownloadToFileOptions, DownloadToFileResult } from '../../../src/api/index.js';
+import { FileDigester } from '../../../src/api/index.js';
+import type { DownloadToFileOptions, DownloadToFileResult, FileDigest } from '../../../src/api/index.js';
 import { followDownload } from '../../../src/extract/followed-download.js';
 
 let dir: string;
@@ -21,7 +22,17 @@ afterAll(async () => {
 });
 
 const params = { reportName: 'R', reportDate: '2024-03-01' };
-const result = (bytes: number): DownloadToFileResult => ({ bytes, contentType: 'text/csv', attempts: 1 });
+const digestOf = (data: Buffer): FileDigest => {
+  const digester = new FileDigester();
+  digester.update(data);
+  return digester.digest();
+};
+const result = (data: Buffer): DownloadToFileResult => ({
+  bytes: data.length,
+  contentType: 'text/csv',
+  attempts: 1,
+  digest: digestOf(data),
+});
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('followDownload (scripted downloads)', () => {
@@ -33,9 +44,7 @@ describe('followDownload (scripted downloads)', () => {
         options?.onAttempt?.(1);
         // Complete at once: the part file never exists when the reader looks for it.
         writeFileSync(file, data);
-        return new Promise<DownloadToFileResult>((resolve) =>
-          setImmediate(() => resolve(result(data.length))),
-        );
+        return new Promise<DownloadToFileResult>((resolve) => setImmediate(() => resolve(result(data))));
       },
     };
     const download = followDownload(client, params, path, { readSize: 4 });
@@ -67,12 +76,59 @@ describe('followDownload (scripted downloads)', () => {
     await download.stop();
   });
 
+  it('same: true once a download of the expected bytes completes, false without expected bytes', async () => {
+    const pieces = ['header\r\n', 'row 1\r\n', 'row 2\r\n'];
+    const script = scripted(pieces);
+    const download = followDownload(script.client, params, join(dir, 'same.csv'), {
+      expected: expectedOf(pieces),
+    });
+    expect(await download.same).toBe(true);
+    expect(script.finished).toBe(true);
+    await download.stop();
+    const without = followDownload(scripted(pieces).client, params, join(dir, 'same2.csv'));
+    expect(await without.same).toBe(false);
+    await without.stop();
+  });
+
+  it('same: false at the first block that differs, while the rest still downloads, and the reader reads it all', async () => {
+    const before = ['header\r\n', 'row 1\r\n', 'row 2\r\n', 'row 3\r\n', 'row 4\r\n'];
+    const now = ['header\r\n', 'row 1 changed\r\n', 'row 2\r\n', 'row 3\r\n', 'row 4\r\n'];
+    const script = scripted(now);
+    const download = followDownload(script.client, params, join(dir, 'differs.csv'), {
+      readSize: 4,
+      expected: expectedOf(before),
+    });
+    expect(await download.same).toBe(false);
+    expect(script.finished).toBe(false);
+    expect((await readNoting(download.chunks(), script)).read).toBe(now.join(''));
+    await download.stop();
+  });
+
+  it('same: false for a file that only grew (its blocks all match as far as they go)', async () => {
+    const before = ['header\r\n', 'row 1\r\n'];
+    const script = scripted([...before, 'row 2\r\n']);
+    const download = followDownload(script.client, params, join(dir, 'grew.csv'), {
+      expected: expectedOf(before),
+    });
+    expect(await download.same).toBe(false);
+    await download.stop();
+  });
+
   it('hands on a file smaller than one read once the download has finished', async () => {
     const script = scripted(['x\r\n']);
     const download = followDownload(script.client, params, join(dir, 'small.csv'), { readSize: 1024 });
     expect((await readNoting(download.chunks(), script)).read).toBe('x\r\n');
     await download.stop();
   });
+});
+
+/** The block digest the scripted download reports for a piece. */
+const blockOf = (piece: string): string => digestOf(Buffer.from(piece)).sha256.slice(0, 16);
+
+/** What a download of `pieces` by the scripted client gives as its digest, blocks as it reports them. */
+const expectedOf = (pieces: string[]): FileDigest => ({
+  ...digestOf(Buffer.from(pieces.join(''))),
+  blocks: pieces.map(blockOf),
 });
 
 /**
@@ -96,12 +152,14 @@ function scripted(pieces: string[], scriptOptions: { waitForReader?: boolean } =
           await appendFile(`${file}.part`, piece);
           written += Buffer.byteLength(piece);
           options?.onChunk?.(written);
+          // Each piece stands for one block of the digest.
+          options?.onDigestBlock?.(pieces.indexOf(piece), blockOf(piece));
           await tick();
           if (scriptOptions.waitForReader && written === Buffer.byteLength(pieces[0]!)) await gate;
         }
         await rename(`${file}.part`, file);
         state.finished = true;
-        return result(written);
+        return result(Buffer.from(pieces.join('')));
       },
     },
   };
