@@ -80,6 +80,9 @@ export function formatSummary(summary: RunSummary & { runId: number }, seconds: 
     `Run ${summary.runId} ${summary.interrupted ? 'interrupted' : 'finished'} in ${seconds.toFixed(1)} s`,
     '',
     '  windows loaded      ' + String(w.loaded).padStart(8),
+    '    of which unchanged' +
+      String(w.unchanged).padStart(8) +
+      '   (the report file last loaded, its rows untouched: nothing written)',
     '  windows no data     ' + String(w.no_data).padStart(8),
     '  windows not ready   ' + String(w.not_ready).padStart(8),
     '  windows failed      ' + String(w.failed).padStart(8),

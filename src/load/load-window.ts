@@ -77,6 +77,14 @@ export interface LoadWindowOptions {
    * window's targets are then the ones `live.produce` returns, and `targets` is ignored.
    */
   live?: LiveLoad;
+  /**
+   * Keep what this load leaves in its tables (LoadWindowResult.state), for recognising a re-load
+   * that would change nothing. `previous` is what the window's last load left; with
+   * `skipIfUnchanged` (the caller knows the sources are the very bytes that load read) and tables
+   * that still hold exactly what it left (unchangedSince), nothing is read or written but the
+   * window's state: the result is the one the load would have had.
+   */
+  state?: { previous?: LoadedState | undefined; skipIfUnchanged: boolean };
   /** Runs in the load transaction after the data is merged (the caller writes etl.windows here). */
   beforeCommit?: (trx: Db, result: LoadWindowResult) => Promise<void>;
   logger?: Logger;
@@ -136,6 +144,40 @@ export interface LoadWindowResult {
   rowsLoaded: number;
   /** Records written to etl.rejects (parser rejects and loader rejects). */
   rowsRejected: number;
+  /**
+   * With LoadWindowOptions.state: what the load left in its tables (none when rows written beside
+   * the load make that uncertain).
+   */
+  state?: LoadedState;
+  /** True when the tables held exactly what this load would leave, so it wrote nothing (see `state`). */
+  unchanged?: boolean;
+}
+
+/**
+ * What a window's load left in its tables, to tell later that they still hold exactly that: a
+ * re-load of the same bytes would then write nothing (unchangedSince).
+ */
+export interface LoadedState {
+  tables: {
+    /** `schema.name` */
+    table: string;
+    source: string;
+    /** The table's columns after the load, `name type` in order. */
+    columns: string[];
+    /** Rows of the table whose `_source` is the source (after the load). */
+    owned: number;
+    staged: number;
+    rejected: number;
+  }[];
+  /** The window's rows in etl.rejects. */
+  rejected: number;
+  /**
+   * The transactions and subtransactions (xid8, in decimal) whose writes the sources' rows are,
+   * as the load left them: every row version carries its writer's id (`xmin`), so a row written
+   * or changed by anything since carries another. A re-load that leaves a row as it was keeps
+   * that row's earlier writer.
+   */
+  writers: string[];
 }
 
 export const DEFAULT_REJECT_THRESHOLD = 0.01;
@@ -240,6 +282,10 @@ interface WindowContext {
   rowsLoaded: number;
   /** An error raised while producing COPY data (source failure, reject cap): it wins over the database's. */
   abort: unknown;
+  /** The 32-bit ids (decimal) of the (sub)transactions this load wrote rows with (see LoadedState.writers). */
+  writers: Set<string>;
+  /** With LoadWindowOptions.state: the snapshot taken as the load began (pg_snapshot text). */
+  snapshot: string;
 }
 
 /**
@@ -263,10 +309,6 @@ export async function loadWindow(
         const { pipeline, organizationId, windowKey } = options.window;
         const lockKey = JSON.stringify(['cybs-etl:window', pipeline, organizationId, windowKey]);
         await sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`.execute(trx);
-        // The window's rejects are replaced by this load's (a re-run must not double them).
-        await sql`delete from etl.rejects
-                   where pipeline = ${pipeline} and organization_id = ${organizationId}
-                     and window_key = ${windowKey}`.execute(trx);
         const ctx: WindowContext = {
           options,
           session,
@@ -274,14 +316,36 @@ export async function loadWindow(
           rejects: new RejectWriter(session, options),
           rowsLoaded: 0,
           abort: undefined,
+          writers: new Set(),
+          snapshot: '',
         };
+        const previous = options.state?.previous;
+        if (options.state) {
+          const taken = await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(trx);
+          ctx.snapshot = taken.rows[0]!.s;
+        }
+        if (options.state?.skipIfUnchanged && previous && !options.live) {
+          if (await unchangedSince(ctx, trx, options.targets, previous)) {
+            const unchanged = await confirmUnchanged(ctx, trx, options.targets, previous);
+            if (options.beforeCommit) await options.beforeCommit(trx, unchanged);
+            return unchanged;
+          }
+        }
+        // The window's rejects are replaced by this load's (a re-run must not double them).
+        await sql`delete from etl.rejects
+                   where pipeline = ${pipeline} and organization_id = ${organizationId}
+                     and window_key = ${windowKey}`.execute(trx);
         const tables: TableLoadResult[] = [];
+        /** The table and source of each of `tables`. */
+        const loaded: { decl: TableDecl; source: string }[] = [];
         let targets = options.targets;
         if (options.live) {
-          const loadedLive = await loadLive(ctx, trx, options.live);
+          const live = options.live;
+          const loadedLive = await loadLive(ctx, trx, live);
           if (Array.isArray(loadedLive)) {
             for (const tableResult of loadedLive) log?.debug({ ...tableResult }, 'table merged');
             tables.push(...loadedLive);
+            loaded.push(...live.tables.map((t) => ({ decl: t.table, source: live.source })));
             targets = [];
           } else {
             targets = loadedLive();
@@ -290,6 +354,7 @@ export async function loadWindow(
         for (const [index, target] of targets.entries()) {
           const tableResult = await loadTarget(ctx, trx, target, index);
           tables.push(tableResult);
+          loaded.push({ decl: target.table, source: target.source.source });
           log?.debug({ ...tableResult }, 'table merged');
         }
         await ctx.rejects.flush();
@@ -299,6 +364,10 @@ export async function loadWindow(
           rowsLoaded: ctx.rowsLoaded,
           rowsRejected: ctx.rejects.count,
         };
+        if (options.state) {
+          const state = await loadedState(ctx, trx, tables, loaded);
+          if (state) windowResult.state = state;
+        }
         if (options.beforeCommit) await options.beforeCommit(trx, windowResult);
         return windowResult;
       }),
@@ -317,6 +386,178 @@ export async function loadWindow(
     else log?.debug({ code: loadError.code, stage: loadError.stage }, 'window load rolled back');
     throw loadError;
   }
+}
+
+const XID_EPOCH = 1n << 32n;
+/** A row's writer is known by 32 bits (`xmin`): ids are told apart only while less than 2^31 apart. */
+const XID_HORIZON = 1n << 31n;
+
+/**
+ * Whether the window's tables still hold exactly what its last load left (`previous`): the same
+ * targets, the same columns, the window's rejects still there, and for each table as many rows of
+ * the source as that load left, every one of them written by one of its writers. A row changed,
+ * added or removed by anything else since (another source taking it over, a hand-made fix, a
+ * restore) carries another writer or changes the count. Then a load of the very bytes that load
+ * read writes nothing either, and its result is `previous`'s; the reject threshold is checked as
+ * the load would. Otherwise false, having written nothing.
+ */
+async function unchangedSince(
+  ctx: WindowContext,
+  trx: Db,
+  targets: readonly LoadWindowTarget[],
+  previous: LoadedState,
+): Promise<boolean> {
+  if (previous.tables.length !== targets.length) return false;
+  const now = await currentXid(trx);
+  for (const writer of previous.writers) {
+    const age = now - BigInt(writer);
+    if (age <= 0n || age >= XID_HORIZON) return false;
+  }
+  const writers = `{${previous.writers.map((w) => String(BigInt(w) % XID_EPOCH)).join(',')}}`;
+  const { pipeline, organizationId, windowKey } = ctx.options.window;
+  const rejects = await sql<{ n: string }>`
+    select count(*) as n from etl.rejects
+     where pipeline = ${pipeline} and organization_id = ${organizationId} and window_key = ${windowKey}`.execute(
+    trx,
+  );
+  if (Number(rejects.rows[0]!.n) !== previous.rejected) return false;
+  for (const [index, { table: decl, source }] of targets.entries()) {
+    const before = previous.tables[index]!;
+    if (before.table !== `${decl.schema}.${decl.name}` || before.source !== source.source) return false;
+    const columns = (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
+    if (columns.map((c) => `${c.name} ${c.type}`).join('\n') !== before.columns.join('\n')) return false;
+    const names = new Set(columns.map((c) => c.name));
+    if (decl.columns.some((c) => !names.has(c.name))) return false;
+    const rows = await sql<{ owned: string; other: string }>`
+      select count(*) as owned,
+             count(*) filter (where not (xmin::text::bigint = any(${writers}::bigint[]))) as other
+        from ${sql.id(decl.schema, decl.name)}
+       where "_organization_id" = ${organizationId} and "_source" = ${source.source}`.execute(trx);
+    if (Number(rows.rows[0]!.owned) !== before.owned || Number(rows.rows[0]!.other) !== 0) return false;
+  }
+  ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.staged, 0);
+  ctx.rejects.count = previous.rejected;
+  try {
+    checkRejects(ctx, true);
+  } catch {
+    // The load itself fails the window, naming its first rejects.
+    ctx.rowsLoaded = 0;
+    ctx.rejects.count = 0;
+    return false;
+  }
+  return true;
+}
+
+/**
+ * The result of a load that found its tables holding what it would leave (unchangedSince): nothing
+ * inserted, updated or deleted; the tables' DDL made sure of as any load does (an index dropped by
+ * hand comes back); the window's rejects are this run's, as if written again.
+ */
+async function confirmUnchanged(
+  ctx: WindowContext,
+  trx: Db,
+  targets: readonly LoadWindowTarget[],
+  previous: LoadedState,
+): Promise<LoadWindowResult> {
+  for (const { table } of targets) await ensureTable(trx, table);
+  const { pipeline, organizationId, windowKey } = ctx.options.window;
+  if (previous.rejected > 0) {
+    await sql`update etl.rejects set run_id = ${ctx.options.runId}::bigint, created_at = now()
+               where pipeline = ${pipeline} and organization_id = ${organizationId}
+                 and window_key = ${windowKey}`.execute(trx);
+  }
+  ctx.options.logger?.info(
+    { pipeline, organizationId, windowKey, rows: previous.tables.reduce((n, t) => n + t.owned, 0) },
+    "the same sources as the window's last load, and its rows untouched since: nothing to write",
+  );
+  return {
+    tables: previous.tables.map((t) => ({
+      table: t.table,
+      inserted: 0,
+      updated: 0,
+      unchanged: t.owned,
+      deleted: 0,
+      rejected: t.rejected,
+      staged: t.staged,
+      duplicates: t.staged - t.owned,
+      columnsAdded: [],
+    })),
+    rowsLoaded: ctx.rowsLoaded,
+    rowsRejected: previous.rejected,
+    state: previous,
+    unchanged: true,
+  };
+}
+
+/**
+ * What this load leaves in its tables (LoadedState), or undefined when that cannot be told. The
+ * writers of the sources' rows: this load's, and for a table where the load left rows as they
+ * were, the writers those rows carry, taken only when they had committed before the load began
+ * (`ctx.snapshot`): the load compared those rows with the source, while a row written since by a
+ * transaction running beside the load may not have been compared (then no state is kept).
+ */
+async function loadedState(
+  ctx: WindowContext,
+  trx: Db,
+  tables: readonly TableLoadResult[],
+  loaded: readonly { decl: TableDecl; source: string }[],
+): Promise<LoadedState | undefined> {
+  // This transaction's id; its subtransactions' ids come after it, every other writer's before.
+  const top = await currentXid(trx);
+  const base = top - (top % XID_EPOCH);
+  const ours = (low: string): bigint => base + BigInt(low) + (base + BigInt(low) < top ? XID_EPOCH : 0n);
+  const earlier = (low: string): bigint => base + BigInt(low) - (base + BigInt(low) > top ? XID_EPOCH : 0n);
+  const writers = new Set([...ctx.writers].map((w) => String(ours(w))));
+  const state: LoadedState = { tables: [], rejected: ctx.rejects.count, writers: [] };
+  for (const [index, t] of tables.entries()) {
+    const { decl, source } = loaded[index]!;
+    const owned = t.staged - t.duplicates;
+    if (t.inserted + t.updated < owned) {
+      const found = await sql<{ x: string }>`
+        select distinct xmin::text as x from ${sql.id(decl.schema, decl.name)}
+         where "_organization_id" = ${ctx.options.window.organizationId} and "_source" = ${source}`.execute(
+        trx,
+      );
+      const others = found.rows.map((r) => r.x).filter((x) => !ctx.writers.has(x));
+      if (others.length > 0) {
+        const candidates = `{${others.map((x) => String(earlier(x))).join(',')}}`;
+        const visible = await sql<{ w: string; before: boolean }>`
+          select w::text as w, pg_visible_in_snapshot(w, ${ctx.snapshot}::pg_snapshot) as before
+            from unnest(${candidates}::xid8[]) as w`.execute(trx);
+        if (visible.rows.some((r) => !r.before)) return undefined;
+        for (const r of visible.rows) writers.add(r.w);
+      }
+    }
+    const columns = (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
+    state.tables.push({
+      table: t.table,
+      source,
+      columns: columns.map((c) => `${c.name} ${c.type}`),
+      owned,
+      staged: t.staged,
+      rejected: t.rejected,
+    });
+  }
+  state.writers = [...writers];
+  return state;
+}
+
+/** This transaction's id (xid8), assigned if it had none. */
+async function currentXid(trx: Db): Promise<bigint> {
+  const result = await sql<{ x: string }>`select pg_current_xact_id()::text as x`.execute(trx);
+  return BigInt(result.rows[0]!.x);
+}
+
+/**
+ * Note the (sub)transaction that has just written every row of the source in the table (a first
+ * load straight into it), read from one of them.
+ */
+async function noteWriter(ctx: WindowContext, trx: Db, decl: TableDecl, source: string): Promise<void> {
+  const result = await sql<{ x: string }>`
+    select xmin::text as x from ${sql.id(decl.schema, decl.name)}
+     where "_organization_id" = ${ctx.options.window.organizationId} and "_source" = ${source}
+     limit 1`.execute(trx);
+  if (result.rows[0]) ctx.writers.add(result.rows[0].x);
 }
 
 function validateOptions(options: LoadWindowOptions): void {
@@ -461,6 +702,7 @@ async function loadTarget(
     ctx.rowsLoaded += stagedCount;
     const copied = performance.now();
     const merge = await mergeStaging(trx, decl, source, staged, stagingName, stagedCount, ctx.options);
+    if (merge.writer !== undefined) ctx.writers.add(merge.writer);
     const merged = performance.now();
     const deleted = await deleteVanished(trx, decl, source, staging, ctx.options, merge.distinct);
     ctx.options.logger?.debug(
@@ -896,6 +1138,7 @@ async function copyTextIntoTable(
       }
       total += copied;
     }
+    await noteWriter(ctx, trx, decl, source.source);
     await sql`release savepoint cybs_direct`.execute(trx);
     return total;
   } catch (error) {
@@ -1008,6 +1251,7 @@ async function loadLive(
       results.push(result);
     }
     await ctx.rejects.flush();
+    for (const { table } of live.tables) await noteWriter(ctx, trx, table, live.source);
     await sql`release savepoint cybs_live`.execute(trx);
     return results;
   } catch (error) {
@@ -1240,6 +1484,7 @@ async function copyRawTextIntoTable(
     }
     return 'conflict';
   }
+  await noteWriter(ctx, trx, decl, source.source);
   await sql`release savepoint cybs_direct`.execute(trx);
   return body.records();
 }
@@ -1369,6 +1614,7 @@ async function copyRawCsvIntoTable(
       copied += Number(inserted.numAffectedRows ?? 0n);
     }
     if (aside.length === 0 || source.perRowRecords !== undefined) {
+      await noteWriter(ctx, trx, decl, source.source);
       await sql`release savepoint cybs_direct`.execute(trx);
       return copied;
     }
@@ -1477,6 +1723,8 @@ interface MergeCounts {
   distinct: number;
   inserted: number;
   updated: number;
+  /** The (sub)transaction id the rows were written with, when any were (see LoadedState.writers). */
+  writer?: string;
 }
 
 /**
@@ -1613,7 +1861,12 @@ async function upsertStaging(
              now() as "_loaded_at"
         from ${staging} as s
         ${dedupe ? sql`order by ${distinctOn}, s."_source_row" desc` : sql``}`;
-  const result = await sql<{ distinct_rows: string | null; inserted: string; updated: string }>`
+  const result = await sql<{
+    distinct_rows: string | null;
+    inserted: string;
+    updated: string;
+    writer: string | null;
+  }>`
     with ${dedupe ? sql`src as materialized (${src}),` : sql``} merged as (
       insert into ${target} as t (${sql.join(insertColumns.map((c) => sql.id(c)))})
       select ${sql.join(insertColumns.map((c) => sql.id('src', c)))} from ${dedupe ? sql`src` : sql`(${src}) as src`}
@@ -1621,17 +1874,19 @@ async function upsertStaging(
          set ${sql.join(updated.map((c) => sql`${sql.id(c)} = excluded.${sql.id(c)}`))}
        where (${sql.join(compared.map((c) => sql.id('t', c)))})
              is distinct from (${sql.join(compared.map((c) => sql.id('excluded', c)))})
-      returning (t.xmax = 0) as inserted
+      returning (t.xmax = 0) as inserted, t.xmin::text as writer
     )
     select ${dedupe ? sql`(select count(*) from src)` : sql`null`}::bigint as distinct_rows,
            count(*) filter (where inserted)::bigint as inserted,
-           count(*) filter (where not inserted)::bigint as updated
+           count(*) filter (where not inserted)::bigint as updated,
+           min(writer) as writer
       from merged`.execute(trx);
   const row = result.rows[0]!;
   return {
     distinct: Number(row.distinct_rows ?? 0),
     inserted: Number(row.inserted),
     updated: Number(row.updated),
+    ...(row.writer !== null ? { writer: row.writer } : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
+import type { FileDigest } from '../api/file-digest.js';
 import type { ReportingClient } from '../api/reporting-client.js';
 import type { DownloadReportParams } from '../api/types.js';
 import { CybsError } from '../errors.js';
@@ -13,7 +14,7 @@ import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
-import type { LiveLoad, LoadWindowResult } from '../load/load-window.js';
+import type { LiveLoad, LoadedState, LoadWindowResult } from '../load/load-window.js';
 import type { LoadSource, TableDecl } from '../load/table-spec.js';
 import type { Warehouse } from '../load/warehouse.js';
 import type { Logger } from '../observability/logger.js';
@@ -23,6 +24,8 @@ import { parseOnDemandResponse } from '../parse/on-demand.js';
 import { NEW_COLUMN_REASON, openRawXmlReport } from '../parse/xml-fast.js';
 import { openXmlReport } from '../parse/xml-report.js';
 import { completeWindow } from '../state/windows.js';
+import { declarationDigest, lastLoad, loaderId } from './fingerprint.js';
+import type { WindowFingerprint } from './fingerprint.js';
 import { addDays } from './time-zones.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 import { CopyTextSpool } from './copy-text-spool.js';
@@ -90,8 +93,24 @@ function commitWindow(
   targets: { table: TableDecl; source: LoadSource }[],
   sourceRef: string,
   noData: boolean,
+  file?: FileLoad,
 ): Promise<WindowResult> {
-  return commitLoad(deps, task, { targets }, () => ({ sourceRef, noData }));
+  return commitLoad(deps, task, { targets, ...(file ? { file } : {}) }, () => ({ sourceRef, noData }));
+}
+
+/**
+ * A window loaded from a report file: its fingerprint (src/pipeline/fingerprint.ts) is kept with
+ * the window, and a load of the very file the last one read (`same`) is skipped when the tables
+ * hold what that load left.
+ */
+interface FileLoad {
+  /** What the window's last load left (from its fingerprint). */
+  previous: LoadedState | undefined;
+  /** The file is the one the last load read (same digest, same loader and declaration). */
+  same: boolean;
+  /** The file's digest, once it is downloaded. */
+  digest: () => Promise<FileDigest>;
+  declaration: string;
 }
 
 /**
@@ -101,14 +120,16 @@ function commitWindow(
 async function commitLoad(
   deps: ExecutorDeps,
   task: WindowTask,
-  data: { targets: { table: TableDecl; source: LoadSource }[]; live?: LiveLoad },
+  data: { targets: { table: TableDecl; source: LoadSource }[]; live?: LiveLoad; file?: FileLoad },
   outcome: () => { sourceRef: string; noData: boolean },
 ): Promise<WindowResult> {
   const ref = refOf(task);
+  const file = data.file;
   const result: LoadWindowResult = await loadWindow(deps.warehouse, {
     window: ref,
     targets: data.targets,
     ...(data.live ? { live: data.live } : {}),
+    ...(file ? { state: { previous: file.previous, skipIfUnchanged: file.same } } : {}),
     runId: task.runId,
     rejectThreshold: task.pipeline.rejectThreshold,
     logger: deps.logger,
@@ -127,11 +148,26 @@ async function commitLoad(
         rowsRejected: r.rowsRejected,
         counts,
         sourceRef,
+        fingerprint:
+          file && r.state
+            ? ({
+                version: 1,
+                loader: loaderId(),
+                declaration: file.declaration,
+                file: await file.digest(),
+                load: r.state,
+              } satisfies WindowFingerprint)
+            : null,
       });
     },
   });
   if (outcome().noData || result.rowsLoaded + result.rowsRejected === 0) return { kind: 'no_data' };
-  return { kind: 'loaded', rowsLoaded: result.rowsLoaded, rowsRejected: result.rowsRejected };
+  return {
+    kind: 'loaded',
+    rowsLoaded: result.rowsLoaded,
+    rowsRejected: result.rowsRejected,
+    ...(result.unchanged ? { unchanged: true } : {}),
+  };
 }
 
 async function* noBatches() {}
@@ -190,11 +226,18 @@ async function executeReportWindow(
   // The CSV scanner reads 256 KiB at a time best; the XML scanner slows down with more than the
   // default 64 KiB (300k records: 0.6 s more CPU).
   const readSize = found.format === 'csv' ? 256 * 1024 : 64 * 1024;
-  return withDownloadedBytes(deps, task, params, fileName, readSize, async (bytes) => {
-    if (found.format === 'xml') return loadXmlFile(deps, task, def, bytes, fileName, source, sourceRef);
+  const { previous, expected } = lastLoad(task.state.fingerprint, def);
+  return withDownloadedBytes(deps, task, params, fileName, readSize, expected, async (bytes) => {
+    const file: FileLoad = {
+      previous,
+      same: bytes.same,
+      digest: bytes.digest,
+      declaration: declarationDigest(def),
+    };
+    if (found.format === 'xml') return loadXmlFile(deps, task, def, bytes, fileName, source, sourceRef, file);
     const fast =
       deps.warehouse.kind === 'postgres'
-        ? await loadCsvFast(deps, task, def, bytes, fileName, source, sourceRef)
+        ? await loadCsvFast(deps, task, def, bytes, fileName, source, sourceRef, file)
         : undefined;
     if (fast !== undefined) return fast;
     const records = await openCsvReport(await bytes.complete(), {
@@ -208,6 +251,7 @@ async function executeReportWindow(
       [{ table: def.table, source: toLoadSource(records, source) }],
       sourceRef,
       false,
+      file,
     );
   });
 }
@@ -221,6 +265,10 @@ interface DownloadedBytes {
   read(): AsyncIterable<Buffer>;
   /** The complete file from its start, once downloaded. */
   complete(): Promise<Readable>;
+  /** Whether the file is of the bytes expected (see withDownloadedBytes); known before `use` runs. */
+  same: boolean;
+  /** The complete file's digest, once downloaded. */
+  digest(): Promise<FileDigest>;
 }
 
 /**
@@ -237,6 +285,7 @@ async function withDownloadedBytes(
   params: DownloadReportParams,
   fileName: string,
   readSize: number,
+  expected: FileDigest | undefined,
   use: (bytes: DownloadedBytes) => Promise<WindowResult>,
 ): Promise<WindowResult> {
   return withTempDir(async (dir) => {
@@ -248,6 +297,7 @@ async function withDownloadedBytes(
       signal: task.signal,
       readSize,
       startAfter: FOLLOW_AFTER_BYTES,
+      expected,
     });
     const complete = async () => {
       await download.done;
@@ -256,16 +306,23 @@ async function withDownloadedBytes(
     async function* fromFile(): AsyncGenerator<Buffer> {
       for await (const chunk of await complete()) yield chunk as Buffer;
     }
+    const digest = async () => (await download.done).digest;
     try {
+      // A file expected to be the one the window was last loaded from is not read before that is
+      // known: at its first block that differs, or once complete and the same (then the load may
+      // write nothing at all).
+      const same = expected !== undefined && (await download.same);
       let followed = false;
       try {
         return await use({
           read: () => (followed ? fromFile() : ((followed = true), download.chunks())),
           complete,
+          same,
+          digest,
         });
       } catch (error) {
         if (!isDownloadRestarted(error)) throw error;
-        return await use({ read: fromFile, complete });
+        return await use({ read: fromFile, complete, same, digest });
       }
     } finally {
       await download.stop();
@@ -353,6 +410,7 @@ async function loadCsvFast(
   fileName: string,
   source: string,
   sourceRef: string,
+  file: FileLoad,
 ): Promise<WindowResult | undefined> {
   const open = () =>
     openRawCsvReport(bytes.read(), {
@@ -368,6 +426,7 @@ async function loadCsvFast(
       [{ table: def.table, source: toRawLoadSource(report, source, open) }],
       sourceRef,
       false,
+      file,
     );
   } catch (error) {
     if (!isFastPathRefusal(error)) throw error;
@@ -387,10 +446,11 @@ async function loadXmlFile(
   fileName: string,
   source: string,
   sourceRef: string,
+  file: FileLoad,
 ): Promise<WindowResult> {
   const options = { fileName, report: def.reportDefinitionName };
   if (deps.warehouse.kind === 'postgres') {
-    const fast = await loadXmlFast(deps, task, def, bytes, fileName, source, sourceRef);
+    const fast = await loadXmlFast(deps, task, def, bytes, fileName, source, sourceRef, file);
     if (fast !== undefined) return fast;
   }
   // The per-row path: columns are discovered while reading, so the file is read twice.
@@ -402,6 +462,7 @@ async function loadXmlFile(
     [{ table: def.table, source: toLoadSource(records, source, columns) }],
     sourceRef,
     false,
+    file,
   );
 }
 
@@ -419,6 +480,7 @@ async function loadXmlFast(
   fileName: string,
   source: string,
   sourceRef: string,
+  file: FileLoad,
 ): Promise<WindowResult | undefined> {
   for (const discoverColumns of [false, true]) {
     try {
@@ -435,6 +497,7 @@ async function loadXmlFast(
         [{ table: def.table, source: toRawXmlLoadSource(report, source, open) }],
         sourceRef,
         false,
+        file,
       );
     } catch (error) {
       if (!isFastPathRefusal(error)) throw error;

@@ -34,14 +34,28 @@ export interface WindowTask {
  * load transaction (rows and window state together); `not_ready` and `failed` are recorded here.
  */
 export type WindowResult =
-  | { kind: 'loaded'; rowsLoaded: number; rowsRejected: number }
+  | {
+      kind: 'loaded';
+      rowsLoaded: number;
+      rowsRejected: number;
+      /** The report file was the one last loaded and its rows untouched since: nothing was written. */
+      unchanged?: boolean;
+    }
   | { kind: 'no_data' }
   | { kind: 'not_ready'; message: string };
 
 export type WindowExecutor = (task: WindowTask) => Promise<WindowResult>;
 
 export interface RunSummary {
-  windows: { loaded: number; no_data: number; not_ready: number; failed: number; skipped: number };
+  windows: {
+    loaded: number;
+    /** Of `loaded`: windows whose load wrote nothing (WindowResult `unchanged`). */
+    unchanged: number;
+    no_data: number;
+    not_ready: number;
+    failed: number;
+    skipped: number;
+  };
   rowsLoaded: number;
   rowsRejected: number;
   failures: { pipeline: string; organizationId: string; windowKey: string; code: string; message: string }[];
@@ -122,7 +136,7 @@ export async function runPipelines(
 ): Promise<RunSummary> {
   const owner = leaseOwner();
   const summary: RunSummary = {
-    windows: { loaded: 0, no_data: 0, not_ready: 0, failed: 0, skipped: 0 },
+    windows: { loaded: 0, unchanged: 0, no_data: 0, not_ready: 0, failed: 0, skipped: 0 },
     rowsLoaded: 0,
     rowsRejected: 0,
     failures: [],
@@ -213,6 +227,7 @@ export async function runPipelines(
         outcome = 'no_data';
       } else {
         summary.windows.loaded++;
+        if (result.unchanged) summary.windows.unchanged++;
         summary.rowsLoaded += result.rowsLoaded;
         summary.rowsRejected += result.rowsRejected;
         outcome = 'loaded';
@@ -220,7 +235,13 @@ export async function runPipelines(
       log.info(
         {
           outcome,
-          ...(result.kind === 'loaded' ? { rows: result.rowsLoaded, rejected: result.rowsRejected } : {}),
+          ...(result.kind === 'loaded'
+            ? {
+                rows: result.rowsLoaded,
+                rejected: result.rowsRejected,
+                ...(result.unchanged ? { unchanged: true } : {}),
+              }
+            : {}),
         },
         'window done',
       );

@@ -32,6 +32,8 @@ export interface WindowRow extends WindowRef {
   leaseExpiresAt: Date | null;
   loadedAt: Date | null;
   updatedAt: Date;
+  /** What the last load read and left (src/pipeline/fingerprint.ts), as stored; null when none. */
+  fingerprint: unknown;
 }
 
 /** The condition that selects one window row. */
@@ -67,6 +69,7 @@ function toWindowRow(r: any): WindowRow {
     leaseExpiresAt: r.lease_expires_at ? new Date(r.lease_expires_at) : null,
     loadedAt: r.loaded_at ? new Date(r.loaded_at) : null,
     updatedAt: new Date(r.updated_at),
+    fingerprint: r.fingerprint ?? null,
   };
 }
 
@@ -174,6 +177,8 @@ export interface WindowOutcome {
   rowsRejected: number;
   counts: Record<string, number>;
   sourceRef: string | null;
+  /** What the load read and left, for recognising an identical re-load (stored as JSON); none: NULL. */
+  fingerprint?: unknown;
 }
 
 /**
@@ -194,6 +199,7 @@ export async function completeWindow(
       rows_rejected: outcome.rowsRejected,
       counts: JSON.stringify(outcome.counts),
       source_ref: outcome.sourceRef,
+      fingerprint: outcome.fingerprint == null ? null : JSON.stringify(outcome.fingerprint),
       last_error_code: null,
       last_error_message: null,
       not_ready_since: null,

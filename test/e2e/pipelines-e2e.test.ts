@@ -197,4 +197,59 @@ describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
     expect(ddl.stdout).toContain('"cybs"."purchase_refund_fee_funding"');
     expect(ddl.stdout).toMatch(/comment on column "cybs"\."transaction_request"\."amount"/i);
   });
+
+  it('a forced re-load of unchanged report files writes nothing; a row changed by hand is put right', async () => {
+    const day = addDays(to, -3);
+    const fingerprinted = await client.query(
+      `select count(*)::int as n from etl.windows
+        where window_key = $1 and status = 'loaded' and fingerprint is not null`,
+      [day],
+    );
+    const reportWindows = Number(fingerprinted.rows[0].n);
+    // Of four report pipelines for two organizations, those with data (on-demand windows, and
+    // report windows without data, have no report file).
+    expect(reportWindows).toBeGreaterThanOrEqual(6);
+    const table = async () =>
+      (
+        await client.query(
+          `select *, _loaded_at::text as _loaded_at from cybs.transaction_request
+            order by _organization_id, request_id`,
+        )
+      ).rows;
+    const before = await table();
+    const forced = await runCli(['backfill', '--from', day, '--to', day, '--force']);
+    expect(forced.code).toBe(0);
+    expect(forced.stdout).toMatch(new RegExp(`of which unchanged\\s+${reportWindows}\\b`));
+    expect(await table()).toEqual(before);
+    for (const w of await windowsOfRun(await lastRunId())) {
+      expect([w.counts.inserted ?? 0, w.counts.updated ?? 0, w.counts.deleted ?? 0]).toEqual([0, 0, 0]);
+    }
+
+    const org = sim.organizations[0]!;
+    const changed = await client.query(
+      `update cybs.transaction_request set amount = amount + 1
+        where ctid = (select ctid from cybs.transaction_request
+                       where _organization_id = $1
+                         and _source = (select split_part(source_ref, ' ', 1) from etl.windows
+                                         where pipeline = 'transaction_request' and organization_id = $1
+                                           and window_key = $2)
+                       limit 1)`,
+      [org, day],
+    );
+    expect(changed.rowCount).toBe(1);
+    const again = await runCli(['backfill', '--from', day, '--to', day, '--force']);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(new RegExp(`of which unchanged\\s+${reportWindows - 1}\\b`));
+    const reloaded = (await windowsOfRun(await lastRunId())).find(
+      (w) => w.pipeline === 'transaction_request' && w.organization_id === org,
+    );
+    expect(reloaded?.counts).toMatchObject({ inserted: 0, updated: 1, deleted: 0 });
+    const result = await compareWithGroundTruth(client, {
+      truth: (o, a, b) => sim.groundTruth(o, a, b),
+      organizations: sim.organizations,
+      startDate: from,
+      endDate: addDays(to, 1),
+    });
+    expect(result.mismatches).toEqual([]);
+  });
 });

@@ -18,7 +18,7 @@ import { resolveHeader } from '../../src/catalog/index.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { isFastPathRefusal, openRawCsvReport } from '../../src/load/fast-csv.js';
 import { loadWindow } from '../../src/load/load-window.js';
-import type { LoadWindowResult } from '../../src/load/load-window.js';
+import type { LoadedState, LoadWindowResult } from '../../src/load/load-window.js';
 import { migrateToLatest } from '../../src/load/migrate.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
@@ -408,6 +408,39 @@ describe('fast CSV path ≡ per-row path', () => {
       fast.warehouse.db,
     );
     expect(written.rows[0]!.d).toBe(lines[2]!.match(/(\d{4}-\d{2}-\d{2})T23:30:00-08:00/)![1]);
+  });
+
+  it('a re-load of the file a first load copied straight into the table is recognised, until a row is touched', async () => {
+    const p = pipelineOf(TR.report);
+    // An organization of its own: no key of the other windows' rows, so the COPY goes straight in.
+    const load = async (state: { previous?: LoadedState | undefined; skipIfUnchanged: boolean }) => {
+      const open = () => openRawCsvReport(chunksOf(simulated, 997), { fileName: 'f.csv', report: TR.report });
+      const report = await open();
+      return loadWindow(fast.warehouse, {
+        window: { pipeline: p.name, organizationId: 'org_unchanged', windowKey: 'w-unchanged' },
+        runId: null,
+        targets: [{ table: p.table, source: toRawLoadSource(report, 'src:w-unchanged', open) }],
+        state,
+      });
+    };
+    const first = await load({ skipIfUnchanged: false });
+    const rows = first.rowsLoaded;
+    expect(rows).toBeGreaterThan(300);
+    expect(first.tables[0]).toMatchObject({ inserted: rows, updated: 0 });
+    // One COPY, in one subtransaction, wrote every row.
+    expect(first.state!.writers).toHaveLength(1);
+    const again = await load({ previous: first.state, skipIfUnchanged: true });
+    expect(again.unchanged).toBe(true);
+    expect(again.tables[0]).toMatchObject({ inserted: 0, updated: 0, unchanged: rows, deleted: 0 });
+    await sql`update cybs.transaction_request set amount = amount
+               where _organization_id = 'org_unchanged' and _source_row = 5`.execute(fast.warehouse.db);
+    const touched = await load({ previous: again.state, skipIfUnchanged: true });
+    expect(touched.unchanged).toBeUndefined();
+    expect(touched.tables[0]).toMatchObject({ inserted: 0, updated: 0, unchanged: rows, deleted: 0 });
+    // The row the load compared and left is its writer's: recognised from then on.
+    expect(touched.state!.writers).toHaveLength(2);
+    const last = await load({ previous: touched.state, skipIfUnchanged: true });
+    expect(last.unchanged).toBe(true);
   });
 
   it('loads the CSV sample files the same way', async () => {

@@ -110,7 +110,14 @@ describe('runPipelines', () => {
     expect(seen).toHaveLength(2 * 2 * 11);
     expect(new Set(seen).size).toBe(seen.length);
     expect(maxInFlight).toBeLessThanOrEqual(3);
-    expect(first.windows).toEqual({ loaded: 44 - 3, no_data: 0, not_ready: 2, failed: 1, skipped: 0 });
+    expect(first.windows).toEqual({
+      loaded: 44 - 3,
+      unchanged: 0,
+      no_data: 0,
+      not_ready: 2,
+      failed: 1,
+      skipped: 0,
+    });
     expect(first.failures[0]).toMatchObject({
       pipeline: 'alpha',
       organizationId: 'org1',

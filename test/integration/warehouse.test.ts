@@ -131,7 +131,11 @@ describe.each(backends)('migration 0002 on %s', (_name, open) => {
       )
       .execute(warehouse.db);
     const result = await migrateToLatest(warehouse.db);
-    expect(result.applied).toEqual(['0001_etl_schema', '0002_drop_redundant_source_indexes']);
+    expect(result.applied).toEqual([
+      '0001_etl_schema',
+      '0002_drop_redundant_source_indexes',
+      '0003_window_fingerprint',
+    ]);
     const indexes = await sql<{ name: string }>`
       select indexrelid::regclass::text as name from pg_index i join pg_class t on t.oid = i.indrelid
         join pg_namespace n on n.oid = t.relnamespace

@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { FileDigest } from '../api/file-digest.js';
+import type { LoadedState } from '../load/load-window.js';
+import { packageVersion } from '../paths.js';
+import type { ReportPipelineDef } from './define-pipeline.js';
+
+/**
+ * etl.windows.fingerprint of a window last loaded from a report file: the file, what read it, and
+ * what the load left in its tables. A re-load of a file with the same digest, by the same loader
+ * version with the same table declaration, into tables that still hold what the load left
+ * (LoadWindowOptions.state), writes nothing: nightly runs re-load their last days' windows, whose
+ * reports seldom change once written.
+ */
+export interface WindowFingerprint {
+  version: 1;
+  /** `cybs-etl@<version>`: another version may parse or type the same bytes otherwise. */
+  loader: string;
+  /** SHA-256 of the report definition and the table declaration the file was loaded with. */
+  declaration: string;
+  file: FileDigest;
+  load: LoadedState;
+}
+
+const fingerprintSchema = z.object({
+  version: z.literal(1),
+  loader: z.string(),
+  declaration: z.string(),
+  file: z.object({ sha256: z.string(), bytes: z.number(), blocks: z.array(z.string()) }),
+  load: z.object({
+    tables: z.array(
+      z.object({
+        table: z.string(),
+        source: z.string(),
+        columns: z.array(z.string()),
+        owned: z.number(),
+        staged: z.number(),
+        rejected: z.number(),
+      }),
+    ),
+    rejected: z.number(),
+    writers: z.array(z.string().regex(/^\d+$/)),
+  }),
+});
+
+export function loaderId(): string {
+  return `cybs-etl@${packageVersion()}`;
+}
+
+export function declarationDigest(def: ReportPipelineDef): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ report: def.reportDefinitionName, table: def.table }))
+    .digest('hex');
+}
+
+/** The stored fingerprint (jsonb, as an object or as text), or undefined when there is none or it is not one. */
+export function readFingerprint(value: unknown): WindowFingerprint | undefined {
+  let json = value;
+  if (typeof value === 'string') {
+    try {
+      json = JSON.parse(value) as unknown;
+    } catch {
+      return undefined;
+    }
+  }
+  const parsed = fingerprintSchema.safeParse(json);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/**
+ * What a load of a window's report file starts from: the state its last load left (whose writers
+ * the new state carries on), and the digest a download must have for that load to be recognised
+ * (none when it was made by another loader version or for another declaration).
+ */
+export function lastLoad(
+  stored: unknown,
+  def: ReportPipelineDef,
+): { previous: LoadedState | undefined; expected: FileDigest | undefined } {
+  const fingerprint = readFingerprint(stored);
+  if (fingerprint === undefined) return { previous: undefined, expected: undefined };
+  const same = fingerprint.loader === loaderId() && fingerprint.declaration === declarationDigest(def);
+  return { previous: fingerprint.load, expected: same ? fingerprint.file : undefined };
+}
