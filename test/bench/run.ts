@@ -299,6 +299,7 @@ async function main(): Promise<void> {
     if (CASES.has('csv')) {
       const first: Measured[] = [];
       const reload: Measured[] = [];
+      const touched: Measured[] = [];
       const refs: Measured[] = [];
       let rows = 0;
       for (let i = 0; i < REPS; i++) {
@@ -309,7 +310,16 @@ async function main(): Promise<void> {
         const a = await etl(url, csvSim, args);
         first.push(a);
         rows = rowsOf(a.stdout).loaded + rowsOf(a.stdout).rejected;
+        // The same file again: recognised (nothing written).
         reload.push(await etl(url, csvSim, [...args, '--force']));
+        // One row changed by hand since: the file is read and compared with the table again.
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        await c.query(
+          'update cybs.transaction_request set amount = amount + 1 where ctid = (select min(ctid) from cybs.transaction_request)',
+        );
+        await c.end();
+        touched.push(await etl(url, csvSim, [...args, '--force']));
         await dropDatabases();
       }
       record('csv_first', 'CSV report → typed table, first load', rows, csvBytes, first, undefined, refs);
@@ -319,6 +329,15 @@ async function main(): Promise<void> {
         rows,
         csvBytes,
         reload,
+        undefined,
+        refs,
+      );
+      record(
+        'csv_reload_touched',
+        'CSV report → typed table, re-load after one row was changed by hand',
+        rows,
+        csvBytes,
+        touched,
         undefined,
         refs,
       );
