@@ -393,13 +393,9 @@ const XID_EPOCH = 1n << 32n;
 const XID_HORIZON = 1n << 31n;
 
 /**
- * Whether the window's tables still hold exactly what its last load left (`previous`): the same
- * targets, the same columns, the window's rejects still there, and for each table as many rows of
- * the source as that load left, every one of them written by one of its writers. A row changed,
- * added or removed by anything else since (another source taking it over, a hand-made fix, a
- * restore) carries another writer or changes the count. Then a load of the very bytes that load
- * read writes nothing either, and its result is `previous`'s; the reject threshold is checked as
- * the load would. Otherwise false, having written nothing.
+ * Whether the window's tables still hold exactly what its last load left (`previous`), and the
+ * reject threshold passes as the load would check it (see holdsWhatWasLeft). Otherwise false,
+ * having written nothing.
  */
 async function unchangedSince(
   ctx: WindowContext,
@@ -407,34 +403,8 @@ async function unchangedSince(
   targets: readonly LoadWindowTarget[],
   previous: LoadedState,
 ): Promise<boolean> {
-  if (previous.tables.length !== targets.length) return false;
-  const now = await currentXid(trx);
-  for (const writer of previous.writers) {
-    const age = now - BigInt(writer);
-    if (age <= 0n || age >= XID_HORIZON) return false;
-  }
-  const writers = `{${previous.writers.map((w) => String(BigInt(w) % XID_EPOCH)).join(',')}}`;
-  const { pipeline, organizationId, windowKey } = ctx.options.window;
-  const rejects = await sql<{ n: string }>`
-    select count(*) as n from etl.rejects
-     where pipeline = ${pipeline} and organization_id = ${organizationId} and window_key = ${windowKey}`.execute(
-    trx,
-  );
-  if (Number(rejects.rows[0]!.n) !== previous.rejected) return false;
-  for (const [index, { table: decl, source }] of targets.entries()) {
-    const before = previous.tables[index]!;
-    if (before.table !== `${decl.schema}.${decl.name}` || before.source !== source.source) return false;
-    const columns = (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
-    if (columns.map((c) => `${c.name} ${c.type}`).join('\n') !== before.columns.join('\n')) return false;
-    const names = new Set(columns.map((c) => c.name));
-    if (decl.columns.some((c) => !names.has(c.name))) return false;
-    const rows = await sql<{ owned: string; other: string }>`
-      select count(*) as owned,
-             count(*) filter (where not (xmin::text::bigint = any(${writers}::bigint[]))) as other
-        from ${sql.id(decl.schema, decl.name)}
-       where "_organization_id" = ${organizationId} and "_source" = ${source.source}`.execute(trx);
-    if (Number(rows.rows[0]!.owned) !== before.owned || Number(rows.rows[0]!.other) !== 0) return false;
-  }
+  const tables = targets.map((t) => ({ table: t.table, source: t.source.source }));
+  if (!(await holdsWhatWasLeft(trx, ctx.options.window, tables, previous))) return false;
   ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.staged, 0);
   ctx.rejects.count = previous.rejected;
   try {
@@ -444,6 +414,69 @@ async function unchangedSince(
     ctx.rowsLoaded = 0;
     ctx.rejects.count = 0;
     return false;
+  }
+  return true;
+}
+
+/**
+ * Whether the tables hold what the window's last load left (holdsWhatWasLeft), read in a
+ * transaction of its own: a hint, while the window's file downloads, that a re-load cannot be
+ * recognised (then it need not wait for the download's end). The load decides in its own.
+ */
+export async function tablesHoldWhatWasLeft(
+  warehouse: Warehouse,
+  window: LoadWindowOptions['window'],
+  tables: readonly { table: TableDecl; source: string }[],
+  previous: LoadedState,
+): Promise<boolean> {
+  return warehouse.session((session) =>
+    session.db.transaction().execute((trx) => holdsWhatWasLeft(trx, window, tables, previous)),
+  );
+}
+
+/**
+ * The same targets as `previous`'s, the same columns, the window's rejects still there, and for
+ * each table as many rows of the source as that load left, every one of them written by one of
+ * its writers. A row changed, added or removed by anything else since (another source taking it
+ * over, a hand-made fix, a restore) carries another writer or changes the count. Then a load of
+ * the very bytes that load read writes nothing either, and its result is `previous`'s.
+ */
+async function holdsWhatWasLeft(
+  trx: Db,
+  window: LoadWindowOptions['window'],
+  tables: readonly { table: TableDecl; source: string }[],
+  previous: LoadedState,
+): Promise<boolean> {
+  if (previous.tables.length !== tables.length) return false;
+  // Every committed id is below the snapshot's xmax; the writers must be less than 2^31 below it.
+  const taken = await sql<{ x: string }>`select pg_snapshot_xmax(pg_current_snapshot())::text as x`.execute(
+    trx,
+  );
+  const now = BigInt(taken.rows[0]!.x);
+  for (const writer of previous.writers) {
+    const age = now - BigInt(writer);
+    if (age <= 0n || age >= XID_HORIZON) return false;
+  }
+  const writers = `{${previous.writers.map((w) => String(BigInt(w) % XID_EPOCH)).join(',')}}`;
+  const { pipeline, organizationId, windowKey } = window;
+  const rejects = await sql<{ n: string }>`
+    select count(*) as n from etl.rejects
+     where pipeline = ${pipeline} and organization_id = ${organizationId} and window_key = ${windowKey}`.execute(
+    trx,
+  );
+  if (Number(rejects.rows[0]!.n) !== previous.rejected) return false;
+  for (const [index, { table: decl, source }] of tables.entries()) {
+    const before = previous.tables[index]!;
+    if (before.table !== `${decl.schema}.${decl.name}` || before.source !== source) return false;
+    const columns = (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
+    if (columns.map((c) => `${c.name} ${c.type}`).join('\n') !== before.columns.join('\n')) return false;
+    const names = new Set(columns.map((c) => c.name));
+    if (decl.columns.some((c) => !names.has(c.name))) return false;
+    const rows = await sql<{ owned: string; other: string }>`
+      select count(*) as owned, count(*) filter (where not (xmin = any(${writers}::xid[]))) as other
+        from ${sql.id(decl.schema, decl.name)}
+       where "_organization_id" = ${organizationId} and "_source" = ${source}`.execute(trx);
+    if (Number(rows.rows[0]!.owned) !== before.owned || Number(rows.rows[0]!.other) !== 0) return false;
   }
   return true;
 }
@@ -514,10 +547,9 @@ async function loadedState(
     const owned = t.staged - t.duplicates;
     if (t.inserted + t.updated < owned) {
       const found = await sql<{ x: string }>`
-        select distinct xmin::text as x from ${sql.id(decl.schema, decl.name)}
-         where "_organization_id" = ${ctx.options.window.organizationId} and "_source" = ${source}`.execute(
-        trx,
-      );
+        select xmin::text as x from ${sql.id(decl.schema, decl.name)}
+         where "_organization_id" = ${ctx.options.window.organizationId} and "_source" = ${source}
+         group by xmin`.execute(trx);
       const others = found.rows.map((r) => r.x).filter((x) => !ctx.writers.has(x));
       if (others.length > 0) {
         const candidates = `{${others.map((x) => String(earlier(x))).join(',')}}`;

@@ -13,7 +13,7 @@ import { fetchOnDemandPages } from '../extract/on-demand-pages.js';
 import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
-import { loadWindow } from '../load/load-window.js';
+import { loadWindow, tablesHoldWhatWasLeft } from '../load/load-window.js';
 import type { LiveLoad, LoadedState, LoadWindowResult } from '../load/load-window.js';
 import type { LoadSource, TableDecl } from '../load/table-spec.js';
 import type { Warehouse } from '../load/warehouse.js';
@@ -227,7 +227,16 @@ async function executeReportWindow(
   // default 64 KiB (300k records: 0.6 s more CPU).
   const readSize = found.format === 'csv' ? 256 * 1024 : 64 * 1024;
   const { previous, expected } = lastLoad(task.state.fingerprint, def);
-  return withDownloadedBytes(deps, task, params, fileName, readSize, expected, async (bytes) => {
+  // Whether the table still holds what the last load left, asked while the file downloads: when it
+  // does not, a re-load of even the same file cannot be recognised, and need not wait for its end.
+  const tablesAsLeft =
+    expected && previous && deps.warehouse.kind === 'postgres'
+      ? tablesHoldWhatWasLeft(deps.warehouse, refOf(task), [{ table: def.table, source }], previous).catch(
+          () => true,
+        )
+      : undefined;
+  const expectation = expected ? { digest: expected, tablesAsLeft } : undefined;
+  return withDownloadedBytes(deps, task, params, fileName, readSize, expectation, async (bytes) => {
     const file: FileLoad = {
       previous,
       same: bytes.same,
@@ -285,7 +294,7 @@ async function withDownloadedBytes(
   params: DownloadReportParams,
   fileName: string,
   readSize: number,
-  expected: FileDigest | undefined,
+  expected: { digest: FileDigest; tablesAsLeft: Promise<boolean> | undefined } | undefined,
   use: (bytes: DownloadedBytes) => Promise<WindowResult>,
 ): Promise<WindowResult> {
   return withTempDir(async (dir) => {
@@ -297,7 +306,7 @@ async function withDownloadedBytes(
       signal: task.signal,
       readSize,
       startAfter: FOLLOW_AFTER_BYTES,
-      expected,
+      expected: expected?.digest,
     });
     const complete = async () => {
       await download.done;
@@ -310,8 +319,8 @@ async function withDownloadedBytes(
     try {
       // A file expected to be the one the window was last loaded from is not read before that is
       // known: at its first block that differs, or once complete and the same (then the load may
-      // write nothing at all).
-      const same = expected !== undefined && (await download.same);
+      // write nothing at all), unless the tables no longer hold what that load left.
+      const same = expected !== undefined && (await sameUnless(download.same, expected.tablesAsLeft));
       let followed = false;
       try {
         return await use({
@@ -326,7 +335,19 @@ async function withDownloadedBytes(
       }
     } finally {
       await download.stop();
+      await expected?.tablesAsLeft;
     }
+  });
+}
+
+/** `same`, or false as soon as `tablesAsLeft` says false. */
+function sameUnless(same: Promise<boolean>, tablesAsLeft: Promise<boolean> | undefined): Promise<boolean> {
+  if (tablesAsLeft === undefined) return same;
+  return new Promise<boolean>((resolve) => {
+    void tablesAsLeft.then((asLeft) => {
+      if (!asLeft) resolve(false);
+    });
+    void same.then(resolve);
   });
 }
 
