@@ -18,7 +18,8 @@ import type { LiveFeed, LiveLines } from '../load/load-window.js';
 import { LineMap } from '../load/line-map.js';
 import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, TypedRecord } from '../parse/records.js';
-import { RecordSpool, toSourceColumn } from './record-source.js';
+import { RecordSpool, digestFile, toSourceColumn } from './record-source.js';
+import type { FileDigester } from '../api/file-digest.js';
 
 /**
  * Characters buffered before a write to a segment file. Small enough that the joined string is
@@ -159,6 +160,17 @@ export class CopyTextSpool {
   async close(): Promise<void> {
     for (const s of this.segments) await s.close();
     await this.slow.close();
+  }
+
+  /**
+   * Pass everything the spool holds to `digester` (after close()): its columns, each segment
+   * file's width, length and bytes, then the records kept apart and the rejects. Equal pages give
+   * equal spools.
+   */
+  async digestInto(digester: FileDigester): Promise<void> {
+    digester.update(Buffer.from(JSON.stringify(this.columns)));
+    for (const segment of this.segments) await digestFile(digester, segment.path, { width: segment.width });
+    await this.slow.digestInto(digester);
   }
 
   /** The spooled section as a loader source (call after close()). */

@@ -3,14 +3,15 @@ import { z } from 'zod';
 import type { FileDigest } from '../api/file-digest.js';
 import type { LoadedState } from '../load/load-window.js';
 import { packageVersion } from '../paths.js';
-import type { ReportPipelineDef } from './define-pipeline.js';
+import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 
 /**
- * etl.windows.fingerprint of a window last loaded from a report file: the file, what read it, and
- * what the load left in its tables. A re-load of a file with the same digest, by the same loader
- * version with the same table declaration, into tables that still hold what the load left
- * (LoadWindowOptions.state), writes nothing: nightly runs re-load their last days' windows, whose
- * reports seldom change once written.
+ * etl.windows.fingerprint of a window last loaded from a report file (or from on-demand pages,
+ * whose spooled records stand for the file): the file, what read it, and what the load left in its
+ * tables. A re-load of a file with the same digest, by the same loader version with the same
+ * table declaration, into tables that still hold what the load left (LoadWindowOptions.state),
+ * writes nothing: nightly runs re-load their last days' windows, whose data seldom changes once
+ * written.
  */
 export interface WindowFingerprint {
   version: 1;
@@ -47,10 +48,13 @@ export function loaderId(): string {
   return `cybs-etl@${packageVersion()}`;
 }
 
-export function declarationDigest(def: ReportPipelineDef): string {
-  return createHash('sha256')
-    .update(JSON.stringify({ report: def.reportDefinitionName, table: def.table }))
-    .digest('hex');
+/** SHA-256 of what a pipeline's rows are declared as: the report or endpoint, and the tables. */
+export function declarationDigest(def: ReportPipelineDef | OnDemandPipelineDef): string {
+  const declared =
+    def.kind === 'report'
+      ? { report: def.reportDefinitionName, table: def.table }
+      : { endpoint: def.endpoint, tables: def.tables };
+  return createHash('sha256').update(JSON.stringify(declared)).digest('hex');
 }
 
 /** The stored fingerprint (jsonb, as an object or as text), or undefined when there is none or it is not one. */
@@ -74,10 +78,10 @@ export function readFingerprint(value: unknown): WindowFingerprint | undefined {
  */
 export function lastLoad(
   stored: unknown,
-  def: ReportPipelineDef,
+  declaration: string,
 ): { previous: LoadedState | undefined; expected: FileDigest | undefined } {
   const fingerprint = readFingerprint(stored);
   if (fingerprint === undefined) return { previous: undefined, expected: undefined };
-  const same = fingerprint.loader === loaderId() && fingerprint.declaration === declarationDigest(def);
+  const same = fingerprint.loader === loaderId() && fingerprint.declaration === declaration;
   return { previous: fingerprint.load, expected: same ? fingerprint.file : undefined };
 }

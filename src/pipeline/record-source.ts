@@ -1,6 +1,7 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
+import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import type {
@@ -13,6 +14,7 @@ import type {
 } from '../load/table-spec.js';
 import { refuseFastPath } from '../load/fast-csv.js';
 import type { RawCsvReport, SetAsideRecord } from '../load/fast-csv.js';
+import type { FileDigester } from '../api/file-digest.js';
 import { CybsError } from '../errors.js';
 import type { RawXmlReport } from '../parse/xml-fast.js';
 import { openCsvReport, serialiseCsvRow } from '../parse/csv-report.js';
@@ -73,6 +75,13 @@ export async function collectColumns(records: RecordSource): Promise<ColumnSpec[
  * A spool of typed records on disk, one JSON array per line: lets several loader targets be fed
  * from one pass over on-demand pages without holding them in memory.
  */
+/** `about` (as JSON), the file's length, then its bytes, into `digester`. */
+export async function digestFile(digester: FileDigester, path: string, about: unknown): Promise<void> {
+  const { size } = await stat(path);
+  digester.update(Buffer.from(`${JSON.stringify(about)}\n${size}\n`));
+  for await (const chunk of createReadStream(path)) digester.update(chunk as Buffer);
+}
+
 export class RecordSpool {
   private readonly out: WriteStream;
   private columns: ColumnSpec[] = [];
@@ -115,6 +124,11 @@ export class RecordSpool {
       if (!this.out.closed) await once(this.out, 'close');
     })();
     return this.closing;
+  }
+
+  /** Pass the spool's columns, records and rejects to `digester` (after close()). */
+  async digestInto(digester: FileDigester): Promise<void> {
+    await digestFile(digester, this.path, { columns: this.columns, rejects: this.rejects });
   }
 
   /** The spooled records as a loader source (call after close()). */

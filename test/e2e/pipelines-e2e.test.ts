@@ -120,8 +120,16 @@ describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
     expect(r.code).toBe(0);
     const runId = await lastRunId();
     const touched = await windowsOfRun(runId);
-    // Only the on-demand lookback windows were loaded again, and they changed nothing.
+    // Only the on-demand lookback windows were loaded again, and they changed nothing: each one
+    // with data was recognised (the same pages as its last load, its rows untouched).
     expect(touched.length).toBeGreaterThan(0);
+    const loaded = await client.query(
+      `select count(*)::int as n from etl.windows where run_id = $1 and status = 'loaded'`,
+      [runId],
+    );
+    expect(Number(loaded.rows[0].n)).toBeGreaterThan(0);
+    expect(r.stdout).toMatch(new RegExp(`windows loaded\\s+${loaded.rows[0].n}\\b`));
+    expect(r.stdout).toMatch(new RegExp(`of which unchanged\\s+${loaded.rows[0].n}\\b`));
     for (const w of touched) {
       expect(w.pipeline).toMatch(
         /^(purchase_refund_details|net_fundings|conversion_details|notification_of_changes|payment_batch_summaries)$/,
@@ -198,7 +206,7 @@ describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
     expect(ddl.stdout).toMatch(/comment on column "cybs"\."transaction_request"\."amount"/i);
   });
 
-  it('a forced re-load of unchanged report files writes nothing; a row changed by hand is put right', async () => {
+  it('a forced re-load of unchanged files and pages writes nothing; a row changed by hand is put right', async () => {
     const day = addDays(to, -3);
     const fingerprinted = await client.query(
       `select count(*)::int as n from etl.windows
@@ -206,9 +214,8 @@ describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
       [day],
     );
     const reportWindows = Number(fingerprinted.rows[0].n);
-    // Of four report pipelines for two organizations, those with data (on-demand windows, and
-    // report windows without data, have no report file).
-    expect(reportWindows).toBeGreaterThanOrEqual(6);
+    // Every window of the day with data: report files, and on-demand pages (spooled) alike.
+    expect(reportWindows).toBeGreaterThanOrEqual(12);
     const table = async () =>
       (
         await client.query(
@@ -226,24 +233,39 @@ describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
     }
 
     const org = sim.organizations[0]!;
-    const changed = await client.query(
-      `update cybs.transaction_request set amount = amount + 1
-        where ctid = (select ctid from cybs.transaction_request
-                       where _organization_id = $1
-                         and _source = (select split_part(source_ref, ' ', 1) from etl.windows
-                                         where pipeline = 'transaction_request' and organization_id = $1
-                                           and window_key = $2)
-                       limit 1)`,
-      [org, day],
+    /** `<statement> where` one row of `table` that the window of `pipeline` loaded (org, day). */
+    const oneRowOf = (statement: string, table: string, pipeline: string) =>
+      client.query(
+        `${statement}
+          where ctid = (select ctid from cybs.${table}
+                         where _organization_id = $1
+                           and _source = (select split_part(source_ref, ' ', 1) from etl.windows
+                                           where pipeline = '${pipeline}' and organization_id = $1
+                                             and window_key = $2)
+                         limit 1)`,
+        [org, day],
+      );
+    const changed = await oneRowOf(
+      'update cybs.transaction_request set amount = amount + 1',
+      'transaction_request',
+      'transaction_request',
     );
     expect(changed.rowCount).toBe(1);
+    // And a row an on-demand window loaded (its source is the endpoint and the window).
+    const onDemand = await oneRowOf(
+      'delete from cybs.net_funding_summaries',
+      'net_funding_summaries',
+      'net_fundings',
+    );
+    expect(onDemand.rowCount).toBe(1);
     const again = await runCli(['backfill', '--from', day, '--to', day, '--force']);
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(new RegExp(`of which unchanged\\s+${reportWindows - 1}\\b`));
-    const reloaded = (await windowsOfRun(await lastRunId())).find(
-      (w) => w.pipeline === 'transaction_request' && w.organization_id === org,
-    );
+    expect(again.stdout).toMatch(new RegExp(`of which unchanged\\s+${reportWindows - 2}\\b`));
+    const windows = await windowsOfRun(await lastRunId());
+    const reloaded = windows.find((w) => w.pipeline === 'transaction_request' && w.organization_id === org);
     expect(reloaded?.counts).toMatchObject({ inserted: 0, updated: 1, deleted: 0 });
+    const refilled = windows.find((w) => w.pipeline === 'net_fundings' && w.organization_id === org);
+    expect(refilled?.counts).toMatchObject({ inserted: 1, updated: 0, deleted: 0 });
     const result = await compareWithGroundTruth(client, {
       truth: (o, a, b) => sim.groundTruth(o, a, b),
       organizations: sim.organizations,
