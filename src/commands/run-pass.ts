@@ -82,7 +82,7 @@ export function formatSummary(summary: RunSummary & { runId: number }, seconds: 
     '  windows loaded      ' + String(w.loaded).padStart(8),
     '    of which unchanged' +
       String(w.unchanged).padStart(8) +
-      '   (the report file last loaded, its rows untouched: nothing written)',
+      '   (the data last loaded, its rows untouched: nothing written)',
     '  windows no data     ' + String(w.no_data).padStart(8),
     '  windows not ready   ' + String(w.not_ready).padStart(8),
     '  windows failed      ' + String(w.failed).padStart(8),

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
@@ -18,7 +19,7 @@ import type { LiveFeed, LiveLines } from '../load/load-window.js';
 import { LineMap } from '../load/line-map.js';
 import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, TypedRecord } from '../parse/records.js';
-import { RecordSpool, digestFile, toSourceColumn } from './record-source.js';
+import { RecordSpool, toSourceColumn } from './record-source.js';
 import type { FileDigester } from '../api/file-digest.js';
 
 /**
@@ -163,14 +164,14 @@ export class CopyTextSpool {
   }
 
   /**
-   * Pass everything the spool holds to `digester` (after close()): its columns, each segment
-   * file's width, length and bytes, then the records kept apart and the rejects. Equal pages give
-   * equal spools.
+   * What the spool holds, for a digest (after close()): its columns, each segment file's width
+   * and SHA-256 (taken as it was written), then the records kept apart and the rejects. Equal
+   * pages give equal spools.
    */
-  async digestInto(digester: FileDigester): Promise<void> {
-    digester.update(Buffer.from(JSON.stringify(this.columns)));
-    for (const segment of this.segments) await digestFile(digester, segment.path, { width: segment.width });
-    await this.slow.digestInto(digester);
+  digestInto(digester: FileDigester): void {
+    const segments = this.segments.map((s) => ({ width: s.width, sha256: s.hash.digest('hex') }));
+    digester.update(Buffer.from(`${JSON.stringify({ columns: this.columns, segments })}\n`));
+    this.slow.digestInto(digester);
   }
 
   /** The spooled section as a loader source (call after close()). */
@@ -213,6 +214,8 @@ class SegmentFile {
   private writtenLines = 0;
   private takenBytes = 0;
   private takenLines = 0;
+  /** SHA-256 of the text written, as it is written (CopyTextSpool.digestInto). */
+  readonly hash = createHash('sha256');
 
   constructor(
     readonly path: string,
@@ -242,6 +245,7 @@ class SegmentFile {
     this.chars = 0;
     this.partLines = 0;
     const bytes = Buffer.byteLength(text, 'utf8');
+    this.hash.update(text, 'utf8');
     // Writes complete in order: what the callback counts is in the file.
     const more = this.out.write(text, (error) => {
       if (error) return;

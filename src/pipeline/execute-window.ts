@@ -608,7 +608,7 @@ async function spoolAndLoadOnDemand(
       const digester = new FileDigester();
       for (const [name, spool] of spools) {
         digester.update(Buffer.from(`${name}\n`));
-        await spool.digestInto(digester);
+        spool.digestInto(digester);
       }
       return digester.digest();
     })());

@@ -1,7 +1,7 @@
+import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import type {
@@ -75,13 +75,6 @@ export async function collectColumns(records: RecordSource): Promise<ColumnSpec[
  * A spool of typed records on disk, one JSON array per line: lets several loader targets be fed
  * from one pass over on-demand pages without holding them in memory.
  */
-/** `about` (as JSON), the file's length, then its bytes, into `digester`. */
-export async function digestFile(digester: FileDigester, path: string, about: unknown): Promise<void> {
-  const { size } = await stat(path);
-  digester.update(Buffer.from(`${JSON.stringify(about)}\n${size}\n`));
-  for await (const chunk of createReadStream(path)) digester.update(chunk as Buffer);
-}
-
 export class RecordSpool {
   private readonly out: WriteStream;
   private columns: ColumnSpec[] = [];
@@ -89,6 +82,7 @@ export class RecordSpool {
   private readonly fallback: SourceColumn[];
   private readonly rejects: LoadBatch['rejects'] = [];
   private count = 0;
+  private readonly hash = createHash('sha256');
 
   constructor(
     private readonly path: string,
@@ -104,7 +98,9 @@ export class RecordSpool {
 
   async write(recordNumber: number, values: readonly LoadValue[]): Promise<void> {
     this.count++;
-    if (!this.out.write(`${JSON.stringify([recordNumber, ...values])}\n`)) await once(this.out, 'drain');
+    const line = `${JSON.stringify([recordNumber, ...values])}\n`;
+    this.hash.update(line, 'utf8');
+    if (!this.out.write(line)) await once(this.out, 'drain');
   }
 
   addReject(reject: LoadBatch['rejects'][number]): void {
@@ -126,9 +122,10 @@ export class RecordSpool {
     return this.closing;
   }
 
-  /** Pass the spool's columns, records and rejects to `digester` (after close()). */
-  async digestInto(digester: FileDigester): Promise<void> {
-    await digestFile(digester, this.path, { columns: this.columns, rejects: this.rejects });
+  /** The spool's columns, records (SHA-256 taken as they were written) and rejects, for a digest. */
+  digestInto(digester: FileDigester): void {
+    const about = { columns: this.columns, sha256: this.hash.digest('hex'), rejects: this.rejects };
+    digester.update(Buffer.from(`${JSON.stringify(about)}\n`));
   }
 
   /** The spooled records as a loader source (call after close()). */
