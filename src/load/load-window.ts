@@ -33,7 +33,9 @@ import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
  * Exactly-once load of one window into one or more cybs.* tables, in ONE transaction on one
  * session:
  *
- *   advisory lock (pipeline, organization, window) → delete the window's previous rejects →
+ *   advisory lock (pipeline, organization, window) → [a re-load of the very sources the window's
+ *   last load read, into tables that still hold what it left (`state`, unchangedSince): the
+ *   window's state only → COMMIT] → delete the window's previous rejects →
  *   for each target: create the table / add columns (recorded in etl.schema_changes) →
  *   a first load (the table has no rows of the source yet) on PostgreSQL: one COPY straight into
  *   the table, lineage values appended, in a savepoint (a key already there or twice: rolled
@@ -41,7 +43,8 @@ import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
  *   COPY into a TEMP staging table typed like the target →
  *   one INSERT … SELECT … ON CONFLICT … DO UPDATE … WHERE … IS DISTINCT FROM … (DISTINCT ON the
  *   key only when the source holds a key twice) → DELETE the source's rows that vanished (when it
- *   owns more rows than it staged) → reject threshold → beforeCommit → COMMIT.
+ *   owns more rows than it staged) → reject threshold → [what the load left, `state`] →
+ *   beforeCommit → COMMIT.
  *
  * Ownership: a row belongs to the source that last wrote it (`_source`). A source that shares a
  * natural key with an earlier one takes the row over; deleting vanished rows only touches rows

@@ -100,9 +100,9 @@ function commitWindow(
 }
 
 /**
- * A window loaded from a report file: its fingerprint (src/pipeline/fingerprint.ts) is kept with
- * the window, and a load of the very file the last one read (`same`) is skipped when the tables
- * hold what that load left.
+ * A window loaded from a report file (or from on-demand pages, whose spooled sections stand for
+ * the file): its fingerprint (src/pipeline/fingerprint.ts) is kept with the window, and a load of
+ * the very data the last one read (`same`) writes nothing when the tables hold what it left.
  */
 interface FileLoad {
   /** What the window's last load left (from its fingerprint). */
