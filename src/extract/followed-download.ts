@@ -96,16 +96,14 @@ export function followDownload(
       : {}),
   });
   done.then(
-    (result) => decide(expected !== undefined && sameDigest(result.digest, expected)),
-    () => decide(false),
-  );
-  done.then(
-    () => {
+    (result) => {
       settled = { ok: true };
+      decide(expected !== undefined && sameDigest(result.digest, expected));
       notify();
     },
     (error: unknown) => {
       settled = { ok: false, error };
+      decide(false);
       notify();
     },
   );
