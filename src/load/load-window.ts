@@ -472,7 +472,7 @@ async function holdsWhatWasLeft(
     const before = previous.tables[index]!;
     if (before.table !== `${decl.schema}.${decl.name}` || before.source !== source) return false;
     const columns = (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
-    if (columns.map((c) => `${c.name} ${c.type}`).join('\n') !== before.columns.join('\n')) return false;
+    if (columnList(columns).join('\n') !== before.columns.join('\n')) return false;
     const names = new Set(columns.map((c) => c.name));
     if (decl.columns.some((c) => !names.has(c.name))) return false;
     const rows = await sql<{ owned: string; other: string }>`
@@ -567,7 +567,7 @@ async function loadedState(
     state.tables.push({
       table: t.table,
       source,
-      columns: columns.map((c) => `${c.name} ${c.type}`),
+      columns: columnList(columns),
       owned,
       staged: t.staged,
       rejected: t.rejected,
@@ -575,6 +575,11 @@ async function loadedState(
   }
   state.writers = [...writers];
   return state;
+}
+
+/** A table's columns as LoadedState keeps them (`name type`), for the load and the check alike. */
+function columnList(columns: readonly ExistingColumn[]): string[] {
+  return columns.map((c) => `${c.name} ${c.type}`);
 }
 
 /** This transaction's id (xid8), assigned if it had none. */

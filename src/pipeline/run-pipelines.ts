@@ -38,7 +38,7 @@ export type WindowResult =
       kind: 'loaded';
       rowsLoaded: number;
       rowsRejected: number;
-      /** The report file was the one last loaded and its rows untouched since: nothing was written. */
+      /** The data (report file or pages) was the one last loaded, its rows untouched since: nothing was written. */
       unchanged?: boolean;
     }
   | { kind: 'no_data' }
