@@ -130,6 +130,17 @@ export interface GenericResponse {
   json?: unknown;
 }
 
+/** A JSON response body as bytes, parsed and checked only when asked. */
+export interface JsonPage<T> {
+  /**
+   * The body as received, in chunks (not joined: a reader that copies them where it wants them
+   * spares a 3 MB buffer per page, which V8 counts towards its old generation's limit).
+   */
+  chunks: readonly Buffer[];
+  /** The body parsed and checked, as the client's JSON methods return it (their errors included). */
+  json(): T;
+}
+
 export interface StreamedResponse {
   status: number;
   contentType: string | undefined;
@@ -248,6 +259,14 @@ export interface ReportingClient {
     params: PurchaseRefundDetailsParams,
     options?: RequestOptions,
   ): Promise<PurchaseRefundDetailsResponse>;
+  /**
+   * The same page as its bytes, for a reader that can take them without parsing (OnDemandPageScanner);
+   * `json()` gives what getPurchaseRefundDetails gives, or throws what it throws.
+   */
+  getPurchaseRefundDetailsPage(
+    params: PurchaseRefundDetailsParams,
+    options?: RequestOptions,
+  ): Promise<JsonPage<PurchaseRefundDetailsResponse>>;
   /** GET /reporting/v3/net-fundings */
   getNetFundings(params: NetFundingsParams, options?: RequestOptions): Promise<NetFundingsResponse>;
   /** GET /reporting/v3/payment-batch-summaries */
@@ -275,6 +294,18 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 
 async function readText(response: RawResponse): Promise<string> {
   return response.body.text();
+}
+
+async function readChunks(response: RawResponse): Promise<Buffer[]> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of response.body) chunks.push(chunk as Buffer);
+  return chunks;
+}
+
+/** Bytes as text, as undici's body.text() decodes them (a UTF-8 byte order mark skipped). */
+function decodeText(bytes: Buffer): string {
+  const bom = bytes.length > 2 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+  return bytes.toString('utf8', bom ? 3 : 0);
 }
 
 function organizationEntry(params: OrganizationOptions | undefined): QueryEntry {
@@ -368,7 +399,39 @@ export function createReportingClient(
     fastCheck?: (data: unknown) => unknown,
   ): Promise<z.output<S>> {
     const req = withSignal(request, options);
-    const text = await transport.execute(req, readText);
+    return checkedJson(req, await transport.execute(req, readText), schema, fastCheck);
+  }
+
+  async function getJsonPage<S extends z.ZodType>(
+    request: ApiRequest,
+    schema: S,
+    options?: RequestOptions,
+    fastCheck?: (data: unknown) => unknown,
+  ): Promise<JsonPage<z.output<S>>> {
+    const req = withSignal(request, options);
+    const chunks = await transport.execute(req, readChunks);
+    return { chunks, json: () => checkedJson(req, decodeText(Buffer.concat(chunks)), schema, fastCheck) };
+  }
+
+  function purchaseRefundPage(
+    params: PurchaseRefundDetailsParams,
+    options?: RequestOptions,
+  ): Promise<JsonPage<PurchaseRefundDetailsResponse>> {
+    return getJsonPage(
+      onDemandRequest('purchase-refund-details', params),
+      purchaseRefundDetailsResponseSchema,
+      options,
+      checkPurchaseRefundPage,
+    );
+  }
+
+  /** A JSON body parsed and checked against `schema` (`fastCheck` first), or API_INVALID_RESPONSE. */
+  function checkedJson<S extends z.ZodType>(
+    req: ApiRequest,
+    text: string,
+    schema: S,
+    fastCheck?: (data: unknown) => unknown,
+  ): z.output<S> {
     const where = `${req.method} ${buildRequestTarget(target.basePath, req.path, req.query)}`;
     let data: unknown;
     try {
@@ -754,13 +817,10 @@ export function createReportingClient(
     },
 
     async getPurchaseRefundDetails(params, options) {
-      return getJson(
-        onDemandRequest('purchase-refund-details', params),
-        purchaseRefundDetailsResponseSchema,
-        options,
-        checkPurchaseRefundPage,
-      );
+      return (await purchaseRefundPage(params, options)).json();
     },
+
+    getPurchaseRefundDetailsPage: purchaseRefundPage,
 
     async getNetFundings(params, options) {
       return getJson(onDemandRequest('net-fundings', params), netFundingsResponseSchema, options);

@@ -1,7 +1,8 @@
-import type { ReportingClient } from '../api/reporting-client.js';
+import type { JsonPage, ReportingClient } from '../api/reporting-client.js';
 import { isApiError } from '../api/errors.js';
 import { CybsError } from '../errors.js';
 import type { OnDemandEndpoint } from '../pipeline/define-pipeline.js';
+import type { ScannedPage } from '../parse/on-demand-scan.js';
 
 export interface OnDemandFetchOptions {
   window: { start: Date; end: Date };
@@ -12,7 +13,17 @@ export interface OnDemandFetchOptions {
   /** Stop a paging loop that never ends (a service that keeps returning full pages). */
   maxPages?: number;
   signal?: AbortSignal;
+  /**
+   * Reads a purchase-refund-details page from its bytes without parsing it (OnDemandPageScanner),
+   * or answers undefined and the page is parsed and checked as usual. Called for each page when
+   * the caller asks for it, so after the caller is done with the previous page.
+   */
+  scan?: (chunks: readonly Buffer[]) => ScannedPage | undefined;
 }
+
+/** One response body: parsed and checked, or read by OnDemandFetchOptions.scan. */
+export type OnDemandPage =
+  { body: unknown; scanned?: undefined } | { scanned: ScannedPage; body?: undefined };
 
 export const DEFAULT_MAX_PAGES = 50_000;
 
@@ -24,8 +35,20 @@ export const DEFAULT_MAX_PAGES = 50_000;
 export async function* fetchOnDemandPages(
   client: ReportingClient,
   endpoint: OnDemandEndpoint,
-  options: OnDemandFetchOptions,
+  options: Omit<OnDemandFetchOptions, 'scan'>,
 ): AsyncGenerator<unknown> {
+  for await (const page of fetchOnDemandBodies(client, endpoint, options)) yield page.body;
+}
+
+/**
+ * As fetchOnDemandPages, each page read by `options.scan` when it answers (purchase-refund-details)
+ * and parsed otherwise.
+ */
+export async function* fetchOnDemandBodies(
+  client: ReportingClient,
+  endpoint: OnDemandEndpoint,
+  options: OnDemandFetchOptions,
+): AsyncGenerator<OnDemandPage> {
   const base = {
     startTime: options.window.start,
     endTime: options.window.end,
@@ -50,24 +73,40 @@ export async function* fetchOnDemandPages(
             ? client.getNetFundings(base, req)
             : client.getPaymentBatchSummaries(base, req),
     );
-    if (body !== undefined) yield body;
+    if (body !== undefined) yield { body };
     return;
   }
   const limit = options.pageLimit;
   const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
-  const fetchPage = (offset: number) =>
-    noDataAs(client.getPurchaseRefundDetails({ ...base, offset, limit }, req));
+  const scan = options.scan;
+  // The bytes of a page (scan) or its checked body; the page is read when the caller asks for it.
+  const fetchPage = (offset: number): Promise<JsonPage<unknown> | { body: unknown } | undefined> => {
+    const params = { ...base, offset, limit };
+    if (scan) return noDataAs(client.getPurchaseRefundDetailsPage(params, req));
+    return noDataAs(client.getPurchaseRefundDetails(params, req)).then((body) => body && { body });
+  };
   let offset = 0;
   let pending = fetchPage(offset);
   let previous: string | undefined;
   for (let page = 0; ; page++) {
-    const body = await pending;
-    if (body === undefined) return;
-    const count = pageRecordCount(body);
+    const fetched = await pending;
+    if (fetched === undefined) return;
+    let body: OnDemandPage;
+    if ('chunks' in fetched) {
+      const scanned = scan?.(fetched.chunks);
+      body = scanned ? { scanned } : { body: fetched.json() };
+    } else {
+      body = fetched;
+    }
+    const count = body.scanned ? body.scanned.records : pageRecordCount(body.body);
     const more = count >= limit;
     // A service that ignores offset returns the same full page for ever: stop at the first repeat
     // instead of spooling maxPages copies of it.
-    const signature = more ? pageSignature(body) : undefined;
+    const signature = !more
+      ? undefined
+      : body.scanned
+        ? signatureOf(body.scanned.firstId, body.scanned.lastId)
+        : pageSignature(body.body);
     if (signature !== undefined && signature === previous) {
       throw new CybsError(
         'EXTRACT_PAGING_RUNAWAY',
@@ -107,7 +146,9 @@ function pageSignature(body: unknown): string | undefined {
   if (!Array.isArray(details) || details.length === 0) return undefined;
   const id = (item: unknown) =>
     item && typeof item === 'object' ? (item as { requestId?: unknown }).requestId : undefined;
-  const first = id(details[0]);
-  const last = id(details[details.length - 1]);
+  return signatureOf(id(details[0]), id(details[details.length - 1]));
+}
+
+function signatureOf(first: unknown, last: unknown): string | undefined {
   return typeof first === 'string' && typeof last === 'string' ? `${first}|${last}` : undefined;
 }

@@ -25,6 +25,17 @@ export function escapeCopyText(text: string): string | undefined {
   return text.replace(ESCAPABLE, escapeOne);
 }
 
+/**
+ * A typed value as a COPY text cell, as the parsers type it (numbers and canonical strings from the
+ * coercers); `undefined` for text holding a NUL character.
+ */
+export function encodeCopyValue(value: LoadValue | undefined): string | undefined {
+  if (value === null || value === undefined) return COPY_NULL;
+  if (typeof value === 'string') return escapeCopyText(value);
+  if (typeof value === 'number') return Number.isNaN(value) ? 'NaN' : String(value);
+  return value ? 't' : 'f';
+}
+
 /** Escape text that must be stored whatever it holds (raw text of rejects): NUL becomes U+FFFD. */
 export function escapeCopyTextLossy(text: string): string {
   return escapeCopyText(text) ?? escapeCopyText(text.replace(/\0/g, '\uFFFD'))!;

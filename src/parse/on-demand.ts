@@ -30,7 +30,14 @@ import {
   parseError,
   summaryOf,
 } from './records.js';
-import type { RecordBatch, RecordSource, RejectedRecord, ReportMetadata, TypedRecord } from './records.js';
+import type {
+  ColumnSpec,
+  RecordBatch,
+  RecordSource,
+  RejectedRecord,
+  ReportMetadata,
+  TypedRecord,
+} from './records.js';
 
 export interface OnDemandOptions {
   /** Name of the request or window, for messages (default: the endpoint). */
@@ -78,6 +85,24 @@ interface Row {
   extra?: Json;
 }
 
+function addSectionFields(
+  set: ColumnSet,
+  section: OnDemandSection,
+  fieldColumns?: { field: OnDemandField; index: number }[],
+): void {
+  for (const field of section.fields) {
+    const index = set.add(field, field.key, false);
+    fieldColumns?.push({ field, index });
+  }
+}
+
+/** The columns of a section's records when its items have no keys but the declared ones. */
+export function sectionColumns(section: OnDemandSection): ColumnSpec[] {
+  const set = new ColumnSet();
+  addSectionFields(set, section);
+  return set.columns;
+}
+
 function buildSection(
   section: OnDemandSection,
   rows: Row[],
@@ -86,7 +111,7 @@ function buildSection(
 ): RecordSource {
   const set = new ColumnSet();
   const fieldColumns: { field: OnDemandField; index: number }[] = [];
-  for (const field of section.fields) fieldColumns.push({ field, index: set.add(field, field.key, false) });
+  addSectionFields(set, section, fieldColumns);
   const known = new Set(section.fields.filter((f) => f.source === 'item').map((f) => f.key));
   const ignored = new Set(
     sectionsOf(section.endpoint)

@@ -3,7 +3,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { COPY_NULL, escapeCopyText } from '../load/copy-text.js';
+import { COPY_NULL, encodeCopyValue } from '../load/copy-text.js';
 import type {
   CopyTextSegment,
   LoadBatch,
@@ -136,7 +136,7 @@ export class CopyTextSpool {
       }
       if (clean) {
         for (let i = 0; i < width; i++) {
-          const cell = encodeCell(values[i]);
+          const cell = encodeCopyValue(values[i]);
           if (cell === undefined) {
             clean = false;
             break;
@@ -155,6 +155,40 @@ export class CopyTextSpool {
       if (flushed) await flushed;
     }
     await segment.flush();
+  }
+
+  /**
+   * Whether lines of `pageColumns` (a page without unknown keys, read by OnDemandPageScanner) can
+   * be written as they are: the spool's columns are still those, or it has none yet.
+   */
+  acceptsLinesOf(pageColumns: readonly ColumnSpec[]): boolean {
+    return (
+      this.columns.length === 0 ||
+      (this.columns.length === pageColumns.length &&
+        this.columns.every((c, i) => c.column === pageColumns[i]!.column))
+    );
+  }
+
+  /**
+   * One page's records as the COPY text lines writePage would write for them (OnDemandPageScanner),
+   * numbered `firstRecord`, `firstRecord + 1`, …; only when acceptsLinesOf(pageColumns).
+   */
+  async writeLines(
+    pageColumns: readonly ColumnSpec[],
+    text: Buffer,
+    lines: number,
+    firstRecord: number,
+  ): Promise<void> {
+    if (!this.acceptsLinesOf(pageColumns)) {
+      throw new Error(`${this.name}: lines of other columns than the spool's cannot be written as they are`);
+    }
+    this.mapColumns(pageColumns);
+    await this.segments[this.segments.length - 1]!.writeBytes(text, lines, firstRecord);
+  }
+
+  /** Resolves once the lines written so far by writeLines are in the files. */
+  async written(): Promise<void> {
+    for (const segment of this.segments) await segment.written();
   }
 
   /** Finish writing; safe to call more than once. */
@@ -193,13 +227,6 @@ export class CopyTextSpool {
   }
 }
 
-function encodeCell(value: LoadValue | undefined): string | undefined {
-  if (value === null || value === undefined) return COPY_NULL;
-  if (typeof value === 'string') return escapeCopyText(value);
-  if (typeof value === 'number') return Number.isNaN(value) ? 'NaN' : String(value);
-  return value ? 't' : 'f';
-}
-
 /** One file of COPY text lines with the same number of data columns, and its line → record map. */
 class SegmentFile {
   private readonly out: WriteStream;
@@ -216,6 +243,8 @@ class SegmentFile {
   private takenLines = 0;
   /** SHA-256 of the text written, as it is written (CopyTextSpool.digestInto). */
   readonly hash = createHash('sha256');
+  /** The last writeBytes (writes complete in order). */
+  private lastWrite: Promise<void> = Promise.resolve();
 
   constructor(
     readonly path: string,
@@ -235,6 +264,31 @@ class SegmentFile {
     this.parts.push(line);
     this.chars += line.length;
     return this.chars >= WRITE_CHARS ? this.flush() : undefined;
+  }
+
+  /**
+   * Lines already encoded (record numbers firstRecord, firstRecord + 1, …), written at once; the
+   * caller must leave `text` as it is until `written()` says so.
+   */
+  async writeBytes(text: Buffer, lines: number, firstRecord: number): Promise<void> {
+    await this.flush();
+    for (let k = 0; k < lines; k++) this.map.add(firstRecord + k);
+    this.hash.update(text);
+    let more = true;
+    this.lastWrite = new Promise((resolve) => {
+      more = this.out.write(text, (error) => {
+        resolve();
+        if (error) return;
+        this.writtenBytes += text.length;
+        this.writtenLines += lines;
+      });
+    });
+    if (!more) await once(this.out, 'drain');
+  }
+
+  /** Resolves once every write issued so far has completed (or failed: the stream reports it). */
+  written(): Promise<void> {
+    return this.lastWrite;
   }
 
   async flush(): Promise<void> {

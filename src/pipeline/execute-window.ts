@@ -3,14 +3,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { FileDigester, sameDigest } from '../api/file-digest.js';
+import { sameDigest } from '../api/file-digest.js';
 import type { FileDigest } from '../api/file-digest.js';
 import type { ReportingClient } from '../api/reporting-client.js';
 import type { DownloadReportParams } from '../api/types.js';
 import { CybsError } from '../errors.js';
 import { findReport } from '../extract/find-report.js';
 import { followDownload, isDownloadRestarted } from '../extract/followed-download.js';
-import { fetchOnDemandPages } from '../extract/on-demand-pages.js';
+import { fetchOnDemandBodies } from '../extract/on-demand-pages.js';
 import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
@@ -21,7 +21,6 @@ import type { Warehouse } from '../load/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { openCsvReport } from '../parse/csv-report.js';
-import { parseOnDemandResponse } from '../parse/on-demand.js';
 import { NEW_COLUMN_REASON, openRawXmlReport } from '../parse/xml-fast.js';
 import { openXmlReport } from '../parse/xml-report.js';
 import { completeWindow } from '../state/windows.js';
@@ -29,7 +28,7 @@ import { declarationDigest, lastLoad, loaderId } from './fingerprint.js';
 import type { WindowFingerprint } from './fingerprint.js';
 import { addDays } from './time-zones.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
-import { CopyTextSpool } from './copy-text-spool.js';
+import { OnDemandSpools } from './on-demand-spools.js';
 import {
   collectColumns,
   declaredColumns,
@@ -542,8 +541,9 @@ async function executeOnDemandWindow(
 }
 
 /**
- * All pages of an on-demand window, parsed once and spooled per section as COPY text (the next
- * page is fetched while the current one is parsed), fetched inside the window's load transaction:
+ * All pages of an on-demand window, read once (purchase-refund-details pages from their bytes by
+ * OnDemandPageScanner when it answers, others parsed) and spooled per section as COPY text (the
+ * next page is fetched while the current one is read), fetched inside the window's load transaction:
  * on a first load, each page's lines are copied into the tables while the next page is fetched
  * and parsed (LoadWindowOptions.live); otherwise the spooled sections are loaded once complete.
  */
@@ -556,66 +556,28 @@ async function spoolAndLoadOnDemand(
   dir: string,
 ): Promise<WindowResult> {
   const names = Object.keys(def.tables);
-  const spools = new Map(
-    names.map((name) => [
-      name,
-      new CopyTextSpool(dir, name, def.tables[name]!, declaredColumns(def.tables[name]!)),
-    ]),
-  );
-  let pages = 0;
+  const spools = new OnDemandSpools(dir, def, source);
   const fetchAll = async (pageDone: () => void) => {
-    const offsets = new Map<string, number>();
-    for await (const body of fetchOnDemandPages(deps.client, def.endpoint, {
+    for await (const page of fetchOnDemandBodies(deps.client, def.endpoint, {
       window: task.window,
       ...(organizationId ? { organizationId } : {}),
       pageLimit: task.pipeline.pageLimit,
       signal: task.signal,
+      scan: spools.scan,
     })) {
-      pages++;
-      const parsed = parseOnDemandResponse(def.endpoint, body, {
-        source: `${source}#page${pages}`,
-        batchSize: Number.POSITIVE_INFINITY,
-      });
-      for (const [name, records] of Object.entries(parsed.sections)) {
-        const spool = spools.get(name);
-        if (!spool) continue;
-        // Record numbers continue across pages so that (source, row) stays unique in the window.
-        const base = offsets.get(name) ?? 0;
-        let last = base;
-        for await (const batch of records.batches) {
-          const typed = batch.records.map((r) => {
-            last = base + r.recordNumber;
-            return { recordNumber: last, values: r.values };
-          });
-          const rejects = batch.rejects.map((r) => ({ ...r, recordNumber: base + r.recordNumber }));
-          await spool.writePage(records.columns, typed, rejects);
-        }
-        offsets.set(name, Math.max(last, base + records.summary().dataRows));
-      }
+      await spools.write(page);
       pageDone();
     }
-    for (const spool of spools.values()) await spool.close();
-    return () =>
-      [...spools].map(([name, spool]) => ({
-        table: def.tables[name]!,
-        source: spool.toLoadSource(source),
-      }));
+    await spools.close();
+    return () => spools.targets();
   };
   // The spooled sections stand for the window's file: equal pages give equal spools.
   let digest: Promise<FileDigest> | undefined;
-  const spoolDigest = () =>
-    (digest ??= (async () => {
-      const digester = new FileDigester();
-      for (const [name, spool] of spools) {
-        digester.update(Buffer.from(`${name}\n`));
-        spool.digestInto(digester);
-      }
-      return digester.digest();
-    })());
+  const spoolDigest = () => (digest ??= Promise.resolve().then(() => spools.digest()));
   const declaration = declarationDigest(def);
   const outcome = () => ({
-    sourceRef: `${source} (${pages} page${pages === 1 ? '' : 's'})`,
-    noData: pages === 0,
+    sourceRef: `${source} (${spools.pages} page${spools.pages === 1 ? '' : 's'})`,
+    noData: spools.pages === 0,
   });
   try {
     const { previous, expected } = lastLoad(task.state.fingerprint, declaration);
@@ -632,7 +594,7 @@ async function spoolAndLoadOnDemand(
       tables: names.map((name) => ({
         table: def.tables[name]!,
         columns: declaredColumns(def.tables[name]!),
-        feed: spools.get(name)!.feed,
+        feed: spools.spools.get(name)!.feed,
       })),
       source,
       produce: fetchAll,
@@ -640,6 +602,6 @@ async function spoolAndLoadOnDemand(
     const file: FileLoad = { previous: undefined, same: false, digest: spoolDigest, declaration };
     return await commitLoad(deps, task, { targets: [], live, file }, outcome);
   } finally {
-    for (const spool of spools.values()) await spool.close().catch(() => {});
+    await spools.close().catch(() => {});
   }
 }

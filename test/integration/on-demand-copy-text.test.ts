@@ -6,7 +6,9 @@
  * character, escapes, an unknown key), and when a column's table type has drifted (the loader then
  * reads the decoded records one by one). A first load of a source goes straight into the tables;
  * when a key is in a table already (another source's row) or twice in the source, it falls back
- * to the staging table and the merge: both are compared with the reference too.
+ * to the staging table and the merge: both are compared with the reference too. The COPY-text
+ * side is handed each page's bytes as execute-window.ts is (OnDemandSpools): pages without bad rows
+ * are read by OnDemandPageScanner, the others parsed.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -25,7 +27,8 @@ import { migrateToLatest } from '../../src/load/migrate.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
 import { parseOnDemandResponse } from '../../src/parse/on-demand.js';
-import { CopyTextSpool } from '../../src/pipeline/copy-text-spool.js';
+import type { CopyTextSpool } from '../../src/pipeline/copy-text-spool.js';
+import { OnDemandSpools } from '../../src/pipeline/on-demand-spools.js';
 import { RecordSpool, declaredColumns } from '../../src/pipeline/record-source.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
@@ -82,21 +85,33 @@ type Kind = 'json' | 'copy' | 'live';
 
 interface Spools {
   json: Map<string, RecordSpool>;
+  /** The COPY-text path's spools (as execute-window.ts writes them). */
+  pages?: OnDemandSpools;
   copy: Map<string, CopyTextSpool>;
 }
 
-function makeSpools(kind: Kind, dir: string): Spools {
+function makeSpools(kind: Kind, dir: string, source = SOURCE): Spools {
   const json = new Map<string, RecordSpool>();
-  const copy = new Map<string, CopyTextSpool>();
-  for (const name of Object.keys(def.tables)) {
-    const table = def.tables[name]!;
-    if (kind === 'json') json.set(name, new RecordSpool(join(dir, `${name}.jsonl`), declaredColumns(table)));
-    else copy.set(name, new CopyTextSpool(dir, name, table, declaredColumns(table)));
+  if (kind === 'json') {
+    for (const name of Object.keys(def.tables)) {
+      json.set(name, new RecordSpool(join(dir, `${name}.jsonl`), declaredColumns(def.tables[name]!)));
+    }
+    return { json, copy: new Map() };
   }
-  return { json, copy };
+  const pages = new OnDemandSpools(dir, def, source);
+  return { json, pages, copy: pages.spools };
 }
 
-/** Write the pages into the spools (as execute-window.ts does), then close them; the targets. */
+/** A page as the client's JSON path hands it over (fastPageCheck, else zod). */
+function checkedPage(body: Record<string, unknown>): unknown {
+  return checkPage(body) ?? purchaseRefundDetailsResponseSchema.parse(body);
+}
+const checkPage = fastPageCheck(purchaseRefundDetailsResponseSchema)!;
+
+/**
+ * Write the pages into the spools, then close them; the targets. The COPY-text path is handed
+ * each page's bytes as execute-window.ts is: read by the scanner when it answers, parsed otherwise.
+ */
 async function spoolPages(
   kind: Kind,
   spools: Spools,
@@ -104,19 +119,22 @@ async function spoolPages(
   source = SOURCE,
   pageDone: () => void = () => undefined,
 ) {
-  const { json, copy } = spools;
+  const { json, pages: onDemand } = spools;
   const offsets = new Map<string, number>();
   let pages = 0;
   for (const body of pagesOf) {
     pages++;
-    const parsed = parseOnDemandResponse(def.endpoint, body, { source: `${source}#page${pages}` });
-    for (const [name, records] of Object.entries(parsed.sections)) {
-      if (!def.tables[name]) continue;
-      const base = offsets.get(name) ?? 0;
-      let last = base;
-      for await (const batch of records.batches) {
-        if (kind === 'json') {
-          // The previous path, as it was in execute-window.ts.
+    if (onDemand) {
+      const scanned = onDemand.scan([Buffer.from(JSON.stringify(body), 'utf8')]);
+      await onDemand.write(scanned ? { scanned } : { body: checkedPage(body) });
+    } else {
+      // The previous path, as it was in execute-window.ts.
+      const parsed = parseOnDemandResponse(def.endpoint, body, { source: `${source}#page${pages}` });
+      for (const [name, records] of Object.entries(parsed.sections)) {
+        if (!def.tables[name]) continue;
+        const base = offsets.get(name) ?? 0;
+        let last = base;
+        for await (const batch of records.batches) {
           const spool = json.get(name)!;
           spool.setColumns(records.columns);
           for (const r of batch.records) {
@@ -124,32 +142,24 @@ async function spoolPages(
             await spool.write(last, r.values);
           }
           for (const r of batch.rejects) spool.addReject({ ...r, recordNumber: base + r.recordNumber });
-        } else {
-          const typed = batch.records.map((r) => {
-            last = base + r.recordNumber;
-            return { recordNumber: last, values: r.values };
-          });
-          const rejects = batch.rejects.map((r) => ({ ...r, recordNumber: base + r.recordNumber }));
-          await copy.get(name)!.writePage(records.columns, typed, rejects);
         }
+        offsets.set(name, Math.max(last, base + records.summary().dataRows));
       }
-      offsets.set(name, Math.max(last, base + records.summary().dataRows));
     }
     pageDone();
     // As a fetch would, give the event loop to the copier between pages.
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
-  for (const name of Object.keys(def.tables)) {
-    await (kind === 'json' ? json.get(name)! : copy.get(name)!).close();
+  if (onDemand) {
+    await onDemand.close();
+    return () => onDemand.targets();
   }
-  return () => {
-    const targets: { table: (typeof def.tables)[string]; source: LoadSource }[] = [];
-    for (const name of Object.keys(def.tables)) {
-      const spool = kind === 'json' ? json.get(name)! : copy.get(name)!;
-      targets.push({ table: def.tables[name]!, source: spool.toLoadSource(source) });
-    }
-    return targets;
-  };
+  for (const spool of json.values()) await spool.close();
+  return () =>
+    Object.keys(def.tables).map((name) => ({
+      table: def.tables[name]!,
+      source: json.get(name)!.toLoadSource(source),
+    }));
 }
 
 /**
@@ -195,7 +205,7 @@ async function load(side: Side, load: LoadCase = {}): Promise<LoadWindowResult> 
   side.log = [];
   const lines = side.log;
   const logger = createLogger({ level: 'debug', destination: { write: (line: string) => lines.push(line) } });
-  const spools = makeSpools(side.kind, dir);
+  const spools = makeSpools(side.kind, dir, load.source);
   const withPerRow = (targets: ReturnType<Awaited<ReturnType<typeof spoolPages>>>) => {
     if (side.kind !== 'json') expect(targets.every((t) => t.source.copyText !== undefined)).toBe(true);
     if (load.perRow) {
@@ -437,7 +447,7 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
   it('a first load while paging that fails otherwise than on the data ends the paging and commits nothing', async () => {
     const source = `${SOURCE}/live-broken`;
     const dir = await mkdtemp(join(tmpdir(), 'cybs-odct-'));
-    const spools = makeSpools('live', dir);
+    const spools = makeSpools('live', dir, source);
     const pages = Array.from({ length: 12 }, (_, i) => page(2000 + i * 5, 5, true, false));
     let written = 0;
     try {

@@ -254,6 +254,34 @@ describe('on-demand reports', () => {
     );
   });
 
+  it('purchase and refund details as bytes: the body as received, json() as getPurchaseRefundDetails', async () => {
+    api = createMockApi();
+    const body = fixture('purchase-refund-details-200.spec-example.json');
+    const text = `\ufeff${JSON.stringify(body)}`;
+    api.reply(
+      { status: 200, body },
+      { status: 200, body: text, headers: { 'content-type': 'application/json' } },
+      { status: 200, body: '{"requestDetails": [1', headers: { 'content-type': 'application/json' } },
+      { status: 200, body: { settlements: 'x' } },
+    );
+    const params = {
+      startTime: '2024-03-01T00:00:00Z',
+      endTime: '2024-03-02T00:00:00Z',
+      offset: 0,
+      limit: 2000,
+    };
+    const expected = await api.client.getPurchaseRefundDetails(params);
+    const page = await api.client.getPurchaseRefundDetailsPage(params);
+    expect(Buffer.concat(page.chunks).toString('utf8')).toBe(text);
+    // A byte order mark is skipped, as undici's text() skips it.
+    expect(page.json()).toEqual(expected);
+    const notJson = await api.client.getPurchaseRefundDetailsPage(params);
+    expect(() => notJson.json()).toThrow(/not JSON \(\{"requestDetails": \[1…\)/);
+    const unexpected = await api.client.getPurchaseRefundDetailsPage(params);
+    expect(() => unexpected.json()).toThrow(/unexpected body: at "settlements"/);
+    expect(new Set(api.requests.map((r) => r.path)).size).toBe(1);
+  });
+
   it('net fundings, conversion details, notification of changes', async () => {
     api = createMockApi();
     api.reply(
