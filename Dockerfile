@@ -16,6 +16,6 @@ COPY package.json config.yaml ./
 COPY sql ./sql
 USER node
 EXPOSE 9464
-# --max-semi-space-size, --heap-growing-percent: see src/runtime-flags.ts
-ENTRYPOINT ["node", "--max-semi-space-size=16", "--heap-growing-percent=25", "dist/src/cli.js"]
+# --max-semi-space-size (and the flags the CLI sets itself): see src/runtime-flags.ts
+ENTRYPOINT ["node", "--max-semi-space-size=8", "dist/src/cli.js"]
 CMD ["schedule"]

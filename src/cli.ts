@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=16 --heap-growing-percent=25
+#!/usr/bin/env -S node --max-semi-space-size=8
 /**
  * Composition root of the command line: parses arguments, builds the context (config, env,
  * logger, warehouse) and maps errors to exit codes: 0 success, 1 failure, 2 usage or config error.
@@ -10,6 +10,7 @@ import { DEFAULT_CONFIG_PATH } from './config/defaults.js';
 import { isCybsError } from './errors.js';
 import { scrubSecrets } from './observability/redact.js';
 import { packageVersion } from './paths.js';
+import { applyV8RuntimeFlags } from './runtime-flags.js';
 import { CliContext } from './commands/context.js';
 import type { CliIo } from './commands/context.js';
 import type { Command as CommandType } from 'commander';
@@ -147,6 +148,7 @@ function isMain(): boolean {
 }
 
 if (isMain()) {
+  applyV8RuntimeFlags();
   const code = await runCli(process.argv.slice(2), {
     env: process.env,
     stdout: process.stdout,

@@ -12,6 +12,10 @@ import { Readable } from 'node:stream';
 import { openCsvReport } from '../../src/parse/csv-report.js';
 import { openXmlReport } from '../../src/parse/xml-report.js';
 import type { RecordSource } from '../../src/parse/records.js';
+import { applyV8RuntimeFlags } from '../../src/runtime-flags.js';
+
+// As the CLI does at start-up (src/runtime-flags.ts).
+applyV8RuntimeFlags();
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);

@@ -8,6 +8,10 @@ import { openCsvReport } from '../../src/parse/csv-report.js';
 import { openXmlReport } from '../../src/parse/xml-report.js';
 import type { RecordSource } from '../../src/parse/records.js';
 import { isCybsError } from '../../src/errors.js';
+import { applyV8RuntimeFlags } from '../../src/runtime-flags.js';
+
+// As the CLI does at start-up (src/runtime-flags.ts).
+applyV8RuntimeFlags();
 
 const MB = 1024 * 1024;
 const META = 'org1,Hostile,TransactionRequest,1.0,2024-01-01T00:00:00Z to 2024-01-02T00:00:00Z\n';
