@@ -27,6 +27,7 @@
 import { isUtf8 } from 'node:buffer';
 import { INVALID, coercerFor } from '../catalog/index.js';
 import type { Coercer, PgType } from '../catalog/index.js';
+import { canonicalDecimal, writeDecimal } from '../load/canonical-bytes.js';
 import { COPY_NULL, encodeCopyValue } from '../load/copy-text.js';
 
 export interface ScanField {
@@ -625,33 +626,6 @@ function copy(from: Buffer, s: number, e: number, to: Buffer, o: number): number
   return o;
 }
 
-/**
- * `-?(0|[1-9]\d*)(\.\d+)?` and not a negative zero: the forms coerceNumeric returns unchanged
- * (its FAST_DECIMAL, less the `-0…` it rewrites).
- */
-function canonicalDecimal(b: Buffer, s: number, e: number): boolean {
-  let j = s;
-  const negative = b[j] === MINUS;
-  if (negative) j++;
-  let nonZero = false;
-  if (b[j] === ZERO) j++;
-  else if (j < e && isDigit19(b[j])) {
-    nonZero = true;
-    while (j < e && isDigit(b[j])) j++;
-  } else return false;
-  if (j < e) {
-    if (b[j] !== DOT) return false;
-    j++;
-    if (j >= e) return false;
-    for (; j < e; j++) {
-      const c = b[j]!;
-      if (c < ZERO || c > NINE) return false;
-      if (c !== ZERO) nonZero = true;
-    }
-  }
-  return !negative || nonZero;
-}
-
 /** Two digits at `at` as a number, -1 when not digits. */
 function two(b: Buffer, at: number): number {
   const x = b[at]! - ZERO;
@@ -703,17 +677,4 @@ function utcTimestampForm(b: Buffer, s: number, e: number): number {
   const leap = (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
   const max = mo === 2 && leap ? 29 : DAYS_IN_MONTH[mo - 1]!;
   return d <= max ? len : 0;
-}
-
-/** A positive integer's decimal digits at `o`; the new offset. */
-function writeDecimal(out: Buffer, o: number, n: number): number {
-  if (n < 10) {
-    out[o] = ZERO + n;
-    return o + 1;
-  }
-  let digits = 0;
-  for (let m = n; m > 0; m = Math.floor(m / 10)) digits++;
-  let p = o + digits;
-  for (let m = n; m > 0; m = Math.floor(m / 10)) out[--p] = ZERO + (m % 10);
-  return o + digits;
 }
