@@ -166,11 +166,10 @@ export class OnDemandPageScanner {
    * The page's lines, each section's records numbered from `bases[section] + 1`; undefined when
    * the page is not in the common shape (see the module comment).
    *
-   * The lines are written into one of two buffers kept from call to call (a fresh 1–3 MB buffer
-   * per page made V8 collect the old generation about twice a page, as it counts such memory
-   * towards its limit): they stay as they are until the call after next, by which time the caller
-   * must be done with them (OnDemandSpools waits for the writes of a page before the next but one
-   * is scanned).
+   * The lines are written into one of two buffers kept from call to call (V8 counts buffers
+   * towards its old generation's limit: fresh ones per page meant more mark-compacts): they stay
+   * as they are until the call after next, by which time the caller must be done with them
+   * (OnDemandSpools waits for the writes of a page before the next but one is scanned).
    */
   scan(page: Buffer | readonly Buffer[], bases: readonly number[]): ScannedPage | undefined {
     const bytes = Buffer.isBuffer(page) ? page : this.joined(page);

@@ -30,7 +30,8 @@ export class OnDemandSpools {
   readonly spools: Map<string, CopyTextSpool>;
   private readonly offsets = new Map<string, number>();
   private readonly scanner: OnDemandPageScanner | undefined;
-  private readonly scanned: ScannedSectionSpool[] = [];
+  /** The scanner's sections, in its plan's order (empty without a scanner). */
+  private readonly scanned: ScannedSectionSpool[];
   /** Pages written. */
   pages = 0;
 
@@ -47,16 +48,18 @@ export class OnDemandSpools {
       ]),
     );
     const plan = def.endpoint === 'purchase-refund-details' ? this.scanPlan() : undefined;
-    this.scanner = plan ? new OnDemandPageScanner(plan) : undefined;
+    this.scanner = plan ? new OnDemandPageScanner(plan.plan) : undefined;
+    this.scanned = plan ? plan.spools : [];
   }
 
   /**
    * What the scanner reads: every section of the endpoint is an array of items with a table here,
    * each natural key column one of its fields; else no scanner (every page is parsed).
    */
-  private scanPlan(): ScanPlan | undefined {
+  private scanPlan(): { plan: ScanPlan; spools: ScannedSectionSpool[] } | undefined {
     const sections = sectionsOf(this.def.endpoint);
     const plan: ScanPlan['sections'][number][] = [];
+    const spools: ScannedSectionSpool[] = [];
     for (const section of sections) {
       const table = this.def.tables[section.name];
       if (!table || section.kind !== 'items' || section.fields.some((f) => f.source !== 'item'))
@@ -69,7 +72,7 @@ export class OnDemandSpools {
         required.push(index);
       }
       plan.push({ key: section.key, fields: section.fields, required });
-      this.scanned.push({
+      spools.push({
         name: section.name,
         spool: this.spools.get(section.name)!,
         columns: sectionColumns(section),
@@ -77,7 +80,8 @@ export class OnDemandSpools {
     }
     const counted = countedSection(sections);
     if (counted === undefined) return undefined;
-    return { sections: plan, numbers: ['offset', 'limit', 'pageResults'], counted };
+    // The page's top-level numbers (purchaseRefundDetailsResponseSchema: a number or null).
+    return { plan: { sections: plan, numbers: ['offset', 'limit', 'pageResults'], counted }, spools };
   }
 
   /**
