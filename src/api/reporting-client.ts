@@ -292,10 +292,6 @@ export function isJsonContentType(contentType: string | undefined): boolean {
   return contentType !== undefined && /^application\/([\w.-]+\+)?json\b/i.test(contentType.trim());
 }
 
-async function readText(response: RawResponse): Promise<string> {
-  return response.body.text();
-}
-
 async function readChunks(response: RawResponse): Promise<Buffer[]> {
   const chunks: Buffer[] = [];
   for await (const chunk of response.body) chunks.push(chunk as Buffer);
@@ -398,8 +394,7 @@ export function createReportingClient(
     options?: RequestOptions,
     fastCheck?: (data: unknown) => unknown,
   ): Promise<z.output<S>> {
-    const req = withSignal(request, options);
-    return checkedJson(req, await transport.execute(req, readText), schema, fastCheck);
+    return (await getJsonPage(request, schema, options, fastCheck)).json();
   }
 
   async function getJsonPage<S extends z.ZodType>(

@@ -474,8 +474,10 @@ class BodyScanner {
     }
   }
 
-  /** Check a value as written (quotes included); a failed check sets the record aside. */
-  /** Whether the value written in bytes [s, e) (quoted or not) is canonical for its column. */
+  /**
+   * Check the value written in bytes [s, e) (quotes included): a value not canonical for its
+   * column, or an empty key, sets the record aside.
+   */
   private checkValue(field: number, b: Buffer, s: number, e: number): void {
     if (this.bad) return;
     if (e > s && b[s] === QUOTE) {
