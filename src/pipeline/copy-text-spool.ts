@@ -243,7 +243,7 @@ class SegmentFile {
   private takenLines = 0;
   /** SHA-256 of the text written, as it is written (CopyTextSpool.digestInto). */
   readonly hash = createHash('sha256');
-  /** The last writeBytes (writes complete in order). */
+  /** The last write issued (writes complete in order). */
   private lastWrite: Promise<void> = Promise.resolve();
 
   constructor(
@@ -273,22 +273,28 @@ class SegmentFile {
   async writeBytes(text: Buffer, lines: number, firstRecord: number): Promise<void> {
     await this.flush();
     for (let k = 0; k < lines; k++) this.map.add(firstRecord + k);
-    this.hash.update(text);
-    let more = true;
-    this.lastWrite = new Promise((resolve) => {
-      more = this.out.write(text, (error) => {
-        resolve();
-        if (error) return;
-        this.writtenBytes += text.length;
-        this.writtenLines += lines;
-      });
-    });
-    if (!more) await once(this.out, 'drain');
+    await this.send(text, text.length, lines);
   }
 
   /** Resolves once every write issued so far has completed (or failed: the stream reports it). */
   written(): Promise<void> {
     return this.lastWrite;
+  }
+
+  /** Hash and write `lines` lines of `bytes` bytes; counted as written once the write completes. */
+  private async send(data: string | Buffer, bytes: number, lines: number): Promise<void> {
+    this.hash.update(data);
+    let more = true;
+    this.lastWrite = new Promise((resolve) => {
+      // Writes complete in order: what the callback counts is in the file.
+      more = this.out.write(data, (error) => {
+        resolve();
+        if (error) return;
+        this.writtenBytes += bytes;
+        this.writtenLines += lines;
+      });
+    });
+    if (!more) await once(this.out, 'drain');
   }
 
   async flush(): Promise<void> {
@@ -298,15 +304,7 @@ class SegmentFile {
     this.parts = [];
     this.chars = 0;
     this.partLines = 0;
-    const bytes = Buffer.byteLength(text, 'utf8');
-    this.hash.update(text, 'utf8');
-    // Writes complete in order: what the callback counts is in the file.
-    const more = this.out.write(text, (error) => {
-      if (error) return;
-      this.writtenBytes += bytes;
-      this.writtenLines += lines;
-    });
-    if (!more) await once(this.out, 'drain');
+    await this.send(text, Buffer.byteLength(text, 'utf8'), lines);
   }
 
   /** The lines in the file that no feed took yet (see CopyTextSpool.feed). */
