@@ -58,7 +58,7 @@ describe.each(warehouseBackends('ddl'))('table DDL on %s', (_backend, open) => {
       select pg_get_indexdef(indexrelid) as def from pg_index
        where indrelid = 'cybs.payment_batch_detail'::regclass and indisunique`.execute(warehouse.db);
     expect(index.rows.map((r) => r.def)).toEqual([
-      'CREATE UNIQUE INDEX payment_batch_detail_natural_key ON cybs.payment_batch_detail USING btree (_organization_id, request_id)',
+      'CREATE UNIQUE INDEX payment_batch_detail_natural_key ON cybs.payment_batch_detail USING btree (request_id, _organization_id)',
     ]);
     const comments = await sql<{ name: string; comment: string | null }>`
       select attname as name, col_description(attrelid, attnum) as comment from pg_attribute

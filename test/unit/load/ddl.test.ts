@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   addColumnDdl,
+  naturalKeyIndexColumns,
   naturalKeyIndexName,
   quoteIdent,
   quoteLiteral,
@@ -62,9 +63,9 @@ describe('tableDdl', () => {
     );
   });
 
-  it('adds a unique index on the natural key and an index to find a source’s rows', () => {
+  it('adds a unique index on the natural key (the organization last) and an index to find a source’s rows', () => {
     expect(statements).toContain(
-      'create unique index if not exists "transaction_request_natural_key" on "cybs"."transaction_request" ("_organization_id", "request_id")',
+      'create unique index if not exists "transaction_request_natural_key" on "cybs"."transaction_request" ("request_id", "_organization_id")',
     );
     expect(statements).toContain(
       'create index if not exists "transaction_request_source" on "cybs"."transaction_request" ("_organization_id", "_source")',
@@ -125,6 +126,19 @@ describe('tableDdl', () => {
       `comment on column "cybs"."x""; drop table t; --"."a""b" is E'\\\\''; drop table t; --'`,
     );
     expect(hostile.find((s) => s.startsWith('comment on table'))).toContain(`is '''); drop table t; --`);
+  });
+
+  it('orders the unique index with the organization last, unless the key starts with (organization, source)', () => {
+    const keyed = (naturalKey: string[]) => naturalKeyIndexColumns({ ...decl, naturalKey });
+    expect(keyed(['_organization_id', 'request_id'])).toEqual(['request_id', '_organization_id']);
+    expect(keyed(['_organization_id', 'batch_id', 'line'])).toEqual(['batch_id', 'line', '_organization_id']);
+    expect(keyed(['_organization_id', '_source', '_source_row'])).toEqual([
+      '_organization_id',
+      '_source',
+      '_source_row',
+    ]);
+    expect(keyed(['_organization_id'])).toEqual(['_organization_id']);
+    expect(keyed(['request_id', '_organization_id'])).toEqual(['request_id', '_organization_id']);
   });
 
   it('truncates index names to 63 bytes', () => {
