@@ -1,7 +1,8 @@
 # cybs-etl: the scheduler image. Build: docker build -t cybs-etl .
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY package.json package-lock.json tsconfig.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY pipelines ./pipelines
 COPY sql ./sql
@@ -17,5 +18,5 @@ COPY sql ./sql
 USER node
 EXPOSE 9464
 # --max-semi-space-size (and the flags the CLI sets itself): see src/runtime-flags.ts
-ENTRYPOINT ["node", "--max-semi-space-size=8", "dist/src/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=8", "dist/cli.mjs"]
 CMD ["schedule"]

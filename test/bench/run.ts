@@ -6,8 +6,8 @@
  * (default 3) repetitions per case (the median is reported); BENCH_CASES (comma list) runs a subset
  * (ref,csv,xml,prd,backfill,naive); TEST_PG_ADMIN_URL as for the tests.
  *
- * Each case runs in its own process (the compiled CLI, as deployed: `node <the V8 flags of
- * src/runtime-flags.ts, as in the bin's shebang> dist/src/cli.js`) under
+ * Each case runs in its own process (the CLI as shipped: `node <the V8 flags of
+ * src/runtime-flags.ts, as in the bin's shebang> dist/cli.mjs`, the bundle of scripts/build.mjs) under
  * /usr/bin/time, whose maximum resident set size is the peak RSS reported. The simulator runs in
  * another process, so its memory is not counted.
  */
@@ -216,9 +216,9 @@ function rowsOf(stdout: string): { loaded: number; rejected: number } {
   return { loaded: Number(loaded?.[1] ?? NaN), rejected: Number(rejected?.[1] ?? 0) };
 }
 
-/** Compile src/ and pipelines/ once, as deployed (node dist/src/cli.js), into a cache folder. */
+/** Build the CLI once, as shipped (the bundle that dist/cli.mjs is), into a cache folder. */
 function build(): string {
-  log('compiling into node_modules/.cache/cybs-etl-bench');
+  log('building into node_modules/.cache/cybs-etl-bench');
   return compileCli('cybs-etl-bench');
 }
 

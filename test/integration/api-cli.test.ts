@@ -3,17 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
-import { verifyCybsRequest } from '../helpers/cybs-verifier.js';
-import type { VerifyResult } from '../helpers/cybs-verifier.js';
-import { startLocalServer } from '../helpers/local-server.js';
 import type { LocalServer } from '../helpers/local-server.js';
-import { createTestP12 } from '../helpers/p12.js';
-
-const MERCHANT = 'testrest';
-const KEY_ID = '08c94330-f618-42a3-b09d-e1e43be5efda';
-const SECRET = 'yBJxy6LjM2TmcPGu+GaJrHtkke25fPpUX+UY6/L/1tE=';
-const P12_PASSWORD = 'p12-pass-Xy7';
-const p12 = createTestP12({ alias: MERCHANT, password: P12_PASSWORD });
+import { SIGNING_SCHEMES, startSigningFixture } from '../helpers/signing-fixture.js';
+import type { SigningFixture } from '../helpers/signing-fixture.js';
 
 const DEFINITIONS = {
   reportDefinitions: [{ reportDefinitionId: 210, reportDefintionName: 'TransactionRequestClass' }],
@@ -22,8 +14,9 @@ const DEFINITIONS = {
 describe('cybs-etl api against a local server that verifies the signature', () => {
   let dir: string;
   let config: string;
+  let fixture: SigningFixture;
   let server: LocalServer;
-  const verdicts: VerifyResult[] = [];
+  let verdicts: SigningFixture['verdicts'];
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'cybs-api-cli-'));
@@ -32,25 +25,11 @@ describe('cybs-etl api against a local server that verifies the signature', () =
       config,
       'log:\n  level: silent\napi:\n  retry:\n    attempts: 2\n    minDelayMs: 1\n    maxDelayMs: 5\n',
     );
-    await writeFile(join(dir, 'key.p12'), p12.der);
     await writeFile(
       join(dir, 'body.json'),
       '{ "reportName": "once",\n  "reportFields": ["Request.RequestID"] }\n',
     );
-    server = await startLocalServer((req, res) => {
-      const verdict = verifyCybsRequest(req, {
-        merchantId: MERCHANT,
-        keyId: KEY_ID,
-        sharedSecret: SECRET,
-        publicKeyPem: p12.publicKeyPem,
-        rsaKid: p12.serialNumber,
-      });
-      verdicts.push(verdict);
-      if (!verdict.ok) {
-        res.writeHead(401, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ response: { rmsg: 'Authentication Failed' } }));
-        return;
-      }
+    fixture = await startSigningFixture(dir, (req, res) => {
       if (req.url.startsWith('/reporting/v3/report-definitions')) {
         res.writeHead(200, { 'content-type': 'application/hal+json' });
         res.end(JSON.stringify(DEFINITIONS));
@@ -75,22 +54,17 @@ describe('cybs-etl api against a local server that verifies the signature', () =
         res.end();
       }
     });
+    server = fixture.server;
+    verdicts = fixture.verdicts;
   });
   afterAll(async () => {
     await server.close();
     await rm(dir, { recursive: true, force: true });
   });
 
-  const envFor = (auth: string): Record<string, string> => ({
-    CYBS_BASE_URL: server.url,
-    CYBS_AUTH: auth,
-    CYBS_MERCHANT_ID: MERCHANT,
-    ...(auth === 'jwt-p12'
-      ? { CYBS_P12_PATH: join(dir, 'key.p12'), CYBS_P12_PASSWORD: P12_PASSWORD }
-      : { CYBS_KEY_ID: KEY_ID, CYBS_SHARED_SECRET: SECRET }),
-  });
+  const envFor = (auth: string): Record<string, string> => fixture.env(auth);
 
-  for (const auth of ['http-signature', 'jwt', 'jwt-p12']) {
+  for (const auth of SIGNING_SCHEMES) {
     it(`${auth}: GET /reporting/v3/report-definitions is signed validly and printed as pretty JSON`, async () => {
       const before = server.received.length;
       const r = await cli(['--config', config, 'api', 'GET', '/reporting/v3/report-definitions'], {

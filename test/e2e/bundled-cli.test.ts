@@ -1,0 +1,116 @@
+/**
+ * The CLI as shipped: the one-file bundle of scripts/build.mjs (dist/cli.mjs, the package's bin),
+ * run by node without tsx. The rest of the suite runs src/ through tsx; this checks what bundling
+ * could break: the main job with the built-in simulator and the embedded warehouse (PGlite, left
+ * outside the bundle, finds its WebAssembly files), and each way of signing a request (jose, and
+ * node-forge for the PKCS#12 key, both inside the bundle).
+ */
+import { spawn } from 'node:child_process';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileCli } from '../helpers/compiled-cli.js';
+import { SIGNING_SCHEMES, startSigningFixture } from '../helpers/signing-fixture.js';
+import type { SigningFixture } from '../helpers/signing-fixture.js';
+import { repoRoot } from '../helpers/simulator-process.js';
+import { NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runBundle(bundle: string, args: string[], cwd: string, env: Record<string, string>): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    // As the bin's shebang runs it: node with the flags of src/runtime-flags.ts, no tsx.
+    const child = spawn(process.execPath, [...NODE_RUNTIME_FLAGS, bundle, ...args], {
+      cwd,
+      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
+  let bundle: string;
+  let dir: string;
+
+  beforeAll(async () => {
+    bundle = compileCli('cybs-etl-bundle-test');
+    dir = await mkdtemp(join(tmpdir(), 'cybs-bundle-'));
+  }, 120_000);
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('prints its version from package.json', async () => {
+    const r = await runBundle(bundle, ['--version'], dir, {});
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it('runs the main job without credentials: the built-in simulator into the embedded warehouse', async () => {
+    const work = join(dir, 'main-job');
+    await mkdir(work);
+    // The same command as `npm start`, with the repository's config.yaml, from a directory of its
+    // own (its ./data/warehouse).
+    await copyFile(join(repoRoot, 'config.yaml'), join(work, 'config.yaml'));
+    const run = await runBundle(bundle, ['run'], work, {});
+    expect(run.code, run.stderr.slice(-2000)).toBe(0);
+    expect(run.stdout).toMatch(/windows failed\s+0\b/);
+    const loaded = Number(/windows loaded\s+(\d+)/.exec(run.stdout)?.[1]);
+    expect(loaded).toBeGreaterThan(0);
+    const rows = Number(/rows loaded\s+(\d+)/.exec(run.stdout)?.[1]);
+    expect(rows).toBeGreaterThan(0);
+    const sql = await runBundle(
+      bundle,
+      ['sql', 'select count(*) as n from cybs.transaction_request where amount is not null'],
+      work,
+      {},
+    );
+    expect(sql.code, sql.stderr).toBe(0);
+    const n = Number(/^\s*(\d+)\s*$/m.exec(sql.stdout)?.[1]);
+    expect(n).toBeGreaterThan(0);
+  }, 180_000);
+
+  describe('signs requests with every scheme', () => {
+    let fixture: SigningFixture;
+    let config: string;
+
+    beforeAll(async () => {
+      config = join(dir, 'config.yaml');
+      await writeFile(config, 'log:\n  level: silent\n');
+      fixture = await startSigningFixture(dir, (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ reportDefinitions: [] }));
+      });
+    });
+    afterAll(async () => {
+      await fixture.server.close();
+    });
+
+    for (const auth of SIGNING_SCHEMES) {
+      it(auth, async () => {
+        const r = await runBundle(
+          bundle,
+          ['--config', config, 'api', 'GET', '/reporting/v3/report-definitions'],
+          dir,
+          fixture.env(auth),
+        );
+        expect(r.stderr).toBe('');
+        expect(r.code).toBe(0);
+        expect(JSON.parse(r.stdout)).toEqual({ reportDefinitions: [] });
+        expect(fixture.verdicts.at(-1)).toEqual({ ok: true, scheme: auth });
+      });
+    }
+  });
+});
