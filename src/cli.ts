@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --initial-old-space-size=64
 /**
  * Composition root of the command line: parses arguments, builds the context (config, env,
  * logger, warehouse) and maps errors to exit codes: 0 success, 1 failure, 2 usage or config error.

@@ -6,8 +6,8 @@
  * (default 3) repetitions per case (the median is reported); BENCH_CASES (comma list) runs a subset
  * (ref,csv,xml,prd,backfill,naive); TEST_PG_ADMIN_URL as for the tests.
  *
- * Each case runs in its own process (the CLI as shipped: `node <the V8 flags of
- * src/runtime-flags.ts, as in the bin's shebang> dist/cli.mjs`, the bundle of scripts/build.mjs) under
+ * Each case runs in its own process (the CLI as shipped: `<the environment and V8 flags of
+ * src/runtime-flags.ts, as in the bin's shebang> node dist/cli.mjs`, the bundle of scripts/build.mjs) under
  * /usr/bin/time, whose maximum resident set size is the peak RSS reported. The simulator runs in
  * another process, so its memory is not counted.
  */
@@ -22,7 +22,7 @@ import pg from 'pg';
 import { parse } from 'csv-parse/sync';
 import { resolveHeader } from '../../src/catalog/index.js';
 import { compileCli } from '../helpers/compiled-cli.js';
-import { NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
+import { NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ADMIN_URL = process.env['TEST_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -233,6 +233,7 @@ async function main(): Promise<void> {
   );
   const etl = (url: string, sim: Sim, args: string[]) =>
     measure(process.execPath, [...NODE_RUNTIME_FLAGS, cli, '--config', configPath, ...args], {
+      ...NODE_RUNTIME_ENV,
       ...sim.env,
       DATABASE_URL: url,
     });

@@ -6,6 +6,7 @@
  * node-forge for the PKCS#12 key, both inside the bundle).
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import { compileCli } from '../helpers/compiled-cli.js';
 import { SIGNING_SCHEMES, startSigningFixture } from '../helpers/signing-fixture.js';
 import type { SigningFixture } from '../helpers/signing-fixture.js';
 import { repoRoot } from '../helpers/simulator-process.js';
-import { NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
+import { NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 
 interface Ran {
   code: number | null;
@@ -24,10 +25,10 @@ interface Ran {
 
 function runBundle(bundle: string, args: string[], cwd: string, env: Record<string, string>): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    // As the bin's shebang runs it: node with the flags of src/runtime-flags.ts, no tsx.
+    // As the bin's shebang runs it: node with the flags and environment of src/runtime-flags.ts, no tsx.
     const child = spawn(process.execPath, [...NODE_RUNTIME_FLAGS, bundle, ...args], {
       cwd,
-      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...NODE_RUNTIME_ENV, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -49,6 +50,11 @@ describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
   }, 120_000);
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it('keeps the shebang of src/cli.ts (the flags and environment it runs with)', async () => {
+    const first = (file: string) => readFileSync(file, 'utf8').slice(0, 200).split('\n')[0];
+    expect(first(bundle)).toBe(first(join(repoRoot, 'src', 'cli.ts')));
   });
 
   it('prints its version from package.json', async () => {

@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
+import { NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -32,7 +32,7 @@ export async function spawnSimulator(
       : ['--import', 'tsx', path.join(repoRoot, 'src', 'cli.ts'), '--log-level', 'warn', 'simulator'];
   const child = spawn(process.execPath, [...NODE_RUNTIME_FLAGS, ...entry, ...args], {
     cwd: repoRoot,
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...NODE_RUNTIME_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

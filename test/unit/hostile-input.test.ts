@@ -21,7 +21,7 @@ import type { RecordSource } from '../../src/parse/records.js';
 import { openXmlReport } from '../../src/parse/xml-report.js';
 import { XmlRecordScanner } from '../../src/parse/xml-scanner.js';
 import { repoRoot } from '../helpers/simulator-process.js';
-import { NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
+import { NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 
 const run = promisify(execFile);
 const META = 'org1,Hostile,TransactionRequest,1.0,2024-01-01T00:00:00Z to 2024-01-02T00:00:00Z\n';
@@ -271,9 +271,9 @@ describe('hostile input: huge inputs in a child process (peak RSS)', () => {
     it(`${name}: ${String(expected)} with peak RSS under 300 MB`, { timeout: 120_000 }, async () => {
       const { stdout } = await run(
         process.execPath,
-        // With the V8 flags every cybs-etl process runs with (src/runtime-flags.ts).
+        // With the flags and environment every cybs-etl process runs with (src/runtime-flags.ts).
         [...NODE_RUNTIME_FLAGS, '--import', 'tsx', path.join('test', 'helpers', 'hostile-child.ts'), name],
-        { cwd: repoRoot, maxBuffer: 1024 * 1024 },
+        { cwd: repoRoot, maxBuffer: 1024 * 1024, env: { ...process.env, ...NODE_RUNTIME_ENV } },
       );
       const r = JSON.parse(stdout.trim().split('\n').pop()!) as {
         outcome: string;

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { NODE_RUNTIME_FLAGS } from '../../../src/runtime-flags.js';
+import { NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS } from '../../../src/runtime-flags.js';
 import { repoRoot } from './helpers.js';
 
 const run = promisify(execFile);
@@ -14,14 +14,14 @@ interface BenchResult {
 }
 
 /**
- * Runs the memory bench in a child process (its own peak RSS) with the V8 flags every cybs-etl
- * process runs with, and returns its JSON line.
+ * Runs the memory bench in a child process (its own peak RSS) with the flags and environment every
+ * cybs-etl process runs with, and returns its JSON line.
  */
 async function bench(args: string[]): Promise<BenchResult> {
   const { stdout } = await run(
     process.execPath,
     [...NODE_RUNTIME_FLAGS, '--import', 'tsx', path.join('test', 'bench', 'parse-memory.ts'), ...args],
-    { cwd: repoRoot, maxBuffer: 1024 * 1024 },
+    { cwd: repoRoot, maxBuffer: 1024 * 1024, env: { ...process.env, ...NODE_RUNTIME_ENV } },
   );
   return JSON.parse(stdout.trim().split('\n').pop()!) as BenchResult;
 }
