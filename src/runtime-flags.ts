@@ -6,10 +6,10 @@ import v8 from 'node:v8';
  * NODE_RUNTIME_FLAGS size the heap, so they must be on node's command line (the bin's shebang,
  * npm start, the Docker entrypoint, and the tests and bench that spawn a process to measure it):
  * v8.setFlagsFromString has no effect on a heap already configured. NODE_RUNTIME_ENV is read by
- * glibc when the process starts, so it goes in the same places (the shebang through `env -S`). V8_RUNTIME_FLAGS are read by
- * V8's garbage collector each time it decides, so the CLI sets them itself when it starts
- * (applyV8RuntimeFlags), which also keeps the shebang under the 127 characters older Linux kernels
- * read of it.
+ * glibc when the process starts, so it goes in the same places (the shebang through `env -S`).
+ * V8_RUNTIME_FLAGS are read by V8's garbage collector each time it decides, so the CLI sets them
+ * itself when it starts (applyV8RuntimeFlags), which also keeps the shebang under the 127
+ * characters older Linux kernels read of it.
  *
  * `--max-semi-space-size=8`: Node 24 sizes V8's young generation from the machine's memory (64 MB
  * semi-spaces on a 24 GB machine), so short-lived garbage of a streaming load piles up to ~250 MB of
@@ -29,7 +29,7 @@ import v8 from 'node:v8';
  * 66). Measured on this 2-core machine, alternating, in a slow phase: the loader's CPU 5.6–6.0 s →
  * 3.7–4.1 s for the 1M-row CSV load, 3.8–4.2 s → 3.0–3.4 s for 200,000 Purchase and Refund Detail
  * records, 24.5–27.9 s → 19.8–21.3 s for the 30-day backfill. Node 24's collector did not need it
- * (34 mark-compacts either way). The floor costs RSS where the heap is small: the backfill's peak
+ * (31–34 mark-compacts with or without it). The floor costs RSS where the heap is small: the backfill's peak
  * went from 179–183 MB to 189–196 MB, which MALLOC_ARENA_MAX takes back (below).
  *
  * MALLOC_ARENA_MAX=2 (NODE_RUNTIME_ENV): glibc gives each thread that allocates (libuv's pool, V8's
