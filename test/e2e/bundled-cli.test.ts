@@ -5,17 +5,16 @@
  * outside the bundle, finds its WebAssembly files), and each way of signing a request (jose, and
  * node-forge for the PKCS#12 key, both inside the bundle).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnCli } from '../helpers/cli-process.js';
 import { compileCli } from '../helpers/compiled-cli.js';
 import { SIGNING_SCHEMES, startSigningFixture } from '../helpers/signing-fixture.js';
 import type { SigningFixture } from '../helpers/signing-fixture.js';
 import { repoRoot } from '../helpers/simulator-process.js';
-import { NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 
 interface Ran {
   code: number | null;
@@ -23,21 +22,15 @@ interface Ran {
   stderr: string;
 }
 
-function runBundle(bundle: string, args: string[], cwd: string, env: Record<string, string>): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    // As the bin's shebang runs it: node with the flags and environment of src/runtime-flags.ts, no tsx.
-    const child = spawn(process.execPath, [...NODE_RUNTIME_FLAGS, bundle, ...args], {
-      cwd,
-      env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...NODE_RUNTIME_ENV, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+async function runBundle(
+  bundle: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string>,
+): Promise<Ran> {
+  const cli = spawnCli(args, env, { bundle, cwd });
+  const { code } = await cli.exited;
+  return { code, stdout: cli.stdout(), stderr: cli.stderr() };
 }
 
 describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {

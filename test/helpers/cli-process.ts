@@ -1,10 +1,12 @@
 /**
- * The CLI in a child process (`node --import tsx src/cli.ts …`), for tests that kill it, run several
- * at once, or read everything it writes (stdout and the JSON log lines on stderr).
+ * The CLI in a child process (`node --import tsx src/cli.ts …`, or the built bundle as the bin runs
+ * it), for tests that kill it, run several at once, or read everything it writes (stdout and the
+ * JSON log lines on stderr).
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 import { repoRoot } from './simulator-process.js';
 
 export interface CliProcess {
@@ -15,10 +17,26 @@ export interface CliProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function spawnCli(args: string[], env: Record<string, string>): CliProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'src', 'cli.ts'), ...args], {
-    cwd: repoRoot,
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...env },
+/**
+ * `options.bundle`: run that built bundle (compileCli) instead of src/ through tsx, with the flags
+ * and environment of src/runtime-flags.ts, as the bin's shebang runs it.
+ */
+export function spawnCli(
+  args: string[],
+  env: Record<string, string>,
+  options: { bundle?: string; cwd?: string } = {},
+): CliProcess {
+  const entry = options.bundle
+    ? [...NODE_RUNTIME_FLAGS, options.bundle]
+    : ['--import', 'tsx', path.join(repoRoot, 'src', 'cli.ts')];
+  const child = spawn(process.execPath, [...entry, ...args], {
+    cwd: options.cwd ?? repoRoot,
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '',
+      ...(options.bundle ? NODE_RUNTIME_ENV : {}),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
