@@ -19,7 +19,13 @@ import {
 import type { ExistingColumn } from './ddl.js';
 import { PG_TYPES } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
-import { isFastPathRefusal, isSourceFailure, refuseFastPath } from './fast-csv.js';
+import {
+  RAW_CSV_COPY_OPTIONS,
+  copyTextField,
+  isFastPathRefusal,
+  isSourceFailure,
+  refuseFastPath,
+} from './fast-csv.js';
 import type { RawCsvBody, RawCsvChecks } from './fast-csv.js';
 import { LineMap } from './line-map.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
@@ -1561,8 +1567,9 @@ async function* appendToLines(
 }
 
 /**
- * The fast path (src/load/fast-csv.ts): the file's data bytes go unchanged to one
- * `COPY … (FORMAT csv)` into the typed staging table, so PostgreSQL splits and casts them in C,
+ * The fast path (src/load/fast-csv.ts): the file's data records go to one COPY (as COPY text with
+ * a comma delimiter, most of them unchanged) into the typed staging table, so PostgreSQL splits
+ * and casts them in C,
  * while the scanner checks every record on its way (a value of a non-text column must be in the
  * canonical form that PostgreSQL and the catalog's coercers read identically, a key must not be
  * empty) and gets its line number appended for `_source_row`. A record that fails a check is set
@@ -1586,7 +1593,7 @@ async function copyRawCsv(
   // The scanner appends each record's line number: the last column, `_source_row`.
   const copied = await copyRawBytes(
     ctx,
-    `COPY pg_temp.${quoteIdent(stagingName)} (${columns}, "_source_row") FROM STDIN (FORMAT csv, FORCE_NULL (${columns}))`,
+    `COPY pg_temp.${quoteIdent(stagingName)} (${columns}, "_source_row") FROM STDIN ${RAW_CSV_COPY_OPTIONS}`,
     body,
     rawCsvChecks(decl, staged),
   );
@@ -1608,7 +1615,8 @@ async function copyRawCsv(
  * COPY (23505); when the scanner set records aside for the per-row path, the rows cannot stay
  * either: the COPY is rolled back to a savepoint and the caller loads through the staging table
  * (`conflict`; a refusal when the bytes cannot be read again). `staging` when the table has rows
- * of this source already (a re-load), without reading anything.
+ * of this source already (a re-load), or for lineage values COPY text cannot carry (empty), without
+ * reading anything.
  */
 async function copyRawCsvIntoTable(
   ctx: WindowContext,
@@ -1621,10 +1629,12 @@ async function copyRawCsvIntoTable(
 ): Promise<number | 'conflict' | 'staging'> {
   const { organizationId } = ctx.options.window;
   if (!(await isFirstLoad(ctx, trx, decl, source))) return 'staging';
-  const quoted = (value: string) => `"${value.replace(/"/g, '""')}"`;
+  const org = copyTextField(organizationId);
+  const src = copyTextField(source.source);
+  if (org === undefined || src === undefined) return 'staging';
   const runId = ctx.options.runId;
-  // `_loaded_at` is left to its default, now() (see isFirstLoad).
-  const append = `,${quoted(organizationId)},${quoted(source.source)},${runId === null ? '' : String(runId)}`;
+  // `_loaded_at` is left to its default, now() (see isFirstLoad); an empty field is NULL.
+  const append = `,${org},${src},${runId === null ? '' : String(runId)}`;
   const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
   const lineage = '"_source_row", "_organization_id", "_source", "_run_id"';
   const table = `${quoteIdent(decl.schema)}.${quoteIdent(decl.name)}`;
@@ -1635,7 +1645,7 @@ async function copyRawCsvIntoTable(
   try {
     let copied = await copyRawBytes(
       ctx,
-      `COPY ${table} (${columns}, ${lineage}) FROM STDIN (FORMAT csv, FORCE_NULL (${columns}))`,
+      `COPY ${table} (${columns}, ${lineage}) FROM STDIN ${RAW_CSV_COPY_OPTIONS}`,
       body,
       { ...rawCsvChecks(decl, staged), append },
     );

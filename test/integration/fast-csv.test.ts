@@ -244,6 +244,34 @@ describe('fast CSV path ≡ per-row path', () => {
     await expectSame({ ...TR, text, windowKey: 'w2' }, true);
   });
 
+  it('rewrites backslashes, and the commas, quotes and line breaks of quoted values, as COPY text', async () => {
+    const text = edited((rows, column) => {
+      rows[1]![column('bill_to_city')] = 'C:\\temp\\new'; // unquoted backslashes
+      rows[2]![column('bill_to_city')] = 'a\\,b "q" \\N'; // quoted: comma, quotes, backslashes
+      rows[3]![column('bill_to_city')] = '\\N'; // COPY text's default NULL marker
+      rows[4]![column('bill_to_city')] = '\\.'; // COPY text's end-of-data marker
+      rows[5]![column('bill_to_address1')] = 'tab\there, "x"\r\nline\\two';
+      rows[6]![column('bill_to_city')] = 'RAW:"ends with a backslash\\"';
+      rows[7]![column('bill_to_city')] = 'RAW:""""'; // one quote
+      rows[8]![column('bill_to_city')] = '"'.repeat(40); // more quotes than the scanner keeps places of
+      rows[rows.length - 1]![column('bill_to_city')] = 'last\\';
+    });
+    await expectSame({ ...TR, text, windowKey: 'w9' }, true);
+    // Chunk boundaries anywhere, the backslashes of one record found again in the next chunk.
+    for (const size of [1, 2, 5, 64]) await expectSame({ ...TR, text, windowKey: 'w9' }, true, size);
+    // The last record without its line break.
+    await expectSame({ ...TR, text: text.slice(0, -2), windowKey: 'w9' }, true);
+  });
+
+  it('refuses a quote inside a value, or a value going on after its closing quote, as the per-row parser fails the file', async () => {
+    for (const raw of ['RAW:ab"c"d', 'RAW:"ab"c', 'RAW:"ab""c"d']) {
+      const text = edited((rows, column) => {
+        rows[2]![column('bill_to_city')] = raw;
+      });
+      await expectSame({ ...TR, text, windowKey: 'w10' }, false);
+    }
+  });
+
   it('adds unknown headers as text columns, recorded in etl.schema_changes', async () => {
     const text = edited((rows, _column, header) => {
       header.push('Brand New Field');

@@ -8,12 +8,37 @@ import {
   typeFamily,
   validatingEncoder,
 } from '../../../src/load/copy-text.js';
+import { copyTextField } from '../../../src/load/fast-csv.js';
 
 /** What PostgreSQL's COPY text reader does with a cell (the subset of escapes we produce). */
 function decode(cell: string): string | null {
   if (cell === '\\N') return null;
   return cell.replace(/\\(.)/g, (_m, c: string) => ({ t: '\t', n: '\n', r: '\r' })[c] ?? c);
 }
+
+describe("copyTextField (a value in the CSV fast path's comma-delimited COPY text)", () => {
+  it('escapes the comma besides what escapeCopyText escapes', () => {
+    expect(copyTextField('TransactionRequestReport_Daily/2026-11-18')).toBe(
+      'TransactionRequestReport_Daily/2026-11-18',
+    );
+    expect(copyTextField('a,b\\c\td\ne\rf')).toBe('a\\,b\\\\c\\td\\ne\\rf');
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1 }).filter((t) => !t.includes('\0')),
+        (text) => {
+          const field = copyTextField(text)!;
+          expect(field.replace(/\\./g, '')).not.toMatch(/[,\t\n\r\\]/);
+          expect(decode(field)).toBe(text);
+        },
+      ),
+    );
+  });
+
+  it('has no field for the empty string (NULL in that format) or a NUL character', () => {
+    expect(copyTextField('')).toBeUndefined();
+    expect(copyTextField('a\0b')).toBeUndefined();
+  });
+});
 
 describe('escapeCopyText', () => {
   it('escapes backslash, tab, newline and carriage return', () => {
