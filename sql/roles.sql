@@ -33,7 +33,7 @@ alter default privileges for role cybs_loader in schema cybs grant select on tab
 
 -- Analysts: the state tables, but not the raw text of rejected rows.
 grant usage on schema etl to cybs_analyst;
-grant select on etl.runs, etl.windows, etl.schema_changes to cybs_analyst;
+grant select on etl.runs, etl.windows, etl.schema_changes, etl.sources to cybs_analyst;
 revoke all on etl.rejects from cybs_analyst;
 
 create or replace view etl.rejects_summary as

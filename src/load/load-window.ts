@@ -12,6 +12,7 @@ import {
   commentOnColumnDdl,
   ensureTable,
   lockTableDdl,
+  naturalKeyIndexColumns,
   quoteIdent,
   readTableColumns,
   validateTableDecl,
@@ -295,6 +296,8 @@ interface WindowContext {
   writers: Set<string>;
   /** With LoadWindowOptions.state: the snapshot taken as the load began (pg_snapshot text). */
   snapshot: string;
+  /** Each source's number in etl.sources (decimal), taken as the load began (takeSourceKeys). */
+  sourceKeys: Map<string, string>;
 }
 
 /**
@@ -327,6 +330,11 @@ export async function loadWindow(
           abort: undefined,
           writers: new Set(),
           snapshot: '',
+          sourceKeys: await takeSourceKeys(
+            trx,
+            organizationId,
+            options.live ? [options.live.source] : options.targets.map((t) => t.source.source),
+          ),
         };
         const previous = options.state?.previous;
         if (options.state) {
@@ -484,7 +492,7 @@ async function holdsWhatWasLeft(
     const rows = await sql<{ owned: string; other: string }>`
       select count(*) as owned, count(*) filter (where not (xmin = any(${writers}::xid[]))) as other
         from ${sql.id(decl.schema, decl.name)}
-       where "_organization_id" = ${organizationId} and "_source" = ${source}`.execute(trx);
+       where ${ofSource(organizationId, source)}`.execute(trx);
     if (Number(rows.rows[0]!.owned) !== before.owned || Number(rows.rows[0]!.other) !== 0) return false;
   }
   return true;
@@ -557,7 +565,7 @@ async function loadedState(
     if (t.inserted + t.updated < owned) {
       const found = await sql<{ x: string }>`
         select xmin::text as x from ${sql.id(decl.schema, decl.name)}
-         where "_organization_id" = ${ctx.options.window.organizationId} and "_source" = ${source}
+         where ${ofSource(ctx.options.window.organizationId, source)}
          group by xmin`.execute(trx);
       const others = found.rows.map((r) => r.x).filter((x) => !ctx.writers.has(x));
       if (others.length > 0) {
@@ -601,7 +609,7 @@ async function currentXid(trx: Db): Promise<bigint> {
 async function noteWriter(ctx: WindowContext, trx: Db, decl: TableDecl, source: string): Promise<void> {
   const result = await sql<{ x: string }>`
     select xmin::text as x from ${sql.id(decl.schema, decl.name)}
-     where "_organization_id" = ${ctx.options.window.organizationId} and "_source" = ${source}
+     where ${ofSource(ctx.options.window.organizationId, source)}
      limit 1`.execute(trx);
   if (result.rows[0]) ctx.writers.add(result.rows[0].x);
 }
@@ -1200,7 +1208,7 @@ async function copyTextIntoTable(
 }
 
 /** The lineage columns a direct first load sets (`_loaded_at` is left to its default, now()). */
-const DIRECT_LINEAGE = ['_organization_id', '_source', '_run_id'];
+const DIRECT_LINEAGE = ['_organization_id', '_source', '_run_id', '_source_key'];
 
 /** `COPY <table> (<columns>) FROM STDIN` (text format) straight into the target table. */
 function copyIntoTable(decl: TableDecl, columns: readonly string[]): string {
@@ -1220,7 +1228,7 @@ async function insertStaged(
   const inserted = await sql`
     insert into ${sql.id(decl.schema, decl.name)} (${sql.join([...data, ...DIRECT_LINEAGE].map((c) => sql.id(c)))})
     select ${sql.join(data.map((c) => sql.id('s', c)))}, ${ctx.options.window.organizationId}::text,
-           ${source}::text, ${ctx.options.runId}::bigint
+           ${source}::text, ${ctx.options.runId}::bigint, ${sourceKeyOf(ctx, source)}::bigint
       from ${sql.id('pg_temp', stagingName)} as s`.execute(trx);
   return Number(inserted.numAffectedRows ?? 0n);
 }
@@ -1469,10 +1477,74 @@ async function isFirstLoad(
   return !row.loaded && row.defaulted;
 }
 
-/** Whether the table has a row of this source (one probe of the (organization, source) index). */
+/** Whether the table has a row of this source (one probe of an index on `_source_key`). */
 function sourceHasRows(decl: TableDecl, organizationId: string, source: LoadSource): RawBuilder<boolean> {
   return sql<boolean>`exists (select 1 from ${sql.id(decl.schema, decl.name)}
-                               where "_organization_id" = ${organizationId} and "_source" = ${source.source})`;
+                               where ${ofSource(organizationId, source.source)})`;
+}
+
+/**
+ * `<alias>."_source_key" = <the source's number>`: the rows of one organization and source, found
+ * by an index on `_source_key` (the number is read from etl.sources once per statement; none, and
+ * no row matches).
+ */
+function ofSource(organizationId: string, source: string, alias?: string): RawBuilder<unknown> {
+  const column = alias === undefined ? sql.id('_source_key') : sql.id(alias, '_source_key');
+  return sql`${column} = (select k.source_key from etl.sources as k
+                            where k.organization_id = ${organizationId} and k.source = ${source})`;
+}
+
+/**
+ * Each source's number in etl.sources, added there when it has none yet. Taken as the window's
+ * load begins, in its transaction and before any savepoint, so that no rollback to a savepoint
+ * can take back a number the load goes on using. Another load adding the same source at once
+ * makes this one wait for it (the unique index), then read its number.
+ */
+async function takeSourceKeys(
+  trx: Db,
+  organizationId: string,
+  sources: readonly string[],
+): Promise<Map<string, string>> {
+  const keys = new Map<string, string>();
+  for (const source of new Set(sources)) {
+    for (let attempt = 0; !keys.has(source); attempt++) {
+      const taken = await sql<{ k: string }>`
+        with found as (
+          select source_key from etl.sources where organization_id = ${organizationId} and source = ${source}
+        ), added as (
+          insert into etl.sources (organization_id, source)
+          select ${organizationId}, ${source} where not exists (select 1 from found)
+          on conflict (organization_id, source) do nothing
+          returning source_key
+        )
+        select source_key::text as k from found union all select source_key::text from added`.execute(trx);
+      const key = taken.rows[0]?.k;
+      if (key !== undefined) keys.set(source, key);
+      else if (attempt > 0) {
+        throw new CybsError(LOAD_ERROR_CODES.failed, `etl.sources gave no number for the source ${source}.`, {
+          stage: 'load',
+          context: { source },
+        });
+      }
+    }
+  }
+  return keys;
+}
+
+/** The source's number taken as the load began (takeSourceKeys). */
+function sourceKeyOf(ctx: WindowContext, source: string): string {
+  const key = ctx.sourceKeys.get(source);
+  if (key === undefined) {
+    throw new CybsError(
+      LOAD_ERROR_CODES.failed,
+      `No etl.sources number was taken for the source ${source}.`,
+      {
+        stage: 'load',
+        context: { source },
+      },
+    );
+  }
+  return key;
 }
 
 /**
@@ -1491,7 +1563,7 @@ async function copyTextLineage(
   if (org === undefined || src === undefined) return undefined;
   if (!(await isFirstLoad(ctx, trx, decl, source))) return undefined;
   const runId = ctx.options.runId;
-  return `\t${org}\t${src}\t${runId === null ? '\\N' : String(runId)}`;
+  return `\t${org}\t${src}\t${runId === null ? '\\N' : String(runId)}\t${sourceKeyOf(ctx, source.source)}`;
 }
 
 /**
@@ -1634,9 +1706,10 @@ async function copyRawCsvIntoTable(
   if (org === undefined || src === undefined) return 'staging';
   const runId = ctx.options.runId;
   // `_loaded_at` is left to its default, now() (see isFirstLoad); an empty field is NULL.
-  const append = `,${org},${src},${runId === null ? '' : String(runId)}`;
+  const key = sourceKeyOf(ctx, source.source);
+  const append = `,${org},${src},${runId === null ? '' : String(runId)},${key}`;
   const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
-  const lineage = '"_source_row", "_organization_id", "_source", "_run_id"';
+  const lineage = '"_source_row", "_organization_id", "_source", "_run_id", "_source_key"';
   const table = `${quoteIdent(decl.schema)}.${quoteIdent(decl.name)}`;
   // Rejects written inside the savepoint are rolled back with it, and forgotten.
   await ctx.rejects.flush();
@@ -1655,11 +1728,13 @@ async function copyRawCsvIntoTable(
       const batches = source.perRowRecords(aside);
       await copySource(ctx, decl, { ...source, batches }, staged, stagingName);
       const names = staged.map((c) => sql.id(c.name));
-      const lineageIds = ['_source_row', '_organization_id', '_source', '_run_id'].map((c) => sql.id(c));
+      const lineageIds = ['_source_row', '_organization_id', '_source', '_run_id', '_source_key'].map((c) =>
+        sql.id(c),
+      );
       const inserted = await sql`
         insert into ${sql.id(decl.schema, decl.name)} (${sql.join([...names, ...lineageIds])})
         select ${sql.join(names)}, "_source_row", ${organizationId}::text, ${source.source}::text,
-               ${runId}::bigint
+               ${runId}::bigint, ${key}::bigint
           from ${sql.id('pg_temp', stagingName)}`.execute(trx);
       copied += Number(inserted.numAffectedRows ?? 0n);
     }
@@ -1858,7 +1933,7 @@ async function unchangedLeftOut(
     create temp table ${sql.id(changedName)} on commit drop as
     select * from ${staging} as s
      where not exists (select 1 from ${target} as t
-                        where t."_organization_id" = ${organizationId} and t."_source" = ${source.source}
+                        where ${ofSource(organizationId, source.source, 't')}
                           and ${sameKey(decl, 't', 's')}
                           and (${row('t')}) is not distinct from (${row('s')}))`.execute(trx);
   const counted = await sql<{ n: string }>`select count(*) as n from ${changed}`.execute(trx);
@@ -1898,9 +1973,9 @@ async function upsertStaging(
   const data = staged.map((c) => c.name);
   const keyExprs = dataKey(decl).map((k) => sql.id('s', k));
   const distinctOn = keyExprs.length > 0 ? sql.join(keyExprs) : sql`true`;
-  const insertColumns = [...data, '_organization_id', '_source', '_source_row', '_run_id', '_loaded_at'];
-  const compared = [...data, '_source', '_source_row'];
-  const updated = [...data, '_source', '_source_row', '_run_id', '_loaded_at'];
+  const insertColumns = [...data, ...LINEAGE_COLUMNS.map((c) => c.name)];
+  const compared = [...data, '_source', '_source_row', '_source_key'];
+  const updated = [...data, '_source', '_source_row', '_run_id', '_loaded_at', '_source_key'];
   const target = sql.id(decl.schema, decl.name);
   const src = sql`
       select ${dedupe ? sql`distinct on (${distinctOn})` : sql``}
@@ -1908,7 +1983,10 @@ async function upsertStaging(
              ${options.window.organizationId}::text as "_organization_id",
              ${source.source}::text as "_source",
              ${options.runId}::bigint as "_run_id",
-             now() as "_loaded_at"
+             now() as "_loaded_at",
+             (select k.source_key from etl.sources as k
+               where k.organization_id = ${options.window.organizationId} and k.source = ${source.source})
+               as "_source_key"
         from ${staging} as s
         ${dedupe ? sql`order by ${distinctOn}, s."_source_row" desc` : sql``}`;
   const result = await sql<{
@@ -1920,7 +1998,7 @@ async function upsertStaging(
     with ${dedupe ? sql`src as materialized (${src}),` : sql``} merged as (
       insert into ${target} as t (${sql.join(insertColumns.map((c) => sql.id(c)))})
       select ${sql.join(insertColumns.map((c) => sql.id('src', c)))} from ${dedupe ? sql`src` : sql`(${src}) as src`}
-      on conflict (${sql.join(decl.naturalKey.map((c) => sql.id(c)))}) do update
+      on conflict (${sql.join(naturalKeyIndexColumns(decl).map((c) => sql.id(c)))}) do update
          set ${sql.join(updated.map((c) => sql`${sql.id(c)} = excluded.${sql.id(c)}`))}
        where (${sql.join(compared.map((c) => sql.id('t', c)))})
              is distinct from (${sql.join(compared.map((c) => sql.id('excluded', c)))})
@@ -1958,9 +2036,7 @@ async function deleteVanished(
   // index scan) is cheaper than the anti join (1M rows: ≈ 1.3 s).
   const owned = await sql<{ n: string }>`
     select count(*) as n from ${sql.id(decl.schema, decl.name)}
-     where "_organization_id" = ${options.window.organizationId} and "_source" = ${source.source}`.execute(
-    trx,
-  );
+     where ${ofSource(options.window.organizationId, source.source)}`.execute(trx);
   if (Number(owned.rows[0]!.n) === distinct) return 0;
   // The target's statistics do not see the rows merged in this transaction (a table created or
   // filled by this load looks empty to the planner), so it would pick a nested-loop anti join that
@@ -1969,8 +2045,7 @@ async function deleteVanished(
   await sql`select set_config('enable_nestloop', 'off', true)`.execute(trx);
   const result = await sql`
     delete from ${sql.id(decl.schema, decl.name)} as t
-     where t."_organization_id" = ${options.window.organizationId}
-       and t."_source" = ${source.source}
+     where ${ofSource(options.window.organizationId, source.source, 't')}
        and not exists (select 1 from ${staging} as s where ${sameKey(decl, 's', 't')})`.execute(trx);
   await sql`reset enable_nestloop`.execute(trx);
   return Number(result.numAffectedRows ?? 0n);

@@ -33,6 +33,12 @@ export const LINEAGE_COLUMNS: readonly ColumnDecl[] = [
   },
   { name: '_run_id', pgType: 'bigint', description: 'etl.runs.id of the run that last wrote the row.' },
   { name: '_loaded_at', pgType: 'timestamptz', description: 'When the row was last written.' },
+  {
+    name: '_source_key',
+    pgType: 'bigint',
+    description:
+      "etl.sources.source_key of the row's (_organization_id, _source): the compact form of the two in the table's indexes.",
+  },
 ];
 
 export interface TableDecl {
@@ -43,7 +49,8 @@ export interface TableDecl {
   columns: ColumnDecl[];
   /**
    * Columns whose values identify a row. Always starts with `_organization_id`. Where the data has
-   * no natural key, `['_organization_id', '_source', '_source_row']`.
+   * no natural key, `['_organization_id', '_source', '_source_row']` (indexed as `_source_key`,
+   * `_source_row`: see naturalKeyIndexColumns).
    */
   naturalKey: string[];
   /** One sentence saying why this key identifies a row (shown in COMMENT ON TABLE and docs). */

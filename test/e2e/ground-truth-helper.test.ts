@@ -103,9 +103,15 @@ describe('compareWithGroundTruth', () => {
         victim.rows[1].request_id,
       ]);
       await db.query(
-        `insert into cybs.net_funding_totals (total_type, currency, value, _organization_id, _source, _source_row)
-         select total_type, currency, value, _organization_id, _source || 'x', _source_row from cybs.net_funding_totals
-          where _organization_id = $1`,
+        `with k as (insert into etl.sources (organization_id, source)
+                    select distinct _organization_id, _source || 'x' from cybs.net_funding_totals
+                     where _organization_id = $1
+                    returning source_key, organization_id, source)
+         insert into cybs.net_funding_totals
+                (total_type, currency, value, _organization_id, _source, _source_row, _source_key)
+         select t.total_type, t.currency, t.value, t._organization_id, t._source || 'x', t._source_row, k.source_key
+           from cybs.net_funding_totals t join k on k.organization_id = t._organization_id and k.source = t._source || 'x'
+          where t._organization_id = $1`,
         [sim.organizations[1]],
       );
       const result = await compare();

@@ -169,7 +169,12 @@ async function fastFirst(side: Side, c: LoadCase): Promise<{ outcome: Outcome; p
 async function snapshot(side: Side, table: string): Promise<unknown> {
   const run = async (text: string) => (await sql.raw(text).execute(side.warehouse.db)).rows;
   const rows = await run(
-    `select to_jsonb(t) - '_loaded_at' - '_run_id' as row from cybs.${table} t order by _organization_id, _source, _source_row`,
+    // `_source_key` as the organization and source it numbers (the numbers themselves depend on the
+    // order in which each side's database first met its sources).
+    `select to_jsonb(t) - '_loaded_at' - '_run_id' - '_source_key'
+              || jsonb_build_object('_source_key', (select jsonb_build_array(k.organization_id, k.source)
+                                                      from etl.sources k where k.source_key = t._source_key)) as row
+       from cybs.${table} t order by _organization_id, _source, _source_row`,
   );
   const rejects = await run(
     `select pipeline, organization_id, window_key, source, record_number, raw_text, error_code, message, run_id

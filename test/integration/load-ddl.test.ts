@@ -38,6 +38,7 @@ describe.each(warehouseBackends('ddl'))('table DDL on %s', (_backend, open) => {
       '_source_row bigint',
       '_run_id bigint',
       '_loaded_at timestamp with time zone',
+      '_source_key bigint',
     ]);
     const second = await ensureTable(warehouse.db, decl);
     expect(second).toMatchObject({ created: false, columnsAdded: [] });
@@ -53,6 +54,7 @@ describe.each(warehouseBackends('ddl'))('table DDL on %s', (_backend, open) => {
       '_source',
       '_source_row',
       '_loaded_at',
+      '_source_key',
     ]);
     const index = await sql<{ def: string }>`
       select pg_get_indexdef(indexrelid) as def from pg_index

@@ -43,6 +43,7 @@ describe('sql/roles.sql', () => {
     try {
       await expect(client.query('select * from cybs.later_table')).resolves.toBeDefined();
       await expect(client.query('select * from etl.windows')).resolves.toBeDefined();
+      await expect(client.query('select * from etl.sources')).resolves.toBeDefined();
       const summary = await client.query('select * from etl.rejects_summary');
       expect(summary.rows).toHaveLength(1);
       expect(Object.keys(summary.rows[0])).not.toContain('raw_text');

@@ -223,8 +223,9 @@ describe.each(warehouseBackends('unch').map(([name, open]) => [name, open] as co
         'a row of the source added by hand',
         (t, w) =>
           onBoth(
-            `insert into cybs.${t} (request_id, amount, currency, _organization_id, _source, _source_row)
-             values ('${id(900)}', 1, 'EUR', '${ORG}', 'report/${w}', 900)`,
+            `insert into cybs.${t} (request_id, amount, currency, _organization_id, _source, _source_row, _source_key)
+             select '${id(900)}', 1, 'EUR', '${ORG}', 'report/${w}', 900, source_key
+               from etl.sources where organization_id = '${ORG}' and source = 'report/${w}'`,
           ),
       ],
       [

@@ -2,12 +2,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadWindow } from '../../src/load/load-window.js';
 import { migrateToLatest } from '../../src/load/migrate.js';
+import type { TableDecl } from '../../src/load/table-spec.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { generatedSource } from '../helpers/load.js';
 
 const backends: [string, () => Promise<{ warehouse: Warehouse; cleanup: () => Promise<void> }>][] = [
   [
@@ -103,26 +106,29 @@ describe.each(backends)('warehouse on %s', (_name, open) => {
   });
 });
 
-describe.each(backends)('migration 0002 on %s', (_name, open) => {
+/** The lineage columns of a table as the DDL made it before migration 0004. */
+const LINEAGE_BEFORE_0004 = `"_organization_id" text not null, "_source" text not null, "_source_row" bigint not null,
+  "_run_id" bigint, "_loaded_at" timestamptz not null default now()`;
+
+describe.each(backends)('migrations of tables made before them on %s', (_name, open) => {
   let warehouse: Warehouse;
   let cleanup: () => Promise<void>;
 
-  beforeAll(async () => {
+  // Each test starts from an empty warehouse of its own.
+  beforeEach(async () => {
     ({ warehouse, cleanup } = await open());
   });
-  afterAll(async () => cleanup());
+  afterEach(async () => cleanup());
 
-  it('drops the (organization, source) index a row-keyed table made before it had, and keeps the others', async () => {
+  it('0002 drops the (organization, source) index a row-keyed table made before it had, and keeps the others', async () => {
     // Tables as the DDL made them before 0002: both kinds had the source index.
-    const lineage = `"_organization_id" text not null, "_source" text not null, "_source_row" bigint not null,
-      "_run_id" bigint, "_loaded_at" timestamptz not null default now()`;
     await sql
       .raw(
         `create schema cybs;
-         create table cybs.fee_detail (request_id text, ${lineage});
+         create table cybs.fee_detail (request_id text, ${LINEAGE_BEFORE_0004});
          create unique index fee_detail_natural_key on cybs.fee_detail ("_organization_id", "_source", "_source_row");
          create index fee_detail_source on cybs.fee_detail ("_organization_id", "_source");
-         create table cybs.transaction_request (request_id text not null, ${lineage});
+         create table cybs.transaction_request (request_id text not null, ${LINEAGE_BEFORE_0004});
          create unique index transaction_request_natural_key on cybs.transaction_request ("_organization_id", request_id);
          create index transaction_request_source on cybs.transaction_request ("_organization_id", "_source");
          create table public.not_ours ("_organization_id" text, "_source" text);
@@ -135,6 +141,7 @@ describe.each(backends)('migration 0002 on %s', (_name, open) => {
       '0001_etl_schema',
       '0002_drop_redundant_source_indexes',
       '0003_window_fingerprint',
+      '0004_source_keys',
     ]);
     const indexes = await sql<{ name: string }>`
       select indexrelid::regclass::text as name from pg_index i join pg_class t on t.oid = i.indrelid
@@ -146,6 +153,95 @@ describe.each(backends)('migration 0002 on %s', (_name, open) => {
       'cybs.transaction_request_source',
       'not_ours_key',
       'not_ours_source',
+    ]);
+  });
+
+  it('0004 numbers the sources of existing tables, fills _source_key, rebuilds the indexes on it; a re-load finds its rows', async () => {
+    // Tables as the DDL made them before 0004, with rows of two organizations and three sources.
+    await sql
+      .raw(
+        `create schema cybs;
+         create table cybs.fee_detail (request_id text, ${LINEAGE_BEFORE_0004});
+         create unique index fee_detail_natural_key on cybs.fee_detail ("_organization_id", "_source", "_source_row");
+         create table cybs.transaction_request (request_id text not null, ${LINEAGE_BEFORE_0004});
+         create unique index transaction_request_natural_key on cybs.transaction_request (request_id, "_organization_id");
+         create index transaction_request_source on cybs.transaction_request ("_organization_id", "_source");
+         create table public.not_ours ("_organization_id" text, "_source" text);
+         create unique index not_ours_key on public.not_ours ("_organization_id", "_source");
+         insert into cybs.fee_detail (request_id, "_organization_id", "_source", "_source_row")
+           values ('r1', 'org_a', 'fees/2026-11-01', 1), ('r2', 'org_a', 'fees/2026-11-01', 2),
+                  ('r3', 'org_a', 'fees/2026-11-02', 1), ('r1', 'org_b', 'fees/2026-11-01', 1);
+         insert into cybs.transaction_request (request_id, "_organization_id", "_source", "_source_row")
+           values ('t1', 'org_a', 'tr/2026-11-01', 1), ('t2', 'org_a', 'tr/2026-11-01', 2);`,
+      )
+      .execute(warehouse.db);
+    const result = await migrateToLatest(warehouse.db);
+    expect(result.applied).toContain('0004_source_keys');
+
+    const sources = await sql<{ organization_id: string; source: string }>`
+      select organization_id, source from etl.sources order by 1, 2`.execute(warehouse.db);
+    expect(sources.rows).toEqual([
+      { organization_id: 'org_a', source: 'fees/2026-11-01' },
+      { organization_id: 'org_a', source: 'fees/2026-11-02' },
+      { organization_id: 'org_a', source: 'tr/2026-11-01' },
+      { organization_id: 'org_b', source: 'fees/2026-11-01' },
+    ]);
+    for (const table of ['fee_detail', 'transaction_request']) {
+      const mismatched = await sql<{ n: number }>`
+        select count(*)::int as n from ${sql.id('cybs', table)} as t
+          left join etl.sources as k on k.source_key = t."_source_key"
+         where k.organization_id is distinct from t."_organization_id" or k.source is distinct from t."_source"`.execute(
+        warehouse.db,
+      );
+      expect(mismatched.rows[0]!.n, table).toBe(0);
+    }
+    const indexes = await sql<{ def: string }>`
+      select pg_get_indexdef(i.indexrelid) as def from pg_index i join pg_class t on t.oid = i.indrelid
+        join pg_namespace n on n.oid = t.relnamespace
+       where n.nspname in ('cybs', 'public') order by 1`.execute(warehouse.db);
+    expect(indexes.rows.map((r) => r.def)).toEqual([
+      'CREATE INDEX transaction_request_source ON cybs.transaction_request USING btree (_source_key)',
+      'CREATE UNIQUE INDEX fee_detail_natural_key ON cybs.fee_detail USING btree (_source_key, _source_row)',
+      'CREATE UNIQUE INDEX not_ours_key ON public.not_ours USING btree (_organization_id, _source)',
+      'CREATE UNIQUE INDEX transaction_request_natural_key ON cybs.transaction_request USING btree (request_id, _organization_id)',
+    ]);
+
+    // A re-load of one of those sources after the upgrade: its rows are found and replaced, not
+    // added beside them; the other sources' rows are left alone.
+    const decl: TableDecl = {
+      schema: 'cybs',
+      name: 'fee_detail',
+      description: 'Fees.',
+      columns: [{ name: 'request_id', pgType: 'text' }],
+      naturalKey: ['_organization_id', '_source', '_source_row'],
+      keyDescription: 'organization, source and line.',
+    };
+    const run = await sql<{
+      id: string;
+    }>`insert into etl.runs (command) values ('test') returning id`.execute(warehouse.db);
+    const loaded = await loadWindow(warehouse, {
+      window: { pipeline: 'fees', organizationId: 'org_a', windowKey: '2026-11-01' },
+      runId: Number(run.rows[0]!.id),
+      targets: [
+        {
+          table: decl,
+          source: generatedSource(
+            'fees/2026-11-01',
+            [{ name: 'request_id', pgType: 'text' }],
+            [['r1'], ['r2b']],
+          ),
+        },
+      ],
+    });
+    expect(loaded.tables[0]).toMatchObject({ inserted: 0, updated: 1, unchanged: 1, deleted: 0 });
+    const rows = await sql<{ org: string; source: string; row: number; request_id: string }>`
+      select "_organization_id" as org, "_source" as source, "_source_row"::int as row, request_id
+        from cybs.fee_detail order by 1, 2, 3`.execute(warehouse.db);
+    expect(rows.rows).toEqual([
+      { org: 'org_a', source: 'fees/2026-11-01', row: 1, request_id: 'r1' },
+      { org: 'org_a', source: 'fees/2026-11-01', row: 2, request_id: 'r2b' },
+      { org: 'org_a', source: 'fees/2026-11-02', row: 1, request_id: 'r3' },
+      { org: 'org_b', source: 'fees/2026-11-01', row: 1, request_id: 'r1' },
     ]);
   });
 });

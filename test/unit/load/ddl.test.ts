@@ -57,7 +57,8 @@ describe('tableDdl', () => {
         '  "_source" text not null,',
         '  "_source_row" bigint not null,',
         '  "_run_id" bigint,',
-        '  "_loaded_at" timestamptz not null default now()',
+        '  "_loaded_at" timestamptz not null default now(),',
+        '  "_source_key" bigint not null',
         ')',
       ].join('\n'),
     );
@@ -68,18 +69,18 @@ describe('tableDdl', () => {
       'create unique index if not exists "transaction_request_natural_key" on "cybs"."transaction_request" ("request_id", "_organization_id")',
     );
     expect(statements).toContain(
-      'create index if not exists "transaction_request_source" on "cybs"."transaction_request" ("_organization_id", "_source")',
+      'create index if not exists "transaction_request_source" on "cybs"."transaction_request" ("_source_key")',
     );
   });
 
-  it('adds no index of its own to find a source’s rows when the natural key starts with (organization, source)', () => {
+  it('adds no index of its own to find a source’s rows when the natural key starts with (organization, source), and indexes that key by the source’s number', () => {
     const rowKeyed = tableDdl({
       ...decl,
       name: 'fee_detail',
       naturalKey: ['_organization_id', '_source', '_source_row'],
     });
     expect(rowKeyed.filter((s) => s.startsWith('create') && s.includes('index'))).toEqual([
-      'create unique index if not exists "fee_detail_natural_key" on "cybs"."fee_detail" ("_organization_id", "_source", "_source_row")',
+      'create unique index if not exists "fee_detail_natural_key" on "cybs"."fee_detail" ("_source_key", "_source_row")',
     ]);
   });
 
@@ -102,6 +103,7 @@ describe('tableDdl', () => {
       '_source_row',
       '_run_id',
       '_loaded_at',
+      '_source_key',
     ]) {
       expect(
         statements.filter((s) =>
@@ -128,13 +130,15 @@ describe('tableDdl', () => {
     expect(hostile.find((s) => s.startsWith('comment on table'))).toContain(`is '''); drop table t; --`);
   });
 
-  it('orders the unique index with the organization last, unless the key starts with (organization, source)', () => {
+  it('orders the unique index with the organization last; a key starting with (organization, source) has the source’s number for the two', () => {
     const keyed = (naturalKey: string[]) => naturalKeyIndexColumns({ ...decl, naturalKey });
     expect(keyed(['_organization_id', 'request_id'])).toEqual(['request_id', '_organization_id']);
     expect(keyed(['_organization_id', 'batch_id', 'line'])).toEqual(['batch_id', 'line', '_organization_id']);
-    expect(keyed(['_organization_id', '_source', '_source_row'])).toEqual([
-      '_organization_id',
-      '_source',
+    expect(keyed(['_organization_id', '_source', '_source_row'])).toEqual(['_source_key', '_source_row']);
+    expect(keyed(['_organization_id', '_source'])).toEqual(['_source_key']);
+    expect(keyed(['_organization_id', '_source', 'line', '_source_row'])).toEqual([
+      '_source_key',
+      'line',
       '_source_row',
     ]);
     expect(keyed(['_organization_id'])).toEqual(['_organization_id']);
