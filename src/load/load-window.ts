@@ -1490,8 +1490,13 @@ function sourceHasRows(decl: TableDecl, organizationId: string, source: LoadSour
  */
 function ofSource(organizationId: string, source: string, alias?: string): RawBuilder<unknown> {
   const column = alias === undefined ? sql.id('_source_key') : sql.id(alias, '_source_key');
-  return sql`${column} = (select k.source_key from etl.sources as k
-                            where k.organization_id = ${organizationId} and k.source = ${source})`;
+  return sql`${column} = ${sourceKeyQuery(organizationId, source)}`;
+}
+
+/** `(select <the source's number> from etl.sources)`: null when it has none. */
+function sourceKeyQuery(organizationId: string, source: string): RawBuilder<unknown> {
+  return sql`(select k.source_key from etl.sources as k
+               where k.organization_id = ${organizationId} and k.source = ${source})`;
 }
 
 /**
@@ -1705,11 +1710,13 @@ async function copyRawCsvIntoTable(
   const src = copyTextField(source.source);
   if (org === undefined || src === undefined) return 'staging';
   const runId = ctx.options.runId;
-  // `_loaded_at` is left to its default, now() (see isFirstLoad); an empty field is NULL.
+  // After each record the scanner writes its line number (`_source_row`), then `append`: the
+  // DIRECT_LINEAGE values in their order. `_loaded_at` is left to its default, now() (see
+  // isFirstLoad); an empty field is NULL.
   const key = sourceKeyOf(ctx, source.source);
   const append = `,${org},${src},${runId === null ? '' : String(runId)},${key}`;
   const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
-  const lineage = '"_source_row", "_organization_id", "_source", "_run_id", "_source_key"';
+  const lineage = ['_source_row', ...DIRECT_LINEAGE];
   const table = `${quoteIdent(decl.schema)}.${quoteIdent(decl.name)}`;
   // Rejects written inside the savepoint are rolled back with it, and forgotten.
   await ctx.rejects.flush();
@@ -1718,7 +1725,7 @@ async function copyRawCsvIntoTable(
   try {
     let copied = await copyRawBytes(
       ctx,
-      `COPY ${table} (${columns}, ${lineage}) FROM STDIN ${RAW_CSV_COPY_OPTIONS}`,
+      `COPY ${table} (${columns}, ${lineage.map(quoteIdent).join(', ')}) FROM STDIN ${RAW_CSV_COPY_OPTIONS}`,
       body,
       { ...rawCsvChecks(decl, staged), append },
     );
@@ -1728,11 +1735,8 @@ async function copyRawCsvIntoTable(
       const batches = source.perRowRecords(aside);
       await copySource(ctx, decl, { ...source, batches }, staged, stagingName);
       const names = staged.map((c) => sql.id(c.name));
-      const lineageIds = ['_source_row', '_organization_id', '_source', '_run_id', '_source_key'].map((c) =>
-        sql.id(c),
-      );
       const inserted = await sql`
-        insert into ${sql.id(decl.schema, decl.name)} (${sql.join([...names, ...lineageIds])})
+        insert into ${sql.id(decl.schema, decl.name)} (${sql.join([...names, ...lineage.map((c) => sql.id(c))])})
         select ${sql.join(names)}, "_source_row", ${organizationId}::text, ${source.source}::text,
                ${runId}::bigint, ${key}::bigint
           from ${sql.id('pg_temp', stagingName)}`.execute(trx);
@@ -1984,9 +1988,7 @@ async function upsertStaging(
              ${source.source}::text as "_source",
              ${options.runId}::bigint as "_run_id",
              now() as "_loaded_at",
-             (select k.source_key from etl.sources as k
-               where k.organization_id = ${options.window.organizationId} and k.source = ${source.source})
-               as "_source_key"
+             ${sourceKeyQuery(options.window.organizationId, source.source)} as "_source_key"
         from ${staging} as s
         ${dedupe ? sql`order by ${distinctOn}, s."_source_row" desc` : sql``}`;
   const result = await sql<{
