@@ -334,6 +334,30 @@ describe('simulator behaviour over HTTP', () => {
           404,
         );
       }
+      // The other on-demand replies of complete windows: kept too, the same bytes as rendered; the
+      // whole query is part of what identifies one; no data stays a 404.
+      const reply = async (base: string, c: typeof creds, path: string) => {
+        const r = await signedFetch(base, c, path);
+        return { status: r.status, type: r.headers.get('content-type'), body: await r.text() };
+      };
+      for (const query of [
+        `net-fundings?${window}`,
+        `conversion-details?${window}`,
+        `notification-of-changes?${window}`,
+        `payment-batch-summaries?${window}`,
+        `payment-batch-summaries?${window}&rollUp=day&breakdown=all_merchant`,
+        `net-fundings?${before}`,
+      ]) {
+        const first = await reply(cached.baseUrl, cached.credentials, `/reporting/v3/${query}`);
+        expect(first.status, query).toBe(query.includes(before) ? 404 : 200);
+        expect(await reply(cached.baseUrl, cached.credentials, `/reporting/v3/${query}`), query).toEqual(
+          first,
+        );
+        expect(
+          await reply(sim.baseUrl, creds, `/reporting/v3/${query}&organizationId=merchant_a`),
+          query,
+        ).toEqual(first);
+      }
       cached.setFaults('download:malformed-row=2/amount');
       const broken = await get('TransactionRequestReport_Daily', '2024-03-04');
       cached.setFaults([]);
