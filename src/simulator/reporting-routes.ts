@@ -867,6 +867,13 @@ function formatted(
   return json(200, body);
 }
 
+/** The formats an on-demand reply offers besides JSON: root element (XML) and CSV writer. */
+interface ReplyFormat<T> {
+  supported: readonly ('text/csv' | 'application/xml')[];
+  root: string;
+  csv: (body: T) => string;
+}
+
 /**
  * An on-demand reply: the body `build` gives (undefined or null: no data, `none`) in the format
  * asked for. With cacheReports, the JSON body of complete windows is kept once rendered, as the
@@ -879,7 +886,7 @@ async function onDemandReply<T>(
   ctx: RouteContext,
   endpoint: EndpointName,
   windows: readonly Window[],
-  format: { supported: readonly ('text/csv' | 'application/xml')[]; root: string; csv: (body: T) => string },
+  format: ReplyFormat<T>,
   build: () => T | undefined | null,
   none: () => Reply,
 ): Promise<Reply> {
@@ -948,69 +955,52 @@ const purchaseRefundDetails: Route = {
   },
 };
 
-const netFundingsRoute: Route = {
-  endpoint: 'net-fundings',
-  handle(ctx) {
-    const issues: Issue[] = [];
-    const { start, end } = windowParams(ctx, issues);
-    if (issues.length > 0) return invalidParams(issues);
-    const o = orgFromQuery(ctx);
-    if ('reply' in o) return o.reply;
-    const window = onDemandWindow(ctx, o.org, start!, end!);
-    return onDemandReply(
-      ctx,
-      'net-fundings',
-      [window],
-      { supported: ['application/xml'], root: 'netFundings', csv: () => '' },
-      () => netFundings(ctx.dataset, window),
-      () => noData(),
-    );
-  },
-};
+/**
+ * The route of an on-demand endpoint that takes one organization's window (startTime, endTime,
+ * organizationId) and nothing else; its reply is onDemandReply's.
+ */
+function windowRoute<T>(
+  endpoint: EndpointName,
+  format: ReplyFormat<T>,
+  build: (dataset: Dataset, window: Window) => T | undefined | null,
+  none: () => Reply = () => noData(),
+): Route {
+  return {
+    endpoint,
+    handle(ctx) {
+      const issues: Issue[] = [];
+      const { start, end } = windowParams(ctx, issues);
+      if (issues.length > 0) return invalidParams(issues);
+      const o = orgFromQuery(ctx);
+      if ('reply' in o) return o.reply;
+      const window = onDemandWindow(ctx, o.org, start!, end!);
+      return onDemandReply(ctx, endpoint, [window], format, () => build(ctx.dataset, window), none);
+    },
+  };
+}
 
-const conversionDetailsRoute: Route = {
-  endpoint: 'conversion-details',
-  handle(ctx) {
-    const issues: Issue[] = [];
-    const { start, end } = windowParams(ctx, issues);
-    if (issues.length > 0) return invalidParams(issues);
-    const o = orgFromQuery(ctx);
-    if ('reply' in o) return o.reply;
-    const window = onDemandWindow(ctx, o.org, start!, end!);
-    return onDemandReply(
-      ctx,
-      'conversion-details',
-      [window],
-      { supported: ['application/xml'], root: 'conversionDetails', csv: () => '' },
-      () => conversionDetails(ctx.dataset, window),
-      () => noData('Conversion detail not found'),
-    );
-  },
-};
+const netFundingsRoute = windowRoute(
+  'net-fundings',
+  { supported: ['application/xml'], root: 'netFundings', csv: () => '' },
+  netFundings,
+);
 
-const notificationOfChangesRoute: Route = {
-  endpoint: 'notification-of-changes',
-  handle(ctx) {
-    const issues: Issue[] = [];
-    const { start, end } = windowParams(ctx, issues);
-    if (issues.length > 0) return invalidParams(issues);
-    const o = orgFromQuery(ctx);
-    if ('reply' in o) return o.reply;
-    const window = onDemandWindow(ctx, o.org, start!, end!);
-    return onDemandReply(
-      ctx,
-      'notification-of-changes',
-      [window],
-      {
-        supported: ['text/csv', 'application/xml'],
-        root: 'notificationOfChanges',
-        csv: (body) => recordsToCsv(body.notificationOfChanges),
-      },
-      () => notificationOfChanges(ctx.dataset, window),
-      () => noData(),
-    );
+const conversionDetailsRoute = windowRoute(
+  'conversion-details',
+  { supported: ['application/xml'], root: 'conversionDetails', csv: () => '' },
+  conversionDetails,
+  () => noData('Conversion detail not found'),
+);
+
+const notificationOfChangesRoute = windowRoute(
+  'notification-of-changes',
+  {
+    supported: ['text/csv', 'application/xml'],
+    root: 'notificationOfChanges',
+    csv: (body) => recordsToCsv(body.notificationOfChanges),
   },
-};
+  notificationOfChanges,
+);
 
 /** yyyy-MM-dd'T'HH:mm:ss[.SSS] with a numeric offset (±HHMM or ±HH:MM) — or Z. */
 const PBS_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:?\d{2})$/;
