@@ -882,6 +882,20 @@ interface ReplyFormat<T> {
  * at 20,000 a day), which took more of the bench machine's CPU during a 30-day backfill than the
  * loader it feeds. Its identity is the endpoint, the organizations and the whole query.
  */
+/**
+ * A JSON body of on-demand windows, rendered by `render` (undefined: no data). With cacheReports,
+ * the body of complete windows is kept once rendered under `identity` (everything it depends on).
+ */
+async function jsonBody(
+  ctx: RouteContext,
+  identity: unknown,
+  windows: readonly Window[],
+  render: () => string | undefined,
+): Promise<string | AsyncIterable<Buffer> | undefined> {
+  const complete = windows.every((w) => w.end <= w.now);
+  return ctx.reportCache !== undefined && complete ? ctx.reportCache.text(identity, render) : render();
+}
+
 async function onDemandReply<T>(
   ctx: RouteContext,
   endpoint: EndpointName,
@@ -890,14 +904,13 @@ async function onDemandReply<T>(
   build: () => T | undefined | null,
   none: () => Reply,
 ): Promise<Reply> {
-  const complete = windows.every((w) => w.end <= w.now);
-  if (ctx.reportCache !== undefined && complete && negotiate(ctx.accept, format.supported) === 'json') {
+  if (negotiate(ctx.accept, format.supported) === 'json') {
     const identity = {
       endpoint,
       organizations: windows.map((w) => w.organizationId),
       query: [...ctx.query].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
     };
-    const body = await ctx.reportCache.text(identity, () => {
+    const body = await jsonBody(ctx, identity, windows, () => {
       const built = build();
       return built ? JSON.stringify(built) : undefined;
     });
@@ -936,14 +949,12 @@ const purchaseRefundDetails: Route = {
       // The JSON body written straight from the transactions: the same bytes, several times faster.
       // A page of a complete window cannot change any more: with cacheReports it is kept once
       // rendered, as for report files (the bench measures the loader, not this renderer).
-      const render = () => servePurchaseRefundPageJson(ctx.dataset, window, pageOptions);
-      const body =
-        ctx.reportCache !== undefined && window.end <= window.now
-          ? await ctx.reportCache.text(
-              { endpoint: 'purchase-refund-details', organizationId: o.org.id, start, end, ...pageOptions },
-              render,
-            )
-          : render();
+      const body = await jsonBody(
+        ctx,
+        { endpoint: 'purchase-refund-details', organizationId: o.org.id, start, end, ...pageOptions },
+        [window],
+        () => servePurchaseRefundPageJson(ctx.dataset, window, pageOptions),
+      );
       if (body === undefined) return noData();
       return { ...json(200, null), body };
     }
