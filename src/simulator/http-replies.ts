@@ -8,8 +8,8 @@ import type { FaultRule } from './faults.js';
 export interface Reply {
   status: number;
   headers?: Record<string, string>;
-  /** A whole body, or chunks streamed with backpressure. */
-  body?: string | AsyncIterable<string | Buffer>;
+  /** A whole body (sent with its length), or chunks streamed with backpressure. */
+  body?: string | Buffer | AsyncIterable<string | Buffer>;
 }
 
 const HAL = 'application/hal+json';
@@ -146,16 +146,17 @@ function drained(res: ServerResponse): Promise<void> {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function* chunksOf(
-  body: string | AsyncIterable<string | Buffer>,
+  body: string | Buffer | AsyncIterable<string | Buffer>,
   split: boolean,
 ): AsyncGenerator<string | Buffer> {
-  if (typeof body === 'string') {
+  if (typeof body === 'string' || Buffer.isBuffer(body)) {
     if (!split || body.length < 2) {
       yield body;
       return;
     }
     const size = Math.max(1, Math.min(4096, Math.ceil(body.length / 2)));
-    for (let i = 0; i < body.length; i += size) yield body.slice(i, i + size);
+    for (let i = 0; i < body.length; i += size)
+      yield typeof body === 'string' ? body.slice(i, i + size) : body.subarray(i, i + size);
     return;
   }
   yield* body;
@@ -175,12 +176,12 @@ export async function sendReply(
   const truncate = fault('truncate');
   const headers: Record<string, string> = { ...reply.headers };
   const body = reply.body;
-  if (body === undefined || body === '') {
+  if (body === undefined || body === '' || (Buffer.isBuffer(body) && body.length === 0)) {
     res.writeHead(reply.status, headers);
     res.end();
     return;
   }
-  if (typeof body === 'string' && !slowBody && !reset && !truncate) {
+  if ((typeof body === 'string' || Buffer.isBuffer(body)) && !slowBody && !reset && !truncate) {
     headers['content-length'] = String(Buffer.byteLength(body));
     res.writeHead(reply.status, headers);
     res.end(body);

@@ -891,7 +891,7 @@ async function jsonBody(
   identity: unknown,
   windows: readonly Window[],
   render: () => string | undefined,
-): Promise<string | AsyncIterable<Buffer> | undefined> {
+): Promise<string | Buffer | AsyncIterable<Buffer> | undefined> {
   const complete = windows.every((w) => w.end <= w.now);
   return ctx.reportCache !== undefined && complete ? ctx.reportCache.text(identity, render) : render();
 }
