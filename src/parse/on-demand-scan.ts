@@ -109,12 +109,15 @@ const NOT_ANSWERED = new NotAnswered();
 interface CompiledSection {
   key: string;
   fieldKeys: Buffer[];
+  /** Each field key followed by its closing quote, as little-endian 32-bit words (see matches). */
+  fieldWords: Uint32Array[];
   kinds: Uint8Array;
   coercers: Coercer[];
   required: readonly number[];
 }
 
 const MILLIS_Z = Buffer.from('.000Z', 'latin1');
+const MILLIS_DV = new DataView(MILLIS_Z.buffer, MILLIS_Z.byteOffset, MILLIS_Z.length);
 const EMPTY = Buffer.alloc(0);
 
 export class OnDemandPageScanner {
@@ -126,8 +129,12 @@ export class OnDemandPageScanner {
 
   // Scan state (one page at a time).
   private b: Buffer = EMPTY;
+  /** The same bytes, read four at a time (matches, the string scan in item). */
+  private dv: DataView<ArrayBufferLike> = new DataView(EMPTY.buffer, EMPTY.byteOffset, 0);
   private i = 0;
   private out: Buffer = EMPTY;
+  /** `out`, written four bytes at a time (copy). */
+  private odv: DataView<ArrayBufferLike> = new DataView(EMPTY.buffer, EMPTY.byteOffset, 0);
   private readonly buffers: Buffer[] = [EMPTY, EMPTY];
   private input: Buffer = EMPTY;
   private turn = 0;
@@ -148,6 +155,7 @@ export class OnDemandPageScanner {
       return {
         key: s.key,
         fieldKeys: s.fields.map((f) => Buffer.from(f.key, 'utf8')),
+        fieldWords: s.fields.map((f) => keyWords(Buffer.from(`${f.key}"`, 'utf8'))),
         kinds: Uint8Array.from(s.fields.map((f) => columnKind(f.pgType))),
         coercers: s.fields.map((f) => coercerFor(f.pgType)),
         required: s.required,
@@ -176,9 +184,11 @@ export class OnDemandPageScanner {
     if (bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return undefined;
     if (!isUtf8(bytes)) return undefined;
     this.b = bytes;
+    this.dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
     this.i = 0;
     this.turn ^= 1;
     this.out = this.buffers[this.turn]!;
+    this.odv = new DataView(this.out.buffer, this.out.byteOffset, this.out.length);
     this.o = 0;
     this.firstId = undefined;
     this.lastIdKind = ABSENT;
@@ -201,6 +211,7 @@ export class OnDemandPageScanner {
       // ensure() may have grown it.
       this.buffers[this.turn] = this.out;
       this.b = EMPTY;
+      this.dv = new DataView(EMPTY.buffer, EMPTY.byteOffset, 0);
       this.out = EMPTY;
     }
   }
@@ -287,7 +298,10 @@ export class OnDemandPageScanner {
   /** One item's fields into kind/vs/ve (positions of string contents). */
   private item(section: CompiledSection): void {
     const b = this.b;
+    const dv = this.dv;
+    const length = b.length;
     const keys = section.fieldKeys;
+    const words = section.fieldWords;
     const n = keys.length;
     const kind = this.kind;
     const vs = this.vs;
@@ -303,10 +317,10 @@ export class OnDemandPageScanner {
       if (b[i] !== QUOTE) throw NOT_ANSWERED;
       const keyStart = i + 1;
       // The field expected next (items list their keys in the declared order), else any.
-      let f = next < n && matches(b, keyStart, keys[next]!) ? next : -1;
+      let f = next < n && matches(dv, b, keyStart, keys[next]!, words[next]!) ? next : -1;
       if (f < 0) {
         for (let k = 0; k < n; k++) {
-          if (matches(b, keyStart, keys[k]!)) {
+          if (matches(dv, b, keyStart, keys[k]!, words[k]!)) {
             f = k;
             break;
           }
@@ -331,6 +345,19 @@ export class OnDemandPageScanner {
         let j = start;
         let escaped = false;
         for (;;) {
+          // Four bytes at a time while none of them is a quote, a backslash or a control character.
+          if (j + 4 <= length) {
+            const x = dv.getUint32(j, true);
+            const q = x ^ 0x22222222;
+            const r = x ^ 0x5c5c5c5c;
+            if (
+              ((((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((r - 0x01010101) & ~r)) & 0x80808080) ===
+              0
+            ) {
+              j += 4;
+              continue;
+            }
+          }
           const d = b[j];
           if (d === QUOTE) break;
           if (d === undefined || d < SPACE) throw NOT_ANSWERED;
@@ -379,7 +406,9 @@ export class OnDemandPageScanner {
     let need = 32;
     for (let f = 0; f < n; f++) need += (kind[f] === STRING ? ve[f]! - vs[f]! : 0) + 8;
     this.ensure(need);
+    const dv = this.dv;
     let out = this.out;
+    let odv = this.odv;
     let o = this.o;
     for (let f = 0; f < n; f++) {
       if (f > 0) out[o++] = TAB;
@@ -402,18 +431,18 @@ export class OnDemandPageScanner {
         }
         const type = section.kinds[f];
         if (type === TEXT || (type === NUMERIC && canonicalDecimal(b, s, e))) {
-          o = copy(b, s, e, out, o);
+          o = copy(dv, b, s, e, odv, out, o);
           continue;
         }
         if (type === TIMESTAMPTZ) {
           const form = utcTimestampForm(b, s, e);
           if (form === 24) {
-            o = copy(b, s, e, out, o);
+            o = copy(dv, b, s, e, odv, out, o);
             continue;
           }
           if (form === 20) {
-            o = copy(b, s, s + 19, out, o);
-            o = copy(MILLIS_Z, 0, 5, out, o);
+            o = copy(dv, b, s, s + 19, odv, out, o);
+            o = copy(MILLIS_DV, MILLIS_Z, 0, 5, odv, out, o);
             continue;
           }
         }
@@ -429,6 +458,7 @@ export class OnDemandPageScanner {
       // The rest of the line fits too (`need` counted only the strings' bytes).
       this.ensure(Buffer.byteLength(cell, 'utf8') + need);
       out = this.out;
+      odv = this.odv;
       o = this.o + out.write(cell, this.o, 'utf8');
     }
     for (const r of section.required) if (nulls[r] === 1) throw NOT_ANSWERED;
@@ -457,6 +487,7 @@ export class OnDemandPageScanner {
     );
     this.out.copy(grown, 0, 0, this.o);
     this.out = grown;
+    this.odv = new DataView(grown.buffer, grown.byteOffset, grown.length);
   }
 
   private ws(): void {
@@ -611,18 +642,42 @@ const isDigit19 = (c: number | undefined): boolean => c !== undefined && c > ZER
 const isHex = (c: number | undefined): boolean =>
   c !== undefined && ((c >= ZERO && c <= NINE) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66));
 
-/** Whether the bytes at `at` are `key` followed by the closing quote. */
-function matches(b: Buffer, at: number, key: Buffer): boolean {
+/**
+ * Whether the bytes at `at` are `key` followed by the closing quote: compared four bytes at a time
+ * with `words` (keyWords of the key and its quote), then byte by byte.
+ */
+function matches(dv: DataView, b: Buffer, at: number, key: Buffer, words: Uint32Array): boolean {
   const n = key.length;
-  if (b[at + n] !== QUOTE) return false;
-  for (let k = 0; k < n; k++) if (b[at + k] !== key[k]) return false;
+  if (at + n >= b.length || b[at + n] !== QUOTE) return false;
+  const w = words.length;
+  for (let k = 0; k < w; k++) if (dv.getUint32(at + 4 * k, true) !== words[k]) return false;
+  for (let k = 4 * w; k < n; k++) if (b[at + k] !== key[k]) return false;
   return true;
 }
 
-function copy(from: Buffer, s: number, e: number, to: Buffer, o: number): number {
-  if (e - s > 64) return o + from.copy(to, o, s, e);
-  for (let k = s; k < e; k++) to[o++] = from[k]!;
-  return o;
+/** The whole 32-bit little-endian words of `bytes` (the bytes after the last whole word are left out). */
+function keyWords(bytes: Buffer): Uint32Array {
+  const words = new Uint32Array(bytes.length >> 2);
+  for (let k = 0; k < words.length; k++) words[k] = bytes.readUInt32LE(4 * k);
+  return words;
+}
+
+/** Bytes s..e of `from` into `to` at o (`fdv`, `tdv`: the same buffers as DataViews); the end in `to`. */
+function copy(
+  fdv: DataView,
+  from: Buffer,
+  s: number,
+  e: number,
+  tdv: DataView,
+  to: Buffer,
+  o: number,
+): number {
+  const n = e - s;
+  if (n > 64) return o + from.copy(to, o, s, e);
+  let k = 0;
+  for (; k + 4 <= n; k += 4) tdv.setUint32(o + k, fdv.getUint32(s + k, true), true);
+  for (; k < n; k++) to[o + k] = from[s + k]!;
+  return o + n;
 }
 
 /** Two digits at `at` as a number, -1 when not digits. */

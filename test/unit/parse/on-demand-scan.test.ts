@@ -297,7 +297,17 @@ describe('OnDemandPageScanner', () => {
       Buffer.from(good.toString('utf8').replace('"offset":0', '"offset":01')),
       Buffer.from(good.toString('utf8').replace('"_links', '"_links')).subarray(0, 0),
       Buffer.from('[]'),
-      Buffer.from(good.toString('utf8').replace('"James"', '"Ja\tmes"')),
+      // A raw control character (JSON forbids them in strings) at every place in a 4-byte word.
+      ...[0, 1, 2, 3, 4, 5].map((at) =>
+        Buffer.from(
+          good.toString('utf8').replace('"James"', `"${'James'.slice(0, at)}\t${'James'.slice(at)}"`),
+        ),
+      ),
+      Buffer.from(good.toString('utf8').replace('"James"', '"Ja\u0001mes"')),
+      // A key that is not a declared one but shares bytes with one (keys are compared 4 bytes at a time).
+      ...['FirstName', 'firsTName', 'firstNamf', 'firstNam', 'firstNamee', 'first'].map((key) =>
+        Buffer.from(good.toString('utf8').replace('"firstName"', `"${key}"`)),
+      ),
       Buffer.from(good.toString('utf8').replace('"James"', '"Ja\\xmes"')),
     ];
     for (const bytes of variants) expect(spools.scan(bytes)).toBeUndefined();
@@ -353,6 +363,12 @@ describe('OnDemandPageScanner', () => {
       'q"uote',
       ' ',
       '\u00a0',
+      // A character the scanner must stop at (or step over) at every place in a 4-byte word.
+      ...['"', '\\', '\t', '\u0001', '\u001f', '\u007f', 'é', '中', '😀'].flatMap((special) =>
+        [0, 1, 2, 3, 4, 5, 6, 7].map(
+          (at) => `${'abcdefgh'.slice(0, at)}${special}${'ijklmnop'.slice(0, 7 - at)}`,
+        ),
+      ),
     ];
     let answeredPages = 0;
     let offset = 0;
