@@ -1,7 +1,8 @@
 // @ts-check
 /**
- * `npm run build`: the CLI as one ES module, dist/cli.mjs (the package's bin), bundled by esbuild
- * from src/cli.ts with its dependencies.
+ * `npm run build`: the CLI as one ES module, dist/cybs-etl.mjs, bundled by esbuild from src/cli.ts
+ * with its dependencies, and the package's bin in front of it, dist/cli.mjs (src/bin.ts: it turns
+ * on Node's compile cache, which must be on before the bundle is compiled, then runs the bundle).
  *
  * Why a bundle: started from tsc's output, node opened and compiled 625 files before `cybs-etl
  * status` could run (1,037 for `--version`): ours, then kysely's (262), undici's, zod's, yaml's.
@@ -25,11 +26,12 @@ import { build } from 'esbuild';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = resolve(root, process.argv[2] ?? 'dist');
 const outfile = join(outdir, 'cli.mjs');
+const bundleFile = join(outdir, 'cybs-etl.mjs');
 
 await build({
   absWorkingDir: root,
   entryPoints: ['src/cli.ts'],
-  outfile,
+  outfile: bundleFile,
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -41,6 +43,26 @@ await build({
   // Stack traces map back to src/ with `node --enable-source-maps`.
   sourcemap: 'linked',
   legalComments: 'eof',
+  logLevel: 'warning',
+});
+
+// The bin: src/bin.ts with its import of the CLI pointed at the bundle beside it.
+await build({
+  absWorkingDir: root,
+  entryPoints: ['src/bin.ts'],
+  outfile,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20.18',
+  plugins: [
+    {
+      name: 'cli-bundle',
+      setup(b) {
+        b.onResolve({ filter: /^\.\/cli\.js$/ }, () => ({ path: './cybs-etl.mjs', external: true }));
+      },
+    },
+  ],
   logLevel: 'warning',
 });
 chmodSync(outfile, 0o755);

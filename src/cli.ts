@@ -1,4 +1,3 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --initial-old-space-size=64
 /**
  * Composition root of the command line: parses arguments, builds the context (config, env,
  * logger, warehouse) and maps errors to exit codes: 0 success, 1 failure, 2 usage or config error.
@@ -147,7 +146,8 @@ function isMain(): boolean {
   }
 }
 
-if (isMain()) {
+/** Run the CLI as a program: this process's arguments and streams; its exit code. */
+export async function main(): Promise<void> {
   applyV8RuntimeFlags();
   const code = await runCli(process.argv.slice(2), {
     env: process.env,
@@ -157,3 +157,6 @@ if (isMain()) {
   });
   process.exitCode = code;
 }
+
+// `node --import tsx src/cli.ts …` (the package's bin, src/bin.ts, calls main itself).
+if (isMain()) await main();

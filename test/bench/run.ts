@@ -221,7 +221,7 @@ function rowsOf(stdout: string): { loaded: number; rejected: number } {
   return { loaded: Number(loaded?.[1] ?? NaN), rejected: Number(rejected?.[1] ?? 0) };
 }
 
-/** Build the CLI once, as shipped (the bundle that dist/cli.mjs is), into a cache folder. */
+/** Build the CLI once, as shipped (dist/cli.mjs, the bin, and the bundle it runs), into a cache folder. */
 function build(): string {
   log('building into node_modules/.cache/cybs-etl-bench');
   return compileCli('cybs-etl-bench');

@@ -5,7 +5,8 @@
  * outside the bundle, finds its WebAssembly files), and each way of signing a request (jose, and
  * node-forge for the PKCS#12 key, both inside the bundle).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import module from 'node:module';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,10 +46,29 @@ describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('keeps the shebang of src/cli.ts (the flags and environment it runs with)', async () => {
+  it('keeps the shebang of src/bin.ts (the flags and environment it runs with)', async () => {
     const first = (file: string) => readFileSync(file, 'utf8').slice(0, 200).split('\n')[0];
-    expect(first(bundle)).toBe(first(join(repoRoot, 'src', 'cli.ts')));
+    expect(first(bundle)).toBe(first(join(repoRoot, 'src', 'bin.ts')));
   });
+
+  it.runIf(typeof (module as { enableCompileCache?: unknown }).enableCompileCache === 'function')(
+    'keeps its compiled code in the user’s cache directory where Node has a compile cache (Node ≥ 22.1)',
+    async () => {
+      const cache = join(dir, 'xdg-cache');
+      const r = await runBundle(bundle, ['--version'], dir, { XDG_CACHE_HOME: cache });
+      expect(r.code, r.stderr).toBe(0);
+      const kept = join(cache, 'cybs-etl', 'node-compile-cache');
+      expect(readdirSync(kept, { recursive: true }).length).toBeGreaterThan(0);
+      // Turned off as for any Node program.
+      const off = join(dir, 'xdg-cache-off');
+      const r2 = await runBundle(bundle, ['--version'], dir, {
+        XDG_CACHE_HOME: off,
+        NODE_DISABLE_COMPILE_CACHE: '1',
+      });
+      expect(r2.code, r2.stderr).toBe(0);
+      expect(existsSync(off)).toBe(false);
+    },
+  );
 
   it('prints its version from package.json', async () => {
     const r = await runBundle(bundle, ['--version'], dir, {});

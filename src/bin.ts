@@ -1,0 +1,12 @@
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --initial-old-space-size=64
+/**
+ * The package's bin, dist/cli.mjs (scripts/build.mjs): turns on Node's compile cache
+ * (src/compile-cache.ts), then loads the CLI's bundle (dist/cybs-etl.mjs, built from src/cli.ts)
+ * and runs it. The cache must be on before the bundle is compiled, hence this small module in
+ * front of it. The shebang carries the flags and environment of src/runtime-flags.ts.
+ */
+import { enableCompileCache } from './compile-cache.js';
+
+enableCompileCache(process.env);
+const { main } = await import('./cli.js');
+await main();
