@@ -119,6 +119,7 @@ interface CompiledSection {
 const MILLIS_Z = Buffer.from('.000Z', 'latin1');
 const MILLIS_DV = new DataView(MILLIS_Z.buffer, MILLIS_Z.byteOffset, MILLIS_Z.length);
 const EMPTY = Buffer.alloc(0);
+const EMPTY_VIEW: DataView<ArrayBufferLike> = new DataView(EMPTY.buffer, EMPTY.byteOffset, 0);
 
 export class OnDemandPageScanner {
   private readonly sections: CompiledSection[];
@@ -130,11 +131,11 @@ export class OnDemandPageScanner {
   // Scan state (one page at a time).
   private b: Buffer = EMPTY;
   /** The same bytes, read four at a time (matches, the string scan in item). */
-  private dv: DataView<ArrayBufferLike> = new DataView(EMPTY.buffer, EMPTY.byteOffset, 0);
+  private dv = EMPTY_VIEW;
   private i = 0;
   private out: Buffer = EMPTY;
   /** `out`, written four bytes at a time (copy). */
-  private odv: DataView<ArrayBufferLike> = new DataView(EMPTY.buffer, EMPTY.byteOffset, 0);
+  private odv = EMPTY_VIEW;
   private readonly buffers: Buffer[] = [EMPTY, EMPTY];
   private input: Buffer = EMPTY;
   private turn = 0;
@@ -211,7 +212,7 @@ export class OnDemandPageScanner {
       // ensure() may have grown it.
       this.buffers[this.turn] = this.out;
       this.b = EMPTY;
-      this.dv = new DataView(EMPTY.buffer, EMPTY.byteOffset, 0);
+      this.dv = EMPTY_VIEW;
       this.out = EMPTY;
     }
   }
