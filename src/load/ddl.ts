@@ -194,12 +194,42 @@ export function addColumnDdl(decl: Pick<TableDecl, 'schema' | 'name'>, column: C
 
 /**
  * Statements that create the table of a declaration, each idempotent: schema, table (data columns,
- * then lineage columns; natural-key data columns are `not null`), the unique index on the natural
- * key (naturalKeyIndexColumns), an index on `_source_key` unless the natural key starts with
- * (`_organization_id`, `_source`) (see needsSourceIndex), and comments on the table and every
- * column.
+ * then lineage columns; natural-key data columns are `not null`), its indexes (tableIndexDdl), and
+ * comments on the table and every column.
  */
 export function tableDdl(decl: TableDecl): string[] {
+  return [...tableBaseDdl(decl), ...tableIndexDdl(decl), ...tableCommentDdl(decl)];
+}
+
+/**
+ * The table's indexes, each idempotent (`if not exists`): the unique index on the natural key
+ * (naturalKeyIndexColumns), and an index on `_source_key` unless the natural key starts with
+ * (`_organization_id`, `_source`) (see needsSourceIndex).
+ */
+export function tableIndexDdl(decl: TableDecl): string[] {
+  validateTableDecl(decl);
+  const table = qualifiedName(decl.schema, decl.name);
+  return [
+    `create unique index if not exists ${quoteIdent(naturalKeyIndexName(decl))} on ${table} (${naturalKeyIndexColumns(
+      decl,
+    )
+      .map(quoteIdent)
+      .join(', ')})`,
+    ...(needsSourceIndex(decl)
+      ? [`create index if not exists ${quoteIdent(sourceIndexName(decl))} on ${table} ("_source_key")`]
+      : []),
+  ];
+}
+
+function tableCommentDdl(decl: TableDecl): string[] {
+  const table = qualifiedName(decl.schema, decl.name);
+  return [
+    `comment on table ${table} is ${quoteLiteral(tableComment(decl))}`,
+    ...[...decl.columns, ...LINEAGE_COLUMNS].map((c) => commentOnColumnDdl(decl, c)),
+  ];
+}
+
+function tableBaseDdl(decl: TableDecl): string[] {
   validateTableDecl(decl);
   const table = qualifiedName(decl.schema, decl.name);
   const keys = new Set(decl.naturalKey);
@@ -212,16 +242,6 @@ export function tableDdl(decl: TableDecl): string[] {
   return [
     `create schema if not exists ${quoteIdent(decl.schema)}`,
     `create table if not exists ${table} (\n${columns.join(',\n')}\n)`,
-    `create unique index if not exists ${quoteIdent(naturalKeyIndexName(decl))} on ${table} (${naturalKeyIndexColumns(
-      decl,
-    )
-      .map(quoteIdent)
-      .join(', ')})`,
-    ...(needsSourceIndex(decl)
-      ? [`create index if not exists ${quoteIdent(sourceIndexName(decl))} on ${table} ("_source_key")`]
-      : []),
-    `comment on table ${table} is ${quoteLiteral(tableComment(decl))}`,
-    ...[...decl.columns, ...LINEAGE_COLUMNS].map((c) => commentOnColumnDdl(decl, c)),
   ];
 }
 
@@ -254,6 +274,11 @@ export async function readTableColumns(
 
 export interface EnsureTableResult {
   created: boolean;
+  /**
+   * With `deferIndexes`, when the table was created: its index statements (tableIndexDdl), not yet
+   * run. The caller runs them before the transaction commits.
+   */
+  deferredIndexes?: string[];
   /** Declared columns that an existing table lacked and that were added. */
   columnsAdded: ColumnDecl[];
   /** The table's columns after the change. */
@@ -264,8 +289,16 @@ export interface EnsureTableResult {
  * Create the table of `decl` when missing, or add the declared columns an existing table lacks
  * (with their comments). Never drops or retypes a column. Run it inside the load transaction so a
  * failed load leaves no half-made table; concurrent callers serialise on an advisory lock per table.
+ * With `deferIndexes`, a table it creates gets no index yet: the statements are returned
+ * (`deferredIndexes`) for the caller to run once the first rows are in, which PostgreSQL does in
+ * one sort instead of one index insertion per row. No one else sees the table before the
+ * transaction commits, so no one can miss its indexes.
  */
-export async function ensureTable(db: Db, decl: TableDecl): Promise<EnsureTableResult> {
+export async function ensureTable(
+  db: Db,
+  decl: TableDecl,
+  options: { deferIndexes?: boolean } = {},
+): Promise<EnsureTableResult> {
   validateTableDecl(decl);
   let existing = await readTableColumns(db, decl.schema, decl.name);
   if (existing && decl.columns.every((c) => existing!.some((e) => e.name === c.name))) {
@@ -274,9 +307,20 @@ export async function ensureTable(db: Db, decl: TableDecl): Promise<EnsureTableR
   await lockTableDdl(db, decl.schema, decl.name);
   existing = await readTableColumns(db, decl.schema, decl.name);
   if (existing === null) {
-    for (const statement of tableDdl(decl)) await sql.raw(statement).execute(db);
+    const indexes = tableIndexDdl(decl);
+    const statements = [
+      ...tableBaseDdl(decl),
+      ...(options.deferIndexes ? [] : indexes),
+      ...tableCommentDdl(decl),
+    ];
+    for (const statement of statements) await sql.raw(statement).execute(db);
     const columns = (await readTableColumns(db, decl.schema, decl.name)) ?? [];
-    return { created: true, columnsAdded: [], columns };
+    return {
+      created: true,
+      columnsAdded: [],
+      columns,
+      ...(options.deferIndexes ? { deferredIndexes: indexes } : {}),
+    };
   }
   const have = new Set(existing.map((c) => c.name));
   const missing = decl.columns.filter((c) => !have.has(c.name));

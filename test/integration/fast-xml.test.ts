@@ -25,6 +25,7 @@ import { collectColumns, toLoadSource, toRawXmlLoadSource } from '../../src/pipe
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { dropTables, expectDeclaredIndexes } from '../helpers/indexes.js';
 
 const SAMPLES = '/work/shared/samples/cybersource';
 const DAY_MS = 86_400_000;
@@ -209,6 +210,19 @@ function editRecords(text: string, edit: (record: string, i: number) => string):
 const setLeaf = (record: string, name: string, value: string): string =>
   record.replace(new RegExp(`<${name}>[^<]*</${name}>`), `<${name}>${value}</${name}>`);
 
+/** The text with its first record once more at the end (another MerchantID: the same key). */
+function withFirstRecordAgain(text: string): string {
+  let first = '';
+  editRecords(text, (r, i) => {
+    if (i === 0) first = r;
+    return r;
+  });
+  return text.replace(
+    '</Requests>',
+    `${first.replace(/MerchantID="[^"]*"/, 'MerchantID="again"')}\n</Requests>`,
+  );
+}
+
 const TR = { report: 'TransactionRequestClass', table: 'transaction_request' };
 const PBD = { report: 'PaymentBatchDetailClass', table: 'payment_batch_detail' };
 
@@ -237,11 +251,7 @@ describe('fast XML path ≡ per-row path', () => {
   it('takes a first load with a key twice in the file, or one another window loaded, through staging', async () => {
     // A first load copies straight into the table; these keys make PostgreSQL refuse that COPY
     // (23505), and the lines are read again into the staging table and merged.
-    let first = '';
-    const twice = editRecords(simulated, (r, i) => {
-      if (i === 0) first = r;
-      return r;
-    }).replace('</Requests>', `${first.replace(/MerchantID="[^"]*"/, 'MerchantID="again"')}\n</Requests>`);
+    const twice = withFirstRecordAgain(simulated);
     await expectSame({ ...TR, text: twice, windowKey: 'w20' }, 'fast');
     const some = editRecords(simulated, (r, i) => (i < 40 ? setLeaf(r, 'Amount', '2.50') : ''));
     await expectSame({ ...TR, text: some, windowKey: 'w21' }, 'fast');
@@ -343,6 +353,20 @@ describe('fast XML path ≡ per-row path', () => {
   it('fails the window over the reject threshold exactly like the per-row path', async () => {
     const text = editRecords(simulated, (r, i) => (i % 3 === 0 && i < 60 ? setLeaf(r, 'Amount', 'x') : r));
     await expectSame({ ...TR, text, windowKey: 'w7' }, 'per-row');
+  });
+
+  it('a first load that creates the table builds its indexes after the rows; a key twice then goes through staging', async () => {
+    const decl = pipelineOf(TR.report).table;
+    const sides = [reference.warehouse.db, fast.warehouse.db];
+    // The table has no index while the lines go in: the unique index's build refuses the key
+    // twice (23505), and the lines are read again into the staging table and merged.
+    await dropTables(sides, decl);
+    const twice = withFirstRecordAgain(simulated);
+    await expectSame({ ...TR, text: twice, windowKey: 'n1' }, 'fast');
+    await expectDeclaredIndexes(sides, decl);
+    await dropTables(sides, decl);
+    await expectSame({ ...TR, text: simulated, windowKey: 'n2' }, 'fast');
+    await expectDeclaredIndexes(sides, decl);
   });
 
   it('loads Payment Batch Detail (nested batches) and the XML sample the same way', async () => {

@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTable, readTableColumns, tableDdl } from '../../src/load/ddl.js';
+import { ensureTable, readTableColumns, tableDdl, tableIndexDdl } from '../../src/load/ddl.js';
 import type { TableDecl } from '../../src/load/table-spec.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
+import { declaredIndexes, indexesOf } from '../helpers/indexes.js';
 import { warehouseBackends } from '../helpers/load.js';
 
 const decl: TableDecl = {
@@ -92,5 +93,30 @@ describe.each(warehouseBackends('ddl'))('table DDL on %s', (_backend, open) => {
     expect(columns?.find((c) => c.name === 'batch_date')?.type).toBe('date');
     expect(columns?.at(-1)).toEqual({ name: 'Settlement "Currency"', type: 'character(3)' });
     expect(await readTableColumns(warehouse.db, 'cybs', 'no_such_table')).toBeNull();
+  });
+
+  it('with deferIndexes, creates the table without its indexes and returns their statements', async () => {
+    const later: TableDecl = { ...decl, name: 'payment_batch_detail_later' };
+    const rollback = new Error('rollback');
+    const done = warehouse.db.transaction().execute(async (trx) => {
+      const created = await ensureTable(trx, later, { deferIndexes: true });
+      expect(created.created).toBe(true);
+      expect(created.deferredIndexes).toEqual(tableIndexDdl(later));
+      expect(await indexesOf(trx, later)).toEqual([]);
+      for (const statement of created.deferredIndexes!) await sql.raw(statement).execute(trx);
+      expect(await indexesOf(trx, later)).toEqual(declaredIndexes(later));
+      expect(declaredIndexes(later).map((i) => i.columns)).toEqual([
+        ['request_id', '_organization_id'],
+        ['_source_key'],
+      ]);
+      // An existing table is never touched: nothing deferred.
+      const again = await ensureTable(trx, later, { deferIndexes: true });
+      expect(again).toMatchObject({ created: false });
+      expect(again.deferredIndexes).toBeUndefined();
+      throw rollback;
+    });
+    await expect(done).rejects.toBe(rollback);
+    expect(await readTableColumns(warehouse.db, 'cybs', later.name)).toBeNull();
+    expect(await indexesOf(warehouse.db, decl)).toEqual(declaredIndexes(decl));
   });
 });
