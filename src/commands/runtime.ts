@@ -11,6 +11,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { PipelineDef } from '../pipeline/define-pipeline.js';
 import { createWindowExecutor } from '../pipeline/execute-window.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
+import { sweepStaleSpoolDirs } from '../pipeline/spool-dirs.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { WindowExecutor } from '../pipeline/run-pipelines.js';
 import type { SimulatorHandle } from '../simulator/start-simulator.js';
@@ -55,6 +56,8 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
   const logger = await ctx.logger();
   const env = ctx.env();
   const metrics = createMetrics();
+  // Spools of earlier runs killed before they could remove them (see spool-dirs.ts).
+  await sweepStaleSpoolDirs({ logger });
   let credentials: Credentials;
   let target = env.target;
   let simulator: SimulatorHandle | undefined;

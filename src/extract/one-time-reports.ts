@@ -14,8 +14,7 @@
  * ERROR, or a timeout; a COMPLETED report is downloaded once to a cache directory and shared by
  * every window of its chunk (the windows load only their own day's rows, see `filterToWindow`).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ReportingClient } from '../api/reporting-client.js';
 import { isApiError } from '../api/errors.js';
@@ -25,6 +24,7 @@ import type { Logger } from '../observability/logger.js';
 import type { ColumnSpec, RecordBatch, RecordSource } from '../parse/records.js';
 import type { CalendarWindow } from '../pipeline/plan-windows.js';
 import { windowOfDay } from '../pipeline/plan-windows.js';
+import { makeSpoolDir } from '../pipeline/spool-dirs.js';
 import { addDays, dayNumber, localDate, startOfLocalDay } from '../pipeline/time-zones.js';
 import { formatOf } from './find-report.js';
 import type { ReportFormat } from './find-report.js';
@@ -423,7 +423,7 @@ export class OneTimeReports {
     if (status === 'NO_DATA') return { kind: 'no_data', reportName: name, reportId: report.reportId };
     const format = formatOf(report.reportMimeType);
     const timezone = report.timezone ?? request.timeZone;
-    const dir = await (this.dir ??= mkdtemp(join(tmpdir(), 'cybs-etl-one-time-')));
+    const dir = await (this.dir ??= makeSpoolDir('one-time'));
     const path = join(dir, `${name}.${format}`);
     await this.deps.client.downloadReportToFile(
       {

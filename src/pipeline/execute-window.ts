@@ -1,6 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { sameDigest } from '../api/file-digest.js';
@@ -29,6 +28,7 @@ import type { WindowFingerprint } from './fingerprint.js';
 import { addDays } from './time-zones.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 import { OnDemandSpools } from './on-demand-spools.js';
+import { makeSpoolDir } from './spool-dirs.js';
 import {
   collectColumns,
   declaredColumns,
@@ -349,7 +349,7 @@ function sameUnless(same: Promise<boolean>, tablesAsLeft: Promise<boolean> | und
 
 /** Run `fn` with a fresh temporary directory, removed afterwards whatever happens. */
 async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), 'cybs-etl-'));
+  const dir = await makeSpoolDir();
   try {
     return await fn(dir);
   } finally {

@@ -9,7 +9,7 @@
  * Each restart uses --force, so every attempt re-loads windows that earlier attempts committed: a
  * kill in the middle of a re-load must leave the committed version intact.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { E2E_NOW, createE2eWorld, e2eConfigYaml } from '../helpers/e2e.js';
@@ -17,6 +17,7 @@ import type { E2eWorld } from '../helpers/e2e.js';
 import { seededRandom, spawnCli } from '../helpers/cli-process.js';
 import { compareWithGroundTruth, duplicateRows } from '../helpers/ground-truth.js';
 import { findSecrets, secretsOf } from '../helpers/secrets.js';
+import { DEAD_PROCESS_GRACE_MS } from '../../src/pipeline/spool-dirs.js';
 
 const LONG = process.env['CYBS_LONG_TESTS'] === '1';
 const KILLS = Number(process.env['CYBS_CRASH_KILLS'] ?? (LONG ? 40 : 10));
@@ -28,7 +29,10 @@ const LEASE_SECONDS = 2;
 describe('crash campaign (SIGKILL at random moments, restart)', () => {
   let world: E2eWorld;
   let config: string;
+  /** The runs' temporary directory (TMPDIR), where a killed run leaves its spools. */
+  let tmp: string;
   const outputs: string[] = [];
+  const spoolDirs = async () => (await readdir(tmp)).filter((n) => n.startsWith('cybs-etl-'));
 
   beforeAll(async () => {
     world = await createE2eWorld({
@@ -36,6 +40,8 @@ describe('crash campaign (SIGKILL at random moments, restart)', () => {
       simulator: { organizations: 2, transactionsPerDay: LONG ? 80 : 30 },
     });
     config = join(world.dir, 'crash.yaml');
+    tmp = join(world.dir, 'tmp');
+    await mkdir(tmp);
     await writeFile(
       config,
       e2eConfigYaml(
@@ -62,7 +68,7 @@ describe('crash campaign (SIGKILL at random moments, restart)', () => {
         TO,
         ...(force ? ['--force'] : []),
       ],
-      world.env,
+      { ...world.env, TMPDIR: tmp },
     );
 
   it(`survives ${KILLS} kills and ends equal to the ground truth`, { timeout: 600_000 }, async () => {
@@ -97,6 +103,12 @@ describe('crash campaign (SIGKILL at random moments, restart)', () => {
       expect(await duplicateRows(world.db)).toBe(0);
     }
 
+    // The spools of runs killed in a window stay behind; the next run removes those of processes
+    // gone for DEAD_PROCESS_GRACE_MS (their time moved back by that much here).
+    const leftBehind = await spoolDirs();
+    const past = new Date(Date.now() - DEAD_PROCESS_GRACE_MS - 1000);
+    for (const name of leftBehind) await utimes(join(tmp, name), past, past);
+
     // Restart until a run finds nothing held by a dead process's lease (leases expire after LEASE_SECONDS).
     let final: ReturnType<typeof backfill> | undefined;
     for (let attempt = 0; attempt < 20; attempt++) {
@@ -109,6 +121,7 @@ describe('crash campaign (SIGKILL at random moments, restart)', () => {
       await new Promise((r) => setTimeout(r, 500));
     }
     expect(final!.stdout()).toMatch(/windows skipped\s+0\b/);
+    expect(await spoolDirs()).toEqual([]);
 
     const result = await compareWithGroundTruth(world.db, {
       truth: (o, s, e) => world.sim.groundTruth(o, s, e),
@@ -133,6 +146,7 @@ describe('crash campaign (SIGKILL at random moments, restart)', () => {
     console.log(
       `crash campaign: ${KILLS} SIGKILLs (seed ${SEED}), ${killedMidWindow} with a window in flight, ` +
         `${killedDuringCommit} after at least one window committed in that attempt; ` +
+        `${leftBehind.length} spool directories left behind, removed by the next run; ` +
         `${result.rowsExpected} rows equal to the truth, 0 lost, 0 duplicated; one full run ${Math.round(fullMs)} ms`,
     );
   });
