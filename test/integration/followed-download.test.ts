@@ -71,10 +71,24 @@ describe('followDownload', () => {
       if (!finished) beforeDone += chunk.length;
     }
     expect(Buffer.concat(parts).equals(whole)).toBe(true);
+    // Handed on at most 64 KiB at a time (the default readSize), however much one read took.
+    expect(Math.max(...parts.map((p) => p.length))).toBeLessThanOrEqual(64 * 1024);
     // Most of the file was read before its last byte arrived.
     expect(beforeDone).toBeGreaterThan(whole.length / 2);
     expect((await download.done).attempts).toBe(1);
     expect((await readFile(path)).equals(whole)).toBe(true);
+    await download.stop();
+  });
+
+  it('reads a complete file in large reads, handed on in pieces of readSize, in order', async () => {
+    const path = join(dir, 'complete.csv');
+    const download = followDownload(client, params, path, { readSize: 100_000 });
+    await download.done;
+    const parts: Buffer[] = [];
+    for await (const chunk of download.chunks()) parts.push(chunk);
+    expect(Buffer.concat(parts).equals(whole)).toBe(true);
+    expect(parts.length).toBe(Math.ceil(whole.length / 100_000));
+    expect(parts.slice(0, -1).every((p) => p.length === 100_000)).toBe(true);
     await download.stop();
   });
 
