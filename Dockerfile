@@ -20,5 +20,5 @@ COPY sql ./sql
 USER node
 EXPOSE 9464
 # --max-semi-space-size, --initial-old-space-size (and the flags the CLI sets itself): see src/runtime-flags.ts
-ENTRYPOINT ["node", "--max-semi-space-size=8", "--initial-old-space-size=64", "dist/cli.mjs"]
+ENTRYPOINT ["node", "--max-semi-space-size=4", "--initial-old-space-size=64", "dist/cli.mjs"]
 CMD ["schedule"]
