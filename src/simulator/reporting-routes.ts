@@ -875,14 +875,6 @@ interface ReplyFormat<T> {
 }
 
 /**
- * An on-demand reply: the body `build` gives (undefined or null: no data, `none`) in the format
- * asked for. With cacheReports, the JSON body of complete windows is kept once rendered, as the
- * Purchase and Refund Detail pages are: it cannot change any more, and building it generates the
- * windows' days of transactions again (a window and the two days before it: 60,000 transactions
- * at 20,000 a day), which took more of the bench machine's CPU during a 30-day backfill than the
- * loader it feeds. Its identity is the endpoint, the organizations and the whole query.
- */
-/**
  * A JSON body of on-demand windows, rendered by `render` (undefined: no data). With cacheReports,
  * the body of complete windows is kept once rendered under `identity` (everything it depends on).
  */
@@ -896,6 +888,14 @@ async function jsonBody(
   return ctx.reportCache !== undefined && complete ? ctx.reportCache.text(identity, render) : render();
 }
 
+/**
+ * An on-demand reply: the body `build` gives (undefined or null: no data, `none`) in the format
+ * asked for. With cacheReports, the JSON body of complete windows is kept once rendered, as the
+ * Purchase and Refund Detail pages are: it cannot change any more, and building it generates the
+ * windows' days of transactions again (a window and the two days before it: 60,000 transactions
+ * at 20,000 a day), which took more of the bench machine's CPU during a 30-day backfill than the
+ * loader it feeds. Its identity is the endpoint, the organizations and the whole query.
+ */
 async function onDemandReply<T>(
   ctx: RouteContext,
   endpoint: EndpointName,
