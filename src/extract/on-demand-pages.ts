@@ -6,11 +6,14 @@ import type { ScannedPage } from '../parse/on-demand-scan.js';
 
 export interface OnDemandFetchOptions {
   window: { start: Date; end: Date };
-  /** Sent only for a partner acting for a merchant. */
+  /**
+   * Sent only for a partner acting for a merchant (notification-of-changes takes none: the client
+   * acts as that merchant instead, see ReportingClient.getNotificationOfChanges).
+   */
   organizationId?: string;
   /** Page size of purchase-refund-details (1–2000). */
   pageLimit: number;
-  /** Stop a paging loop that never ends (a service that keeps returning full pages). */
+  /** Stop a paging loop that never ends (a service that keeps returning pages with records). */
   maxPages?: number;
   signal?: AbortSignal;
   /**
@@ -85,6 +88,10 @@ export async function* fetchOnDemandBodies(
     if (scan) return noDataAs(client.getPurchaseRefundDetailsPage(params, req));
     return noDataAs(client.getPurchaseRefundDetails(params, req)).then((body) => body && { body });
   };
+  // Paging ends at a page without records or a 404, never at a short page: what `limit` counts is
+  // not documented (the docs only say that an offset past the results returns no embedded
+  // object), so a page with fewer records than `limit` may still have pages after it. Offsets step
+  // by `limit`, as in the documented example (offset 0, 5, 10 with limit 5).
   let offset = 0;
   let pending = fetchPage(offset);
   let previous: string | undefined;
@@ -99,8 +106,8 @@ export async function* fetchOnDemandBodies(
       body = fetched;
     }
     const count = body.scanned ? body.scanned.records : pageRecordCount(body.body);
-    const more = count >= limit;
-    // A service that ignores offset returns the same full page for ever: stop at the first repeat
+    const more = count > 0;
+    // A service that ignores offset returns the same page for ever: stop at the first repeat
     // instead of spooling maxPages copies of it.
     const signature = !more
       ? undefined
@@ -110,7 +117,7 @@ export async function* fetchOnDemandBodies(
     if (signature !== undefined && signature === previous) {
       throw new CybsError(
         'EXTRACT_PAGING_RUNAWAY',
-        `purchase-refund-details returned the same page of ${limit} records at offset ${offset} as at offset ${offset - limit}; giving up (the service ignores offset)`,
+        `purchase-refund-details returned the same page of ${count} records at offset ${offset} as at offset ${offset - limit}; giving up (the service ignores offset)`,
         { stage: 'extract', context: { offset, limit } },
       );
     }
@@ -119,7 +126,7 @@ export async function* fetchOnDemandBodies(
       if (page + 1 >= maxPages) {
         throw new CybsError(
           'EXTRACT_PAGING_RUNAWAY',
-          `purchase-refund-details returned ${maxPages} full pages of ${limit} records for one window; giving up (the service keeps returning full pages)`,
+          `purchase-refund-details returned ${maxPages} pages with records (limit ${limit}) for one window; giving up (the service keeps returning records)`,
           { stage: 'extract', context: { offset, limit } },
         );
       }
@@ -128,7 +135,9 @@ export async function* fetchOnDemandBodies(
       // An abandoned prefetch must not surface as an unhandled rejection.
       pending.catch(() => {});
     }
-    yield body;
+    // The page past the last record carries nothing: only a first page is handed on empty (a
+    // window whose first page has no records), as it was received.
+    if (more || page === 0) yield body;
     if (!more) return;
   }
 }
