@@ -35,7 +35,7 @@ export { computeRetryDelay, decideRetry, isRetryableError, parseRetryAfter } fro
 export type { RetryConfig, RetryDecision } from './retry.js';
 export { buildRequestTarget, createApiDispatcher, HTTP_METHODS, JSON_ACCEPT } from './transport.js';
 export type { ApiEvent, HttpMethod, QueryEntry } from './transport.js';
-export { formatBatchSummaryTime, formatReportDate, formatTimeParam } from './params.js';
+export { formatReportDate, formatTimeParam } from './params.js';
 export { createAuthenticator } from './auth/index.js';
 export type { Authenticator, AuthenticatorDeps, SignableRequest } from './auth/index.js';
 export * from './types.js';

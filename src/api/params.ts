@@ -5,29 +5,19 @@ function invalid(message: string): CybsError {
   return new CybsError('API_INVALID_PARAMS', message, { stage: 'api', exitCode: 2 });
 }
 
-/** A time query value: Dates become ISO-8601 UTC with milliseconds; strings are sent as given. */
+/**
+ * A time query value as the spec's `format: date-time` (RFC 3339) wants it, for every endpoint
+ * (payment-batch-summaries included: the SDK's example and CyberSource's sample send `…Z`):
+ * Dates become ISO-8601 UTC with milliseconds (`toISOString()`); strings are sent as given, except
+ * that a numeric offset without its colon (`+0000`, not RFC 3339) gets one (`+00:00`).
+ */
 export function formatTimeParam(value: TimeParam, name: string): string {
   if (value instanceof Date) {
     if (Number.isNaN(value.getTime())) throw invalid(`${name} is an invalid date.`);
     return value.toISOString();
   }
   if (value.trim() === '') throw invalid(`${name} is empty; give an ISO-8601 timestamp.`);
-  return value;
-}
-
-/**
- * A payment-batch-summaries time: `yyyy-MM-dd'T'HH:mm:ss.SSSZ` with a numeric offset (`+0000`).
- * Dates are written in UTC; ISO strings ending in `Z` or `±hh:mm` are rewritten to `±hhmm`.
- */
-export function formatBatchSummaryTime(value: TimeParam, name: string): string {
-  const text = formatTimeParam(value, name);
-  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)(Z|[+-]\d{2}:?\d{2})$/.exec(text);
-  if (!m) return text;
-  let [, local, offset] = m as unknown as [string, string, string];
-  if (!/:\d{2}:\d{2}/.test(local)) local = `${local}:00`;
-  if (!/\.\d+$/.test(local)) local = `${local}.000`;
-  offset = offset === 'Z' ? '+0000' : offset.replace(':', '');
-  return `${local}${offset}`;
+  return value.replace(/(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?[+-]\d{2})(\d{2})$/, '$1:$2');
 }
 
 /** A report date `yyyy-MM-dd`; a Date gives its UTC calendar date. */

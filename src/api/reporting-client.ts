@@ -13,14 +13,9 @@ import { createAuthenticator } from './auth/index.js';
 import type { Authenticator, AuthenticatorDeps } from './auth/index.js';
 import { resolveTarget } from './deployments.js';
 import type { ResolvedTarget } from './deployments.js';
+import { CybsError } from '../errors.js';
 import { ApiError, createTransportError, isApiError, isTransientTransportError } from './errors.js';
-import {
-  encodePathSegment,
-  formatBatchSummaryTime,
-  formatReportDate,
-  formatTimeParam,
-  requireText,
-} from './params.js';
+import { encodePathSegment, formatReportDate, formatTimeParam, requireText } from './params.js';
 import { fastPageCheck } from './fast-page-check.js';
 import { FileDigester } from './file-digest.js';
 import type { FileDigest } from './file-digest.js';
@@ -362,6 +357,11 @@ export function createReportingClient(
       ...(deps.uuid ? { uuid: deps.uuid } : {}),
       ...(deps.readKeyFile ? { readKeyFile: deps.readKeyFile } : {}),
     });
+  if (authenticator.scheme === 'http-signature') {
+    deps.logger?.warn(
+      'CYBS_AUTH=http-signature: CyberSource retires HTTP Signature authentication in September 2026; set CYBS_AUTH=jwt, which signs with the same key id and shared secret.',
+    );
+  }
   const ownsDispatcher = deps.dispatcher === undefined;
   let closed = false;
   const dispatcher = deps.dispatcher ?? createApiDispatcher(config.api);
@@ -501,8 +501,11 @@ export function createReportingClient(
     const org = organizationEntry(params);
     switch (report) {
       case 'conversion-details':
-      case 'notification-of-changes':
         return [org, ...timeRange(params)];
+      case 'notification-of-changes':
+        // The endpoint defines startTime and endTime only (SDK NotificationOfChangesApi, the spec):
+        // no organizationId; the organization is the merchant the request acts for (nocMerchant).
+        return timeRange(params);
       case 'purchase-refund-details':
         return [
           org,
@@ -518,8 +521,7 @@ export function createReportingClient(
       case 'payment-batch-summaries':
         return [
           org,
-          ['startTime', formatBatchSummaryTime(params.startTime, 'startTime')],
-          ['endTime', formatBatchSummaryTime(params.endTime, 'endTime')],
+          ...timeRange(params),
           ['rollUp', params.rollUp],
           ['breakdown', params.breakdown],
           ['startDayOfWeek', params.startDayOfWeek],
@@ -535,13 +537,40 @@ export function createReportingClient(
     'payment-batch-summaries': 'getPaymentBatchSummaries',
   };
 
+  let nocAnnounced = false;
+  /**
+   * The merchant a notification-of-changes request acts for, as the endpoint takes no
+   * organizationId: a meta key acts for the organization asked for (`v-c-merchant-id`, signed with
+   * the portfolio); any other key reads its own merchant's changes, and only those.
+   */
+  function nocMerchant(organizationId: string | undefined): string | undefined {
+    if (organizationId === undefined || organizationId === authenticator.merchantId) return undefined;
+    if (authenticator.portfolioId === undefined) {
+      throw new CybsError(
+        'API_INVALID_PARAMS',
+        `notification-of-changes takes no organizationId, so the key of merchant ${authenticator.merchantId} reads only that merchant's changes, not organization ${organizationId}'s; use that merchant's key or a meta key (CYBS_PORTFOLIO_ID).`,
+        { stage: 'api', exitCode: 2, context: { field: 'organizationId' } },
+      );
+    }
+    if (!nocAnnounced) {
+      nocAnnounced = true;
+      deps.logger?.info(
+        { portfolioId: authenticator.portfolioId },
+        `notification-of-changes takes no organizationId: the meta key of portfolio ${authenticator.portfolioId} reads each organization's changes by acting as that merchant (v-c-merchant-id)`,
+      );
+    }
+    return organizationId;
+  }
+
   function onDemandRequest(report: OnDemandReport, params: OnDemandReportParams): ApiRequest {
+    const merchantId = report === 'notification-of-changes' ? nocMerchant(params.organizationId) : undefined;
     return {
       method: 'GET',
       path: ON_DEMAND_REPORTS[report],
       query: onDemandQuery(report, params),
       operation: operationNames[report],
       notFoundMeansNoData: true,
+      ...(merchantId === undefined ? {} : { merchantId }),
     };
   }
 

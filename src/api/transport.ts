@@ -56,8 +56,17 @@ export interface ApiRequest {
   operation?: string;
   /** A 404 on this endpoint means "no data / not available" (search, downloads, on-demand). */
   notFoundMeansNoData?: boolean;
+  /** The merchant a meta key acts for in this request (SignableRequest.merchantId). */
+  merchantId?: string;
   signal?: AbortSignal;
 }
+
+/**
+ * Content-Type of every request, with or without a body: the documentation lists it among the
+ * headers a request must carry (JWT message elements: content-type, host, authorization). Neither
+ * scheme signs it (HTTP signature: host, date, request-target, digest, v-c-merchant-id).
+ */
+export const REQUEST_CONTENT_TYPE = 'application/json';
 
 /** A successful answer whose body has not been read yet. */
 export interface RawResponse {
@@ -177,13 +186,14 @@ export function createTransport(config: TransportConfig, deps: TransportDeps): T
     const headers: Record<string, string> = {
       'user-agent': config.userAgent,
       accept: request.accept ?? JSON_ACCEPT,
+      'content-type': REQUEST_CONTENT_TYPE,
     };
-    if (bodyText !== undefined) headers['content-type'] = 'application/json;charset=utf-8';
     const signed = await deps.authenticator.headersFor({
       method: request.method,
       host: target.host,
       target: requestTarget,
       ...(bodyText === undefined ? {} : { body: bodyText }),
+      ...(request.merchantId === undefined ? {} : { merchantId: request.merchantId }),
     });
     Object.assign(headers, signed);
 

@@ -20,18 +20,8 @@ export type TimeQueryType = (typeof TIME_QUERY_TYPES)[number];
 export const REPORT_STATUSES = ['COMPLETED', 'PENDING', 'QUEUED', 'RUNNING', 'ERROR', 'NO_DATA'] as const;
 export type ReportStatus = (typeof REPORT_STATUSES)[number];
 
-/** Search filter values; the spec writes Daily/Weekly/…, the service reports DAILY/WEEKLY/…. */
-export const REPORT_FREQUENCIES = [
-  'DAILY',
-  'WEEKLY',
-  'MONTHLY',
-  'USER_DEFINED',
-  'ADHOC',
-  'Daily',
-  'Weekly',
-  'Monthly',
-  'Adhoc',
-] as const;
+/** Search filter values (SDK ReportsApi.searchReports: DAILY, WEEKLY, MONTHLY, USER_DEFINED, ADHOC). */
+export const REPORT_FREQUENCIES = ['DAILY', 'WEEKLY', 'MONTHLY', 'USER_DEFINED', 'ADHOC'] as const;
 export type ReportFrequency = (typeof REPORT_FREQUENCIES)[number];
 
 export const PAYMENT_SUBTYPES = ['ALL', 'VI', 'MC', 'AX', 'DI', 'DP'] as const;

@@ -37,18 +37,24 @@ export function createAuthenticator(credentials: Credentials, deps: Authenticato
   const uuid = deps.uuid ?? randomUUID;
   const { merchantId, portfolioId } = credentials;
   const identity = portfolioId === undefined ? { merchantId } : { merchantId, portfolioId };
+  const portfolio = portfolioId === undefined ? {} : { portfolioId };
+  // A meta key signs as its portfolio for the merchant the request acts for.
+  const identityFor = (request: SignableRequest) =>
+    request.merchantId === undefined ? identity : { ...identity, merchantId: request.merchantId };
 
   switch (credentials.auth) {
     case 'http-signature': {
       const { keyId, sharedSecret } = credentials;
       if (!keyId) throw missing('a key id', 'CYBS_KEY_ID', credentials.auth);
       if (!sharedSecret) throw missing('a shared secret', 'CYBS_SHARED_SECRET', credentials.auth);
-      const key = { ...identity, keyId, sharedSecret };
       return {
         scheme: 'http-signature',
         merchantId,
+        ...portfolio,
         headersFor: (request: SignableRequest) =>
-          Promise.resolve(buildHttpSignatureHeaders(key, request, now())),
+          Promise.resolve(
+            buildHttpSignatureHeaders({ ...identityFor(request), keyId, sharedSecret }, request, now()),
+          ),
       };
     }
     case 'jwt': {
@@ -58,9 +64,10 @@ export function createAuthenticator(credentials: Credentials, deps: Authenticato
       return {
         scheme: 'jwt',
         merchantId,
+        ...portfolio,
         async headersFor(request: SignableRequest) {
           const token = await signJwtHs256(
-            buildJwtClaims(identity, request, now(), uuid()),
+            buildJwtClaims(identityFor(request), request, now(), uuid()),
             keyId,
             sharedSecret,
           );
@@ -95,10 +102,11 @@ export function createAuthenticator(credentials: Credentials, deps: Authenticato
       return {
         scheme: 'jwt-p12',
         merchantId,
+        ...portfolio,
         async headersFor(request: SignableRequest) {
           const key = await signingKey();
           const token = await signJwtRs256(
-            buildJwtClaims(identity, request, now(), uuid()),
+            buildJwtClaims(identityFor(request), request, now(), uuid()),
             key.kid,
             key.privateKey,
           );

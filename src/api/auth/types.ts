@@ -8,6 +8,11 @@ export interface SignableRequest {
   target: string;
   /** The request body exactly as sent (UTF-8), for POST/PUT/PATCH. */
   body?: string;
+  /**
+   * The merchant a meta key acts for in this request (`v-c-merchant-id`), when it is not the
+   * credentials' merchant; only a meta key (portfolio) may set it.
+   */
+  merchantId?: string;
 }
 
 /** Methods whose body is digested and signed (facts §4.1, §4.2). */
@@ -22,6 +27,8 @@ export interface Authenticator {
   readonly scheme: 'http-signature' | 'jwt' | 'jwt-p12';
   /** Transacting merchant id (for messages; never a secret). */
   readonly merchantId: string;
+  /** The portfolio of a meta key, which may act for any of its merchants (SignableRequest.merchantId). */
+  readonly portfolioId?: string;
   /** The headers to add to the request (authorization or signature, date, digest, …). */
   headersFor(request: SignableRequest): Promise<Record<string, string>>;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isLoopbackHost, resolveTarget } from '../../../src/api/deployments.js';
-import { formatBatchSummaryTime, formatReportDate, formatTimeParam } from '../../../src/api/params.js';
+import { formatReportDate, formatTimeParam } from '../../../src/api/params.js';
 import { buildRequestTarget } from '../../../src/api/transport.js';
 import { splitPathAndQuery } from '../../../src/api/reporting-client.js';
 
@@ -82,12 +82,11 @@ describe('request target and parameters', () => {
     expect(formatTimeParam(new Date('2024-03-01T00:00:00Z'), 't')).toBe('2024-03-01T00:00:00.000Z');
     expect(formatTimeParam('2024-03-01T00:00:00+05:30', 't')).toBe('2024-03-01T00:00:00+05:30');
     expect(() => formatTimeParam(new Date('nope'), 't')).toThrow(/invalid date/);
-    expect(formatBatchSummaryTime(new Date('2024-03-01T12:34:56.789Z'), 't')).toBe(
-      '2024-03-01T12:34:56.789+0000',
-    );
-    expect(formatBatchSummaryTime('2024-03-01T00:00Z', 't')).toBe('2024-03-01T00:00:00.000+0000');
-    expect(formatBatchSummaryTime('2024-03-01T00:00:00.000-05:00', 't')).toBe('2024-03-01T00:00:00.000-0500');
-    expect(formatBatchSummaryTime('2024-03-01T00:00:00.000+0100', 't')).toBe('2024-03-01T00:00:00.000+0100');
+    // RFC 3339 (the spec's format: date-time) writes a numeric offset with a colon: +0100 is not one.
+    expect(formatTimeParam('2024-03-01T00:00:00.000-05:00', 't')).toBe('2024-03-01T00:00:00.000-05:00');
+    expect(formatTimeParam('2024-03-01T00:00:00.000+0100', 't')).toBe('2024-03-01T00:00:00.000+01:00');
+    expect(formatTimeParam('2024-03-01T00:00+0000', 't')).toBe('2024-03-01T00:00+00:00');
+    expect(formatTimeParam('2024-09-01T12:00:00Z', 't')).toBe('2024-09-01T12:00:00Z');
     expect(formatReportDate('2024-03-09')).toBe('2024-03-09');
     expect(formatReportDate(new Date('2024-03-09T23:59:59Z'))).toBe('2024-03-09');
     expect(() => formatReportDate('2024/03/09')).toThrow(/yyyy-MM-dd/);

@@ -37,7 +37,10 @@ describe('report definitions', () => {
     const headers = api.requests[0]!.headers;
     expect(headers.accept).toBe('application/hal+json, application/json');
     expect(headers['user-agent']).toMatch(/^cybs-etl\//);
-    expect(headers['content-type']).toBeUndefined();
+    // Every request carries content-type (docs, JWT message elements: content-type, host,
+    // authorization), unsigned: the signature covers host, date, request-target, v-c-merchant-id.
+    expect(headers['content-type']).toBe('application/json');
+    expect(headers.signature).toContain('headers="host date request-target v-c-merchant-id"');
   });
 
   it('gets one definition by name (encoded) with attributes and its query', async () => {
@@ -95,7 +98,7 @@ describe('report subscriptions', () => {
     const put = api.requests[0]!;
     expect(put.method).toBe('PUT');
     expect(put.path).toBe('/reporting/v3/report-subscriptions');
-    expect(put.headers['content-type']).toBe('application/json;charset=utf-8');
+    expect(put.headers['content-type']).toBe('application/json');
     expect(JSON.parse(put.body!)).toEqual(subscription);
     const { createHash } = await import('node:crypto');
     expect(put.headers.digest).toBe(`SHA-256=${createHash('sha256').update(put.body!).digest('base64')}`);
@@ -301,7 +304,63 @@ describe('on-demand reports', () => {
     ]);
   });
 
-  it('payment batch summaries: times with a numeric offset (+0000), rollUp, breakdown, startDayOfWeek', async () => {
+  it('notification of changes: no organizationId (the endpoint defines startTime and endTime only)', async () => {
+    // SDK NotificationOfChangesApi.getNotificationOfChangeReport(startTime, endTime): no other
+    // parameter. A meta key reads an organization's changes by acting as that merchant.
+    const body = fixture('notification-of-changes-200.spec-example.json');
+    const range = { startTime: '2024-03-01T00:00:00Z', endTime: '2024-03-02T00:00:00Z' };
+    const q = 'startTime=2024-03-01T00%3A00%3A00Z&endTime=2024-03-02T00%3A00%3A00Z';
+    const logged: string[] = [];
+    const logger = { info: (_: unknown, m: string) => logged.push(m), warn: () => {}, debug: () => {} };
+    api = createMockApi({
+      credentials: { portfolioId: 'portfolio1' },
+      deps: { logger: logger as never },
+    });
+    api.reply({ status: 200, body }, { status: 200, body }, { status: 200, body });
+    await api.client.getNotificationOfChanges({ ...range, organizationId: 'org_b' });
+    await api.client.getNotificationOfChanges({ ...range, organizationId: 'org_c' });
+    await api.client.getNotificationOfChanges({ ...range, organizationId: 'merchant7' });
+    expect(api.requests.map((r) => r.path)).toEqual(
+      [1, 2, 3].map(() => `/reporting/v3/notification-of-changes?${q}`),
+    );
+    expect(api.requests.map((r) => r.headers['v-c-merchant-id'])).toEqual(['org_b', 'org_c', 'merchant7']);
+    // Signed with the portfolio: the signing string's v-c-merchant-id line is the portfolio id.
+    const req = api.requests[0]!;
+    const signingString = [
+      `host: ${req.headers.host}`,
+      `date: ${req.headers.date}`,
+      `request-target: get ${req.path}`,
+      'v-c-merchant-id: portfolio1',
+    ].join('\n');
+    const expected = createHmac('sha256', Buffer.from(TEST_SECRET, 'base64'))
+      .update(signingString)
+      .digest('base64');
+    expect(req.headers.signature).toContain(`signature="${expected}"`);
+    expect(logged.filter((m) => m.includes('notification-of-changes'))).toHaveLength(1);
+    await api.agent.close();
+
+    // JWT: the claim carries the merchant acted for, the issuer is the portfolio.
+    api = createMockApi({ credentials: { auth: 'jwt', portfolioId: 'portfolio1' } });
+    api.reply({ status: 200, body });
+    await api.client.getNotificationOfChanges({ ...range, organizationId: 'org_b' });
+    const claims = decodeJwt(only(api).headers.authorization!.replace(/^Bearer /, ''));
+    expect(claims['v-c-merchant-id']).toBe('org_b');
+    expect(claims.iss).toBe('portfolio1');
+    expect(only(api).path).toBe(`/reporting/v3/notification-of-changes?${q}`);
+    await api.agent.close();
+
+    // A merchant's own key cannot read another organization's changes: refused before sending.
+    api = createMockApi();
+    await expect(api.client.getNotificationOfChanges({ ...range, organizationId: 'org_b' })).rejects.toThrow(
+      /notification-of-changes takes no organizationId, so the key of merchant merchant7 reads only that merchant's changes, not organization org_b's/,
+    );
+    expect(api.requests).toHaveLength(0);
+  });
+
+  it('payment batch summaries: times as toISOString() writes them (…Z), rollUp, breakdown, startDayOfWeek', async () => {
+    // The SDK's example (PaymentBatchSummariesApi: 2018-01-01T00:00:00.000Z) and CyberSource's own
+    // sample (get-payment-batch-summary-data.js: '2024-09-01T12:00:00Z') write UTC with Z; the
+    // spec's format: date-time is RFC 3339, where an offset needs its colon (+00:00, never +0000).
     api = createMockApi();
     api.reply({ status: 200, body: fixture('payment-batch-summaries-200.spec-example.json') });
     const result = await api.client.getPaymentBatchSummaries({
@@ -313,8 +372,8 @@ describe('on-demand reports', () => {
     });
     expect(result.paymentBatchSummaries[0]!.salesAmount).toBe('5000.01');
     expect(only(api).path).toBe(
-      '/reporting/v3/payment-batch-summaries?startTime=2024-03-01T00%3A00%3A00.000%2B0000' +
-        '&endTime=2024-03-02T00%3A00%3A00.000%2B0000&rollUp=day&breakdown=all_merchant&startDayOfWeek=1',
+      '/reporting/v3/payment-batch-summaries?startTime=2024-03-01T00%3A00%3A00.000Z' +
+        '&endTime=2024-03-02T00%3A00%3A00Z&rollUp=day&breakdown=all_merchant&startDayOfWeek=1',
     );
   });
 
@@ -382,6 +441,25 @@ describe('signing what is sent', () => {
       .digest('base64');
     expect(req.headers.signature).toContain(`signature="${expected}"`);
     expect(req.headers.host).toBe('apitest.cybersource.com');
+  });
+
+  it('http-signature: one warning per client that CyberSource retires it, naming CYBS_AUTH and jwt', async () => {
+    // DOCS rest-getting-started restgs-http-message-intro: "Deprecating September 2026: HTTP
+    // Signature Messaging"; SDK README marks HTTP Signature deprecated.
+    const warned: string[] = [];
+    const logger = { warn: (m: string) => warned.push(m), info: () => {}, debug: () => {} };
+    api = createMockApi({ deps: { logger: logger as never } });
+    api.reply({ status: 200, body: { subscriptions: [] } }, { status: 200, body: { subscriptions: [] } });
+    await api.client.listSubscriptions();
+    await api.client.listSubscriptions();
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatch(
+      /^CYBS_AUTH=http-signature: CyberSource retires HTTP Signature authentication in September 2026; set CYBS_AUTH=jwt\b/,
+    );
+    await api.agent.close();
+    warned.length = 0;
+    api = createMockApi({ credentials: { auth: 'jwt' }, deps: { logger: logger as never } });
+    expect(warned).toEqual([]);
   });
 
   it('jwt: request-resource-path is the path on the wire; no v-c-merchant-id header', async () => {
