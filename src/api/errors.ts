@@ -16,13 +16,16 @@ export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
 export const MAX_ERROR_TEXT = 500;
 
 /**
- * A decoded error body. Two shapes exist (facts §3): the reporting error
+ * A decoded error body. Three shapes exist: the reporting error
  * `{submitTimeUtc, reason, message, details:[{field, reason}]}` and the error bean
  * `{code, message, localizationKey, correlationId, detail, fields:[{path, message}]}`, in JSON or
- * XML (`<errorBean>`); anything else is kept as truncated text.
+ * XML (`<errorBean>`) (facts §3), and the gateway's answer to a refused authentication,
+ * `{"response":{"rmsg":"Authentication Failed"}}`, whose `rmsg` may also be an object
+ * `{error, error_description}` (DOCS OAuth "Submit API Requests": ACCESS_TOKEN_EXPIRED); anything
+ * else is kept as truncated text.
  */
 export interface ApiErrorBody {
-  shape: 'reporting' | 'error-bean' | 'text' | 'empty';
+  shape: 'reporting' | 'error-bean' | 'gateway' | 'text' | 'empty';
   reason?: string;
   message?: string;
   submitTimeUtc?: string;
@@ -52,7 +55,23 @@ function truncate(text: string): string {
   return oneLine.length > MAX_ERROR_TEXT ? `${oneLine.slice(0, MAX_ERROR_TEXT)}…` : oneLine;
 }
 
+/** `{"response":{"rmsg": "…" | {error, error_description}}}`: the gateway's 401 (and some 400s). */
+function fromGateway(obj: Record<string, unknown>): ApiErrorBody | undefined {
+  const response = record(obj.response);
+  if (!response || !('rmsg' in response)) return undefined;
+  const rmsg = response.rmsg;
+  const nested = record(rmsg);
+  const out: ApiErrorBody = { shape: 'gateway' };
+  const reason = str(nested?.error);
+  const message = nested ? str(nested.error_description) : str(rmsg);
+  if (reason !== undefined) out.reason = reason;
+  if (message !== undefined && message !== reason) out.message = message;
+  return out;
+}
+
 function fromObject(obj: Record<string, unknown>): ApiErrorBody | undefined {
+  const gateway = fromGateway(obj);
+  if (gateway) return gateway;
   const bean = record(obj.errorBean) ?? obj;
   if ('code' in bean || 'localizationKey' in bean || 'correlationId' in bean || 'fields' in bean) {
     const out: ApiErrorBody = { shape: 'error-bean' };

@@ -118,6 +118,48 @@ describe('createHttpError', () => {
     expect(error.retryable).toBe(false);
   });
 
+  it('401 in either shape the gateway uses reads as one sentence with its reason', () => {
+    const auth = { scheme: 'jwt', merchantId: 'merchant7' };
+    // The Error Bean (facts §3.2) and the gateway's {"response":{"rmsg":…}}: a string, or an object
+    // {error, error_description} as in DOCS OAuth "Submit API Requests" (ACCESS_TOKEN_EXPIRED).
+    const bean = createHttpError({
+      ...base,
+      status: 401,
+      auth,
+      bodyText: JSON.stringify({
+        code: 'UNAUTHORIZED',
+        message: 'Authentication Failed',
+        localizationKey: 'cybsapi.authentication.failed',
+        correlationId: null,
+        detail: null,
+        fields: [],
+      }),
+      contentType: 'application/hal+json',
+    });
+    const gateway = createHttpError({
+      ...base,
+      status: 401,
+      auth,
+      bodyText: '{"response":{"rmsg":"Authentication Failed"}}',
+      contentType: 'application/json',
+    });
+    const expired = createHttpError({
+      ...base,
+      status: 401,
+      auth,
+      bodyText:
+        '{ "response": { "rmsg": { "error": "ACCESS_TOKEN_EXPIRED", "error_description": "ACCESS_TOKEN_EXPIRED" } } }',
+    });
+    const where = 'GET /reporting/v3/reports?startTime=a';
+    const sentence = (reason: string) =>
+      `CyberSource refused the credentials (auth scheme jwt, merchant id merchant7) with HTTP 401 for ${where}: ${reason}; check CYBS_AUTH, CYBS_MERCHANT_ID, CYBS_KEY_ID and the shared secret or key file.`;
+    expect(bean.message).toBe(sentence('UNAUTHORIZED: Authentication Failed'));
+    expect(gateway.message).toBe(sentence('Authentication Failed'));
+    expect(expired.message).toBe(sentence('ACCESS_TOKEN_EXPIRED'));
+    expect(gateway.body).toEqual({ shape: 'gateway', message: 'Authentication Failed' });
+    for (const e of [bean, gateway, expired]) expect(e.code).toBe('API_UNAUTHORIZED');
+  });
+
   it('marks 429 and 5xx retryable, 400/403 not', () => {
     for (const status of [429, 500, 502, 503, 504]) {
       expect(createHttpError({ ...base, status }).retryable).toBe(true);
