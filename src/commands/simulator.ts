@@ -16,6 +16,10 @@ Faults (--faults): comma-separated rules  endpoint:kind[=param][@probability][xC
             reset[=bytes] | truncate[=bytes] | stuck[=reportName] | malformed-row[=row[/amount]]
   @p        probability per matching request (seeded, repeatable); xN: at most N times
   e.g. --faults 'download:reset@0.3,search:429x2,purchase-refund-details:500@0.1,download:truncate'
+  Invented: the reporting API documents no 429 and no rate limit; the 429 (a TOO_MANY_REQUESTS
+  error bean with Retry-After) exists only to exercise a client's retries.
+  A 401 (refused credentials, or the 401 fault) answers as the gateway does:
+  {"response":{"rmsg":"Authentication Failed"}}.
 
 Credentials: CYBS_MERCHANT_ID, CYBS_KEY_ID, CYBS_SHARED_SECRET (base64) and CYBS_PORTFOLIO_ID
 (meta key) from the environment when set; otherwise deterministic ones made up from the seed.

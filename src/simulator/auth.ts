@@ -6,7 +6,9 @@
  *    [digest] v-c-merchant-id", signature="<b64>"`. The signing string is rebuilt from the request
  *    as received (`request-target: <method> <path?query>`), HMAC-SHA256 with the base64-decoded
  *    shared secret, compared in constant time. `date` must be within 5 minutes of the clock; a body
- *    needs a `digest: SHA-256=<b64>` header that matches it and is signed.
+ *    needs a `digest: SHA-256=<b64>` header that matches it and is signed. `(request-target)` (with
+ *    parentheses, as in the signing drafts) is refused: CyberSource has refused it since April 2024
+ *    (developer blog "REST API Http Signature Authentication Critical Security Update").
  *  - JWT (v2) in `Authorization: Bearer`: HS256 with the shared secret (header `kid` = key id) or
  *    RS256 with the public key of a P12 certificate (`kid` = the certificate subject's
  *    serialNumber). Claims checked: `exp`/`iat`, `request-host`, `request-resource-path` (path +
@@ -112,11 +114,11 @@ export function verifyHttpSignature(req: AuthRequest, keys: KeyLookup, options: 
   const signed = (params['headers'] ?? '').split(/\s+/).filter(Boolean);
   const method = req.method.toLowerCase();
   const hasBody = BODY_METHODS.has(method) || req.body.length > 0;
+  if (signed.includes('(request-target)'))
+    return fail('(request-target) is not accepted; sign request-target');
   const required = ['host', 'request-target', 'v-c-merchant-id', ...(hasBody ? ['digest'] : [])];
   for (const name of required) {
-    const present =
-      signed.includes(name) || (name === 'request-target' && signed.includes('(request-target)'));
-    if (!present) return fail(`signed headers must include ${name}`);
+    if (!signed.includes(name)) return fail(`signed headers must include ${name}`);
   }
   const dateName = signed.includes('v-c-date') ? 'v-c-date' : 'date';
   if (!signed.includes(dateName)) return fail('signed headers must include date');
@@ -135,7 +137,7 @@ export function verifyHttpSignature(req: AuthRequest, keys: KeyLookup, options: 
   if (typeof merchant !== 'string') return merchant;
   const lines: string[] = [];
   for (const name of signed) {
-    if (name === 'request-target' || name === '(request-target)') {
+    if (name === 'request-target') {
       lines.push(`${name}: ${method} ${req.url}`);
     } else if (name === 'v-c-merchant-id') {
       lines.push(`v-c-merchant-id: ${key.kind === 'portfolio' ? key.ownerId : merchant}`);

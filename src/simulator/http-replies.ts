@@ -83,6 +83,32 @@ export function notFoundBean(xml: boolean): Reply {
   );
 }
 
+/** The shapes of a 401 (SimulatorOptions.unauthorizedShape). */
+export const UNAUTHORIZED_SHAPES = ['gateway', 'error-bean'] as const;
+export type UnauthorizedShape = (typeof UNAUTHORIZED_SHAPES)[number];
+
+/**
+ * A 401. `gateway`: the API gateway's answer to a refused signature or token,
+ * `{"response":{"rmsg":"Authentication Failed"}}` (seen in the wild; the OAuth guide shows the same
+ * envelope with `rmsg: {error, error_description}`). `error-bean`: the Error Bean with
+ * UNAUTHORIZED / cybsapi.authentication.failed, the reporting services' own error shape (facts
+ * §3.2), for a client that must read both; the spec documents no 401 body.
+ */
+export function unauthorizedReply(shape: UnauthorizedShape, detail: string): Reply {
+  if (shape === 'gateway') return json(401, { response: { rmsg: 'Authentication Failed' } });
+  return errorBean(401, {
+    code: 'UNAUTHORIZED',
+    message: 'Authentication Failed',
+    localizationKey: 'cybsapi.authentication.failed',
+    detail,
+  });
+}
+
+/**
+ * A 5xx (Error Bean, facts §3.2), or a 429. The 429 is INVENTED: no 429, rate limit or body for it
+ * is documented for the reporting API (not in the spec, the SDK or the docs); the simulator sends it
+ * (with an invented TOO_MANY_REQUESTS bean and Retry-After) only to exercise a client's retries.
+ */
 export function serverErrorReply(status: number, retryAfter?: string): Reply {
   if (status === 429) {
     return errorBean(

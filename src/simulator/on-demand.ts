@@ -247,7 +247,11 @@ function walkPage(
   return { pageResults, any: skipped + pageResults > 0 };
 }
 
-/** One page; undefined when the window holds no record at all (404). */
+/**
+ * One page; undefined when the window holds no record at all (404). A page at an offset past the
+ * last record carries no sections ("an offset larger than the number of results returns no
+ * embedded object", DOCS on-demand purchase and refund details).
+ */
 export function purchaseRefundPage(
   dataset: Dataset,
   w: Window,
@@ -450,8 +454,8 @@ function aheadKey(w: Window, options: PageOptions): string | undefined {
 }
 
 /**
- * `purchaseRefundPageJson` for the route: after a full page of a complete window (whose records
- * cannot change any more), the next page is rendered while the client reads this one, as a server
+ * `purchaseRefundPageJson` for the route: after a page with records of a complete window (whose
+ * records cannot change any more), the next page is rendered while the client reads this one, as a server
  * with more than one core would, and served when it is asked for; any other request is rendered
  * when it comes. The bodies are the same bytes either way (the page is a function of the
  * dataset, window, offset and limit).
@@ -474,7 +478,9 @@ export function servePurchaseRefundPageJson(
   } else {
     page = renderPageJson(dataset, w, options);
   }
-  if (key !== undefined && page !== undefined && page.pageResults >= options.limit) {
+  // Any page with records may have pages after it (a short page is not the end, for a client that
+  // does not know what limit counts); the page past the last one is empty and cheap.
+  if (key !== undefined && page !== undefined && page.pageResults > 0) {
     const next = { ...options, offset: options.offset + options.limit };
     const slot: PageAhead = {
       key: aheadKey(w, next)!,

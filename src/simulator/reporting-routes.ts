@@ -84,7 +84,15 @@ export interface Route {
 }
 
 const ORG_PATTERN = /^[a-zA-Z0-9-_]{1,32}$/;
+/** reportName in a query (search, downloads): the names a PUT body may create, and `+`. */
 const REPORT_NAME_PATH = /^[a-zA-Z0-9-_+ ]{1,128}$/;
+/** reportName as the path of GET/DELETE /report-subscriptions/{reportName} (spec: [a-zA-Z0-9-_+]+, maxLength 80). */
+const SUBSCRIPTION_NAME_PATH = /^[a-zA-Z0-9-_+]{1,80}$/;
+/** A PUT body's reportName (spec: [a-zA-Z0-9-_ ]+, maxLength 128). */
+const SUBSCRIPTION_NAME_BODY = /^[a-zA-Z0-9-_ ]{1,128}$/;
+/** reportInterval of a USER_DEFINED subscription, the spec's pattern: PT1M … PT23H59M. */
+const REPORT_INTERVAL =
+  /^PT((([1-9]|1[0-9]|2[0-3])H(([1-9]|[1-4][0-9]|5[0-9])M)?)|((([1-9]|1[0-9]|2[0-3])H)?([1-9]|[1-4][0-9]|5[0-9])M))$/;
 
 /** The organization a request acts for: `organizationId` (query or body) or the authenticated merchant. */
 export function resolveOrganization(
@@ -284,7 +292,7 @@ const listSubscriptions: Route = {
 const getSubscription: Route = {
   endpoint: 'subscriptions',
   handle(ctx, [name]) {
-    if (!name || !REPORT_NAME_PATH.test(name))
+    if (!name || !SUBSCRIPTION_NAME_PATH.test(name))
       return invalidParams([{ field: 'reportName', reason: 'INVALID_DATA' }]);
     const o = orgFromQuery(ctx);
     if ('reply' in o) return o.reply;
@@ -297,7 +305,7 @@ const getSubscription: Route = {
 const deleteSubscription: Route = {
   endpoint: 'subscriptions',
   handle(ctx, [name]) {
-    if (!name || !REPORT_NAME_PATH.test(name))
+    if (!name || !SUBSCRIPTION_NAME_PATH.test(name))
       return invalidParams([{ field: 'reportName', reason: 'INVALID_DATA' }]);
     const o = orgFromQuery(ctx);
     if ('reply' in o) return o.reply;
@@ -451,7 +459,7 @@ const putSubscription: Route = {
       if (!SUBSCRIPTION_KEYS.has(k)) issues.push({ path: k, message: 'unknown field' });
     const common = checkCommon(body, issues, { requireMime: true });
     const name = body['reportName'];
-    if (typeof name !== 'string' || !/^[a-zA-Z0-9-_ ]{1,128}$/.test(name)) {
+    if (typeof name !== 'string' || !SUBSCRIPTION_NAME_BODY.test(name)) {
       issues.push({ path: 'reportName', message: 'is required: 1-128 characters of [a-zA-Z0-9-_ ]' });
     }
     const freqRaw = body['reportFrequency'];
@@ -490,11 +498,14 @@ const putSubscription: Route = {
     }
     const interval = body['reportInterval'];
     if (freq === 'USER_DEFINED') {
-      if (typeof interval !== 'string' || parseInterval(interval) === undefined) {
+      if (typeof interval !== 'string' || !REPORT_INTERVAL.test(interval)) {
         issues.push({
           path: 'reportInterval',
-          message: 'is required for USER_DEFINED: an ISO-8601 duration such as PT2H30M',
+          message: 'is required for USER_DEFINED: PT1M to PT23H59M, e.g. PT2H30M (no PT0H, PT24H or PT90M)',
         });
+      } else if (parseInterval(interval) === undefined) {
+        // The simulator's own limit (report-store.ts), not the service's.
+        issues.push({ path: 'reportInterval', message: 'the simulator makes reports at most once an hour' });
       }
     } else if (interval !== undefined && interval !== null) {
       issues.push({ path: 'reportInterval', message: 'only applies to USER_DEFINED reports' });
@@ -536,6 +547,9 @@ const putSubscription: Route = {
   },
 };
 
+/** The names of PST a Standard predefined subscription accepts. */
+const PST_NAMES: readonly string[] = ['PST', 'America/Los_Angeles'];
+
 const putPredefinedSubscription: Route = {
   endpoint: 'subscriptions',
   handle(ctx) {
@@ -555,10 +569,14 @@ const putPredefinedSubscription: Route = {
     const type = body['subscriptionType'];
     if (type !== 'CLASSIC' && type !== 'STANDARD')
       issues.push({ path: 'subscriptionType', message: 'must be CLASSIC or STANDARD' });
-    const tz =
-      (body['timezone'] as string | undefined) ?? (type === 'CLASSIC' ? 'GMT' : 'America/Los_Angeles');
+    // Standard subscriptions run in PST and refuse any other zone; Classic ones default to GMT
+    // (SDK docs/PredefinedSubscriptionRequestBean.md).
+    const tzRaw = body['timezone'] ?? (type === 'CLASSIC' ? 'GMT' : 'PST');
+    const tz = type === 'STANDARD' && PST_NAMES.includes(tzRaw as string) ? 'America/Los_Angeles' : tzRaw;
     if (typeof tz !== 'string' || !isValidTimeZone(tz))
       issues.push({ path: 'timezone', message: 'unknown time zone' });
+    else if (type === 'STANDARD' && tz !== 'America/Los_Angeles')
+      issues.push({ path: 'timezone', message: 'a Standard subscription runs in PST; no other time zone' });
     const startTime = (body['startTime'] as string | undefined) ?? '0000';
     if (!/^([01]\d|2[0-3])[0-5]\d$/.test(String(startTime)))
       issues.push({ path: 'startTime', message: 'must be HHMM' });
@@ -579,7 +597,7 @@ const putPredefinedSubscription: Route = {
       reportMimeType: mime as ReportMimeType,
       reportFrequency: 'DAILY' as const,
       reportName: name,
-      timezone: tz,
+      timezone: tz as string,
       startTime,
       startDay: 1,
       reportFilters: {},
@@ -968,19 +986,22 @@ const purchaseRefundDetails: Route = {
 
 /**
  * The route of an on-demand endpoint that takes one organization's window (startTime, endTime,
- * organizationId) and nothing else; its reply is onDemandReply's.
+ * and organizationId unless `withoutOrganization`) and nothing else; its reply is onDemandReply's.
  */
 function windowRoute<T>(
   endpoint: EndpointName,
   format: ReplyFormat<T>,
   build: (dataset: Dataset, window: Window) => T | undefined | null,
   none: () => Reply = () => noData(),
+  withoutOrganization = false,
 ): Route {
   return {
     endpoint,
     handle(ctx) {
       const issues: Issue[] = [];
       const { start, end } = windowParams(ctx, issues);
+      if (withoutOrganization && ctx.query.has('organizationId'))
+        issues.push({ field: 'organizationId', reason: 'INVALID_DATA' });
       if (issues.length > 0) return invalidParams(issues);
       const o = orgFromQuery(ctx);
       if ('reply' in o) return o.reply;
@@ -1003,6 +1024,12 @@ const conversionDetailsRoute = windowRoute(
   () => noData('Conversion detail not found'),
 );
 
+/**
+ * notification-of-changes defines startTime and endTime only (spec, SDK NotificationOfChangesApi):
+ * it answers for the merchant the request acts for (v-c-merchant-id). An organizationId is refused
+ * (400) so that a client that sends one is caught; the real service may instead ignore it and answer
+ * for the key's merchant, which would load one organization's changes as another's.
+ */
 const notificationOfChangesRoute = windowRoute(
   'notification-of-changes',
   {
@@ -1011,10 +1038,15 @@ const notificationOfChangesRoute = windowRoute(
     csv: (body) => recordsToCsv(body.notificationOfChanges),
   },
   notificationOfChanges,
+  undefined,
+  true,
 );
 
-/** yyyy-MM-dd'T'HH:mm:ss[.SSS] with a numeric offset (±HHMM or ±HH:MM) — or Z. */
-const PBS_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:?\d{2})$/;
+/**
+ * An RFC 3339 date-time (the spec's format: date-time): Z or ±hh:mm with its colon; `+0000` is
+ * refused with 400 as an ISO offset parser refuses it.
+ */
+const PBS_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
 const paymentBatchSummariesRoute: Route = {
   endpoint: 'payment-batch-summaries',

@@ -33,8 +33,15 @@ import { FaultPlan, FaultSpecError, normaliseFaultRules } from './faults.js';
 import type { FaultRule } from './faults.js';
 import { computeGroundTruth } from './ground-truth.js';
 import type { GroundTruth } from './ground-truth.js';
-import { errorBean, json, reportingError, sendReply, serverErrorReply } from './http-replies.js';
-import type { Reply } from './http-replies.js';
+import {
+  errorBean,
+  json,
+  reportingError,
+  sendReply,
+  serverErrorReply,
+  unauthorizedReply,
+} from './http-replies.js';
+import type { Reply, UnauthorizedShape } from './http-replies.js';
 import { hash32, stableUuid } from './prng.js';
 import { reportDefinition } from './report-layouts.js';
 import { ReportStore } from './report-store.js';
@@ -86,6 +93,12 @@ export interface SimulatorOptions {
    * the benchmark sets it so that it measures the loader, not the renderer).
    */
   cacheReports?: boolean;
+  /**
+   * The body of a 401: `gateway` (default), `{"response":{"rmsg":"Authentication Failed"}}` as the
+   * API gateway answers a refused signature or token, or `error-bean`, the Error Bean
+   * (UNAUTHORIZED); see unauthorizedReply.
+   */
+  unauthorizedShape?: UnauthorizedShape;
   logger?: Logger;
 }
 
@@ -347,6 +360,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   }
 
   const log = options.logger;
+  const unauthorizedShape = options.unauthorizedShape ?? 'gateway';
 
   const control = async (req: IncomingMessage, url: URL): Promise<Reply> => {
     const path = url.pathname;
@@ -457,12 +471,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       log?.debug({ reason: auth.reason, url: url.pathname }, 'simulator rejected a request');
       const reply =
         auth.status === 401
-          ? errorBean(401, {
-              code: 'UNAUTHORIZED',
-              message: 'Authentication Failed',
-              localizationKey: 'cybsapi.authentication.failed',
-              detail: auth.reason,
-            })
+          ? unauthorizedReply(unauthorizedShape, auth.reason)
           : errorBean(403, {
               code: 'FORBIDDEN',
               message: 'Not authorized',
@@ -476,12 +485,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const statusFault = drawn.find((f) => ['429', '500', '502', '503'].includes(f.kind));
     let reply: Reply;
     if (drawn.some((f) => f.kind === '401')) {
-      reply = errorBean(401, {
-        code: 'UNAUTHORIZED',
-        message: 'Authentication Failed',
-        localizationKey: 'cybsapi.authentication.failed',
-        detail: 'simulated fault: the key was refused',
-      });
+      reply = unauthorizedReply(unauthorizedShape, 'simulated fault: the key was refused');
     } else if (statusFault) {
       reply = serverErrorReply(Number(statusFault.kind), statusFault.param);
     } else {

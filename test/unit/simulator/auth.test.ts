@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { createHmac, generateKeyPairSync } from 'node:crypto';
 import forge from 'node-forge';
 import { describe, expect, it } from 'vitest';
 import { readP12Certificates, verifyRequest } from '../../../src/simulator/auth.js';
@@ -69,6 +69,31 @@ describe('HTTP signature verification', () => {
       ),
     );
     expect(put.ok).toBe(true);
+  });
+
+  it('refuses (request-target) with parentheses even when the signature over it is right', async () => {
+    // CyberSource developer blog "REST API Http Signature Authentication Critical Security Update":
+    // requests signed over "(request-target)" fail since 22 April 2024; the header is request-target.
+    const date = new Date(NOW).toUTCString();
+    const signingString = [
+      `host: ${HOST}`,
+      `date: ${date}`,
+      `(request-target): get ${TARGET}`,
+      `v-c-merchant-id: ${merchant.merchantId}`,
+    ].join('\n');
+    const signature = createHmac('sha256', Buffer.from(merchant.sharedSecret, 'base64'))
+      .update(signingString)
+      .digest('base64');
+    const headers = {
+      'v-c-merchant-id': merchant.merchantId,
+      date,
+      signature: `keyid="${merchant.keyId}", algorithm="HmacSHA256", headers="host date (request-target) v-c-merchant-id", signature="${signature}"`,
+    };
+    expect(await verify(req('GET', TARGET, headers))).toEqual({
+      ok: false,
+      status: 401,
+      reason: '(request-target) is not accepted; sign request-target',
+    });
   });
 
   it('rejects a wrong secret', async () => {
