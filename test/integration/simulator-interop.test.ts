@@ -273,6 +273,34 @@ describe('official SDK (cybersource-rest-client) against the simulator', () => {
         ).toBeGreaterThan(0);
       });
 
+      it('a meta key reads notification-of-changes for each of its merchants by acting as that merchant', async () => {
+        // NotificationOfChangesApi takes startTime and endTime only: the SDK's way to read another
+        // merchant's changes is a meta key (useMetaKey, portfolioID) with merchantID = that merchant.
+        const p = sim.portfolioCredentials;
+        const start = '2024-03-04T00:00:00Z';
+        const end = '2024-03-05T00:00:00Z';
+        for (const merchant of sim.organizations) {
+          const config = {
+            ...configFor(mode, p.sharedSecret),
+            merchantID: merchant,
+            merchantKeyId: p.keyId,
+            useMetaKey: true,
+            portfolioID: p.portfolioId,
+          };
+          const noc = await call(
+            api('NotificationOfChangesApi', config),
+            'getNotificationOfChangeReport',
+            start,
+            end,
+          );
+          expect(noc.error, merchant).toBeNull();
+          const truth = sim.groundTruth(merchant, '2024-03-04', '2024-03-04').onDemand.notificationOfChanges;
+          expect((noc.data as { notificationOfChanges: unknown[] }).notificationOfChanges).toHaveLength(
+            truth.rowCount,
+          );
+        }
+      });
+
       it('a wrong secret gets 401', async () => {
         const wrong = configFor(mode, Buffer.from('definitely not the secret!!').toString('base64'));
         const r = await call(api('ReportDefinitionsApi', wrong), 'getResourceV2Info', {});
