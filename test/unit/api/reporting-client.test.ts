@@ -4,6 +4,7 @@ import { text } from 'node:stream/consumers';
 import { decodeJwt } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isApiError } from '../../../src/api/errors.js';
+import { REPORT_FREQUENCIES } from '../../../src/api/types.js';
 import { createMockApi, TEST_SECRET } from '../../helpers/mock-api.js';
 import type { MockApi } from '../../helpers/mock-api.js';
 
@@ -131,6 +132,23 @@ describe('report search, metadata, one-time reports', () => {
     const query = new URL(`https://x${only(api).path}`).searchParams;
     expect(query.get('reportName')).toBe('a&b=c #1');
     expect([...query.keys()]).toHaveLength(8);
+  });
+
+  it('search: reportFrequency takes the values the SDK lists', () => {
+    api = createMockApi();
+    const sdk = readFileSync(
+      new URL('../../../node_modules/cybersource-rest-client/src/api/ReportsApi.js', import.meta.url),
+      'utf8',
+    );
+    const listed = /opts\.reportFrequency Valid Report Frequency\s+Valid values:((?:\s+-\s+\w+)+)/.exec(
+      sdk,
+    )?.[1];
+    expect(
+      listed
+        ?.split('-')
+        .map((v) => v.trim())
+        .filter(Boolean),
+    ).toEqual([...REPORT_FREQUENCIES]);
   });
 
   it('search: 404 is "no data", not retried', async () => {
