@@ -4,6 +4,7 @@ import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
+import { PIPELINE_NAME_ALIASES, findReportDefinition } from '../catalog/index.js';
 import { CybsError, configError } from '../errors.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
@@ -56,10 +57,12 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         file: string,
         opts: { reportDefinition: string; organizationId?: string; format?: 'csv' | 'xml' },
       ) => {
+        // The seed's names (RiskDecisionEventDetailClass, its table) are aliases of the real ones.
+        const given = opts.reportDefinition.trim();
+        const wanted = (findReportDefinition(given)?.name ?? given).toLowerCase();
+        const table = PIPELINE_NAME_ALIASES[given] ?? given;
         const pipeline = REPORT_PIPELINES.find(
-          (p) =>
-            p.reportDefinitionName.toLowerCase() === opts.reportDefinition.toLowerCase() ||
-            p.name === opts.reportDefinition,
+          (p) => p.reportDefinitionName.toLowerCase() === wanted || p.name === table,
         );
         if (!pipeline) {
           throw configError(

@@ -45,7 +45,7 @@ export const PERIOD_FIELDS: Readonly<Record<string, string>> = {
   JPTransactionDetailClass: 'Request.TransactionDate',
   SubscriptionDetailClass: 'Request.TransactionDate',
   RecurringBillingDetailClass: 'Request.TransactionDate',
-  RiskDecisionEventDetailClass: 'Request.TransactionDate',
+  DecisionManagerEventDetailClass: 'Request.TransactionDate',
   PaymentBatchDetailClass: 'Batch.BatchDate',
   ProcessorSettlementDetailClass: 'Batch.BatchDate',
   FundingDetailClass: 'Batch.BatchDate',

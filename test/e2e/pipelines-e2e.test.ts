@@ -197,11 +197,11 @@ describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
   it('pipelines lists every pipeline and prints the DDL of every table', async () => {
     const list = await runCli(['pipelines', '--json']);
     const rows = JSON.parse(list.stdout) as { pipeline: string; enabled: string }[];
-    expect(rows).toHaveLength(19 + 5);
+    expect(rows).toHaveLength(26 + 5);
     expect(rows.filter((row) => row.enabled === 'yes')).toHaveLength(9);
     const ddl = await runCli(['pipelines', '--sql']);
     expect(ddl.code).toBe(0);
-    expect(ddl.stdout.match(/create table if not exists/gi)).toHaveLength(19 + 12);
+    expect(ddl.stdout.match(/create table if not exists/gi)).toHaveLength(26 + 12);
     expect(ddl.stdout).toContain('"cybs"."purchase_refund_fee_funding"');
     expect(ddl.stdout).toMatch(/comment on column "cybs"\."transaction_request"\."amount"/i);
   });
