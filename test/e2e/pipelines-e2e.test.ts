@@ -196,8 +196,17 @@ describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
 
   it('pipelines lists every pipeline and prints the DDL of every table', async () => {
     const list = await runCli(['pipelines', '--json']);
-    const rows = JSON.parse(list.stdout) as { pipeline: string; enabled: string }[];
+    const rows = JSON.parse(list.stdout) as { pipeline: string; kind: string; enabled: string }[];
     expect(rows).toHaveLength(26 + 5);
+    // Named after the real definitions; the seed-only one is marked unverified (audit #1).
+    expect(rows.find((row) => row.pipeline === 'decision_manager_event_detail')).toMatchObject({
+      kind: 'report DecisionManagerEventDetailClass',
+      enabled: 'no',
+    });
+    expect(rows.find((row) => row.pipeline === 'recurring_billing_detail')?.kind).toBe(
+      'report RecurringBillingDetailClass (unverified)',
+    );
+    expect(rows.filter((row) => row.kind.endsWith('(unverified)'))).toHaveLength(1);
     expect(rows.filter((row) => row.enabled === 'yes')).toHaveLength(9);
     const ddl = await runCli(['pipelines', '--sql']);
     expect(ddl.code).toBe(0);

@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
 import { cli } from '../helpers/cli.js';
+import { spawnCli } from '../helpers/cli-process.js';
 
 const TR = `  - reportName: TransactionRequestReport_Daily
     reportDefinitionName: TransactionRequestClass
@@ -174,6 +175,31 @@ describe('cybs-etl subscriptions', () => {
     expect((await run('plan')).code).toBe(2);
     expect(process.exitCode).toBeUndefined();
     expect((await cli(['--version'])).code).toBe(0);
+  });
+
+  it('logs a warning, once, for a field the catalog does not know, and still plans it (audit #6)', async () => {
+    sim = await startSimulator({ organizations: 1, transactionsPerDay: 1 });
+    const config = join(dir, 'unknown-field.yaml');
+    await writeFile(
+      config,
+      `log: { level: warn }\nsubscriptions:\n${TR.replace('PaymentData.CurrencyCode]', 'PaymentData.CurrencyCode, PaymentData.NoSuchField]')}`,
+    );
+    // A child process: the log lines go to its stderr (fd 2), which an in-process run cannot capture.
+    const child = spawnCli(['--config', config, 'subscriptions', 'plan'], {
+      CYBS_BASE_URL: sim.baseUrl,
+      ...sim.credentials,
+    });
+    expect((await child.exited).code).toBe(2);
+    expect(child.stdout()).toContain('+ reportFields PaymentData.NoSuchField');
+    const warnings = child
+      .stderr()
+      .split('\n')
+      .filter((line) => line.includes('PaymentData.NoSuchField'));
+    expect(warnings).toHaveLength(1);
+    expect(JSON.parse(warnings[0]!)).toMatchObject({
+      level: 'warn',
+      msg: `${config}: key "subscriptions.0.reportFields.5": "PaymentData.NoSuchField" is not in the cybs-etl field catalog; it is sent as written and the service decides (its column, if any, is typed text)`,
+    });
   });
 
   it('says what to do when config.yaml declares no subscriptions', async () => {
