@@ -148,6 +148,15 @@ export function lookupKey(header: string): string {
 export const REPORT_SCOPED_ALIASES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   // The classic Payment Batch Detail file's `status` column (value BATCHED) is the batch status.
   PaymentBatchDetailClass: { status: 'Batch.Status' },
+  // Display-name headers of the Billable Transactions Detail report (Reporting User Guide).
+  BillableTransactionsDetailClass: {
+    'Organization ID': 'BillableTransactions.OrganizationID',
+    'Product Code': 'BillableTransactions.ProductCode',
+    'Product Description': 'BillableTransactions.ProductDescription',
+    Quantity: 'BillableTransactions.Quantity',
+    'Requested Amount': 'BillableTransactions.RequestedAmount',
+    'Service Name': 'BillableTransactions.ServiceName',
+  },
 };
 
 function buildIndex(): Map<string, CatalogField> {

@@ -158,6 +158,22 @@ export const FIELD_GROUPS: readonly GroupSpec[] = [
     ],
   },
   {
+    id: 'BillableTransactions',
+    title: 'Billable Transactions Detail',
+    // Reporting User Guide, Billable Transactions Detail Fields (report 225). The page gives display
+    // names ("Requested Amount", "Service Name"), no Group. prefix; the fields the other groups
+    // already hold (Currency, Merchant Reference Number, Payment Processor, Request ID, Transaction
+    // Date) resolve to those. Report-scoped aliases map the display names of this group.
+    fields: [
+      f('OrganizationID', 'text', 'transacting merchant ID assigned by Cybersource or Visa Acceptance'),
+      f('ProductCode', 'text', 'Cybersource product code for the transaction'),
+      f('ProductDescription', 'text', 'Cybersource product description for the transaction'),
+      f('Quantity', 'numeric', 'quantity of the service requested'),
+      f('RequestedAmount', 'numeric', 'amount used in the transaction'),
+      f('ServiceName', 'text', 'name of the service requested, as identified in Cybersource'),
+    ],
+  },
+  {
     id: 'BillTo',
     title: 'Bill To',
     prefix: 'BillTo',

@@ -46,6 +46,7 @@ export const PERIOD_FIELDS: Readonly<Record<string, string>> = {
   SubscriptionDetailClass: 'Request.TransactionDate',
   RecurringBillingDetailClass: 'Request.TransactionDate',
   DecisionManagerEventDetailClass: 'Request.TransactionDate',
+  BillableTransactionsDetailClass: 'Request.TransactionDate',
   PaymentBatchDetailClass: 'Batch.BatchDate',
   ProcessorSettlementDetailClass: 'Batch.BatchDate',
   FundingDetailClass: 'Batch.BatchDate',

@@ -133,6 +133,7 @@ describe('field catalog', () => {
       'AuthorizationResults',
       'BankInfo',
       'Batch',
+      'BillableTransactions',
       'BillTo',
       'ChargebackAndRetrieval',
       'Check',
@@ -354,6 +355,25 @@ describe('field catalog as complete as the documentation (issue 25 point 3, audi
     expect(id('payment_processor')).toBe('PaymentData.PaymentProcessor');
     expect(id('transaction_type')).toBe('PaymentData.TransactionType');
     expect(id('status')).toBe('Batch.Status');
+  });
+
+  it('maps the documented headers of the Billable Transactions Detail report (225)', () => {
+    const report = 'BillableTransactionsDetailClass';
+    for (const [header, field] of [
+      ['Currency', 'PaymentData.CurrencyCode'],
+      ['Merchant Reference Number', 'Request.MerchantReferenceNumber'],
+      ['Organization ID', 'BillableTransactions.OrganizationID'],
+      ['Payment Processor', 'PaymentData.PaymentProcessor'],
+      ['Product Code', 'BillableTransactions.ProductCode'],
+      ['Product Description', 'BillableTransactions.ProductDescription'],
+      ['Quantity', 'BillableTransactions.Quantity'],
+      ['Requested Amount', 'BillableTransactions.RequestedAmount'],
+      ['Request ID', 'Request.RequestID'],
+      ['Service Name', 'BillableTransactions.ServiceName'],
+      ['Transaction Date', 'Request.TransactionDate'],
+    ])
+      expect(headerId(header!, report), header).toBe(field);
+    expect(getField('BillableTransactions.RequestedAmount').pgType).toBe('numeric');
   });
 
   it('lands every header of the real CSV files in a catalog field', () => {
