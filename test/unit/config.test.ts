@@ -56,6 +56,23 @@ describe('config', () => {
     ).toContain('name the same pipeline');
   });
 
+  it('warns when a pipeline reads a subscription whose name the GET/DELETE path refuses (audit #4)', () => {
+    const config = parseConfig(
+      'pipelines:\n  transaction_request:\n    reportName: My daily report\n',
+      'config.yaml',
+    );
+    expect(configWarnings(config)).toEqual([
+      'config.yaml: key "pipelines.transaction_request.reportName": "My daily report" is not a name the service can read a subscription by ([a-zA-Z0-9-_+], at most 80 characters); its reports load, but a one-time backfill cannot read the subscription\'s fields',
+    ]);
+    expect(
+      configWarnings(
+        parseConfig(
+          'pipelines:\n  payment_batch_detail:\n    reportName: PaymentBatchDetailReport_Daily_Classic\n',
+        ),
+      ),
+    ).toEqual([]);
+  });
+
   it('refuses secrets in the file and points to the environment variable', () => {
     expect(configErrorOf('api:\n  sharedSecret: abc\n')).toContain('CYBS_SHARED_SECRET');
   });
