@@ -1,9 +1,12 @@
 /**
- * The spec's field catalog as data ("Field catalog" in reporting-api-spec.md), plus the agreed
- * extension fields of the `Request` and `PaymentData` groups.
+ * The field catalog as data: the seed's catalog ("Field catalog" in reporting-api-spec.md), completed
+ * from CyberSource's Reporting User Guide (Request, Payment Data, Application, Bill To, Payment
+ * Method, Line Item, Merchant Defined Data and Billable Transactions fields, with the SOAPI and SCMP
+ * values the pages give per field), and the fields and column names of real report files (the
+ * Transaction Detail XML, the Classic CSV files), each with its provenance.
  *
- * Group ids (the `Group` in `Group.Field`) are the group's stated prefix where the spec gives one,
- * else the group title in PascalCase. Field names keep the spec's own spelling (`ResolvedToIndicato`,
+ * Group ids (the `Group` in `Group.Field`) are the group's stated prefix where a source gives one
+ * (`prefix`), else the group title in PascalCase (an invented prefix, flagged in subscriptions). Field names keep the spec's own spelling (`ResolvedToIndicato`,
  * `MerchantDefinedData_field1`). Descriptions are the spec's words; "not shown" is left undefined.
  *
  * Types follow the rules in `types.ts`: amounts, rates, balances, exchange rates and fees are
@@ -763,8 +766,9 @@ export const FIELD_GROUPS: readonly GroupSpec[] = [
         length: 15,
         scmp: 'bank_code',
       }),
+      f('BatchFilesID'),
       f('BinNumber', 'text', 'bank identification number (AccountPrefix in the Business Center)', {
-        length: 6,
+        length: 8,
       }),
       f('CardCategory', 'text', 'type of card used in the transaction', { length: 10 }),
       f('CardCategoryCode', 'text', 'category code of the card used in the transaction'),
