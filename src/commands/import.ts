@@ -4,7 +4,7 @@ import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
-import { PIPELINE_NAME_ALIASES, findReportDefinition } from '../catalog/index.js';
+import { PIPELINE_NAME_ALIASES, REPORT_DEFINITION_ALIASES, findReportDefinition } from '../catalog/index.js';
 import { CybsError, configError } from '../errors.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
@@ -93,6 +93,11 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const source = ['import', fileName, meta.reportName ?? '', range].filter(Boolean).join(':');
         const warehouse = await ctx.warehouse();
         const logger = await ctx.logger();
+        if (REPORT_DEFINITION_ALIASES[given] !== undefined || PIPELINE_NAME_ALIASES[given] !== undefined) {
+          logger.warn(
+            `--report-definition ${given} is a former name of ${pipeline.reportDefinitionName}; importing into ${pipeline.table.schema}.${pipeline.table.name}`,
+          );
+        }
         const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
         const window = { pipeline: pipeline.name, organizationId, windowKey: source };
         /** CSV on PostgreSQL: the fast path (as for downloads); undefined when it refuses the file. */
