@@ -25,7 +25,7 @@ export const REPORT_PIPELINES: readonly ReportPipelineDef[] = REPORT_DEFINITIONS
   definePipeline({
     kind: 'report',
     name: def.table,
-    description: `${def.title}, from the daily subscription report`,
+    description: `${def.title}, from the daily subscription report${def.verified ? '' : ` (unverified: ${def.note ?? 'not in the SDK id table'})`}`,
     reportDefinitionName: def.name,
     defaultReportName: DEFAULT_REPORT_NAMES[def.name] ?? `${def.name.replace(/Class$/, '')}Report_Daily`,
     defaultFormat: 'csv',

@@ -28,7 +28,15 @@ const ROW_KEYED_REPORTS = new Set([
   'ServiceFeeDetailClass',
   'InvoiceSummaryClass',
   'ChargebackAndRetrievalDetailClass',
-  'RiskDecisionEventDetailClass',
+  'DecisionManagerEventDetailClass',
+  // Definitions whose row shape no public sample shows: keyed by line, so no row is ever merged away.
+  'BillableTransactionsDetailClass',
+  'DecisionManagerDetailClass',
+  'FeeSummaryClass',
+  'TaxCalculationClass',
+  'POSTerminalExceptionClass',
+  'StandardBillingDataPackageClass',
+  'StandardMonthlyFeeClass',
 ]);
 
 const SOURCE_ROW_KEY = ['_organization_id', '_source', '_source_row'];

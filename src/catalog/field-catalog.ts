@@ -47,6 +47,8 @@ export interface CatalogField {
   readonly documentedSoapiName: string | undefined;
   /** SCMP header (documented override, else the naming rule). */
   readonly scmpName: string;
+  /** The SCMP value exactly as the documentation lists it, when it differs from `scmpName`. */
+  readonly documentedScmpName: string | undefined;
   readonly aliases: readonly string[];
   /** Where a field outside the spec's catalog comes from (undefined = the spec). */
   readonly provenance: string | undefined;
@@ -82,7 +84,9 @@ function buildFields(): CatalogField[] {
     const prefix = groupPrefix(group);
     for (const spec of group.fields) {
       const name = snakeCase(spec.name);
-      if (prefix === '') {
+      if (spec.column !== undefined) {
+        drafts.push({ group, spec, full: spec.column, short: undefined });
+      } else if (prefix === '') {
         drafts.push({ group, spec, full: name, short: undefined });
       } else {
         const full = `${prefix}_${name}`;
@@ -121,6 +125,7 @@ function buildFields(): CatalogField[] {
         soapiName: d.spec.soapi ?? ruleSoapiName(id),
         documentedSoapiName: d.spec.documentedSoapi,
         scmpName: d.spec.scmp ?? ruleScmpName(id),
+        documentedScmpName: d.spec.documentedScmp,
         aliases: d.spec.aliases ?? [],
         provenance: d.spec.provenance ?? d.group.provenance,
       }),
@@ -143,6 +148,15 @@ export function lookupKey(header: string): string {
 export const REPORT_SCOPED_ALIASES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   // The classic Payment Batch Detail file's `status` column (value BATCHED) is the batch status.
   PaymentBatchDetailClass: { status: 'Batch.Status' },
+  // Display-name headers of the Billable Transactions Detail report (Reporting User Guide).
+  BillableTransactionsDetailClass: {
+    'Organization ID': 'BillableTransactions.OrganizationID',
+    'Product Code': 'BillableTransactions.ProductCode',
+    'Product Description': 'BillableTransactions.ProductDescription',
+    Quantity: 'BillableTransactions.Quantity',
+    'Requested Amount': 'BillableTransactions.RequestedAmount',
+    'Service Name': 'BillableTransactions.ServiceName',
+  },
 };
 
 function buildIndex(): Map<string, CatalogField> {
@@ -197,6 +211,29 @@ export function getField(id: string): CatalogField {
   const field = BY_ID.get(id);
   if (field === undefined) throw new Error(`Unknown catalog field ${id}`);
   return field;
+}
+
+const BY_GROUP_AND_NAME = new Map(
+  CATALOG_FIELDS.map((field) => [`${field.group.toLowerCase()}.${field.name.toLowerCase()}`, field]),
+);
+
+/**
+ * A field by its group id and field name, case-insensitively (`('PaymentMethod', 'AccountSuffix')`,
+ * `('application', 'RCode')`), for parsers that know an element's group from the file's layout.
+ */
+export function findGroupField(groupId: string, name: string): CatalogField | undefined {
+  return BY_GROUP_AND_NAME.get(`${groupId.toLowerCase()}.${name.toLowerCase()}`);
+}
+
+/**
+ * A catalog field by its `Group.Field` id or by another documented name of it (e.g.
+ * `Request.LocalizedDate`, `Request.TransactionRefNumber`), or undefined.
+ */
+export function findFieldByAnyName(name: string): CatalogField | undefined {
+  const direct = BY_ID.get(name);
+  if (direct !== undefined) return direct;
+  const resolved = HEADER_INDEX.get(lookupKey(name));
+  return resolved;
 }
 
 /** The fields of one group, by group id. */

@@ -1,9 +1,12 @@
 /**
- * The spec's field catalog as data ("Field catalog" in reporting-api-spec.md), plus the agreed
- * extension fields of the `Request` and `PaymentData` groups.
+ * The field catalog as data: the seed's catalog ("Field catalog" in reporting-api-spec.md), completed
+ * from CyberSource's Reporting User Guide (Request, Payment Data, Application, Bill To, Payment
+ * Method, Line Item, Merchant Defined Data and Billable Transactions fields, with the SOAPI and SCMP
+ * values the pages give per field), and the fields and column names of real report files (the
+ * Transaction Detail XML, the Classic CSV files), each with its provenance.
  *
- * Group ids (the `Group` in `Group.Field`) are the group's stated prefix where the spec gives one,
- * else the group title in PascalCase. Field names keep the spec's own spelling (`ResolvedToIndicato`,
+ * Group ids (the `Group` in `Group.Field`) are the group's stated prefix where a source gives one
+ * (`prefix`), else the group title in PascalCase (an invented prefix, flagged in subscriptions). Field names keep the spec's own spelling (`ResolvedToIndicato`,
  * `MerchantDefinedData_field1`). Descriptions are the spec's words; "not shown" is left undefined.
  *
  * Types follow the rules in `types.ts`: amounts, rates, balances, exchange rates and fees are
@@ -26,10 +29,15 @@ export interface FieldSpec {
   documentedSoapi?: string;
   /** Documented SCMP header when it differs from the naming rule. */
   scmp?: string;
+  /** The SCMP value exactly as the documentation lists it, when it is not usable as `scmp`
+   *  (a per-item template, a typo, or a name another field's header already means). */
+  documentedScmp?: string;
   /** Other names seen in real files (CSV headers, XML paths such as `Request/Amount`). */
   aliases?: readonly string[];
   /** Where a field outside the spec's catalog comes from. */
   provenance?: string;
+  /** Warehouse column when the naming rule would give an SQL keyword. */
+  column?: string;
 }
 
 export interface GroupSpec {
@@ -37,7 +45,8 @@ export interface GroupSpec {
   id: string;
   /** The spec's title of the group. */
   title: string;
-  /** The prefix the spec states for the group, if any. */
+  /** The `Group.` prefix a source states for the group (the seed, a CyberSource page or the SDK's
+   *  examples), if any; groups without one carry an invented prefix. */
   prefix?: string;
   /** Column-name prefix when it differs from `snakeCase(id)` ('' = bare field names). */
   columnPrefix?: string;
@@ -63,16 +72,58 @@ const EXTENSION_PROVENANCE =
   'columns are the ones of the real REST-era and legacy Payment Batch Detail files (facts §5.1, §5.2; ' +
   'samples/cybersource).';
 
+const TDR_PROVENANCE =
+  'Real Transaction Detail XML (tdr_1_6, killbill/killbill-cybersource-plugin; samples/cybersource).';
+
+/** XML paths of an ApplicationReplies/ApplicationReply child (or attribute, with `@`). */
+function applicationReply(name: string, sep: '/' | '@' = '/'): string[] {
+  return [`ApplicationReplies/ApplicationReply${sep}${name}`, `ApplicationReply${sep}${name}`];
+}
+
+/** XML paths of a LineItems/LineItem child (or attribute, with `@`). */
+function lineItem(name: string, sep: '/' | '@' = '/'): string[] {
+  return [`LineItems/LineItem${sep}${name}`, `LineItem${sep}${name}`];
+}
+
+/** XML paths of a PaymentMethod/Card child. */
+function card(name: string): string[] {
+  return [`PaymentMethod/Card/${name}`, `Card/${name}`];
+}
+
 export const FIELD_GROUPS: readonly GroupSpec[] = [
   {
     id: 'Application',
     title: 'Application',
+    // "Fields in this group prepend the field name with Application:" (Invoicing guide, Application Fields).
+    prefix: 'Application',
+    // Reporting User Guide, Application Fields: SOAPI values are the bare field names (Name, Rcode, …),
+    // too generic to be headers, so they are kept as documented text; SCMP values are the ics_ names.
+    // In Transaction Detail XML these are the children of ApplicationReplies/ApplicationReply.
     fields: [
-      f('Name', 'text', 'name of application used', { aliases: ['ics_applications', 'Request/Application'] }),
-      f('Rcode', 'text', 'one-digit code showing whether the whole request succeeded'),
-      f('ReasonCode', 'text', 'numeric result of the overall request'),
-      f('Rflag', 'text', 'one-word result of the whole request'),
-      f('Rmsg', 'text', 'message that explains the flag value'),
+      f('Name', 'text', 'name of application used', {
+        documentedSoapi: 'Name',
+        scmp: 'ics_applications',
+        aliases: ['Request/Application', ...applicationReply('Name', '@')],
+      }),
+      f('Rcode', 'text', 'one-digit code showing whether the whole request succeeded', {
+        documentedSoapi: 'Rcode',
+        scmp: 'ics_rcode',
+        aliases: applicationReply('RCode'),
+      }),
+      f('ReasonCode', 'text', 'numeric result of the overall request', {
+        documentedSoapi: 'ReasonCode',
+        aliases: applicationReply('ReasonCode'),
+      }),
+      f('Rflag', 'text', 'one-word result of the whole request', {
+        documentedSoapi: 'Rflag',
+        scmp: 'ics_rflag',
+        aliases: applicationReply('RFlag'),
+      }),
+      f('Rmsg', 'text', 'message that explains the flag value', {
+        documentedSoapi: 'Rmsg',
+        scmp: 'ics_rmsg',
+        aliases: applicationReply('RMsg'),
+      }),
     ],
   },
   {
@@ -110,34 +161,110 @@ export const FIELD_GROUPS: readonly GroupSpec[] = [
     ],
   },
   {
+    id: 'BillableTransactions',
+    title: 'Billable Transactions Detail',
+    // Reporting User Guide, Billable Transactions Detail Fields (report 225). The page gives display
+    // names ("Requested Amount", "Service Name"), no Group. prefix; the fields the other groups
+    // already hold (Currency, Merchant Reference Number, Payment Processor, Request ID, Transaction
+    // Date) resolve to those. Report-scoped aliases map the display names of this group.
+    fields: [
+      f('OrganizationID', 'text', 'transacting merchant ID assigned by Cybersource or Visa Acceptance'),
+      f('ProductCode', 'text', 'Cybersource product code for the transaction'),
+      f('ProductDescription', 'text', 'Cybersource product description for the transaction'),
+      f('Quantity', 'numeric', 'quantity of the service requested'),
+      f('RequestedAmount', 'numeric', 'amount used in the transaction'),
+      f('ServiceName', 'text', 'name of the service requested, as identified in Cybersource'),
+    ],
+  },
+  {
     id: 'BillTo',
     title: 'Bill To',
     prefix: 'BillTo',
+    // Reporting User Guide, Bill To Fields (SOAPI and SCMP values). Phone, State and Zip: the page's
+    // extract ends before them; their names are those of the Simple Order/SCMP field reference.
     fields: [
-      f('Address1'),
-      f('Address2'),
-      f('City'),
-      f('CompanyName'),
-      f('CompanyTaxID'),
-      f('Country'),
-      f('CustomerID', 'text', "merchant's identifier for the customer"),
-      f('Email'),
-      f('FirstName'),
-      f('HostName', 'text', 'DNS-resolved host name from the IP address'),
-      f('IPAddress'),
-      f('LastName'),
-      f('MiddleName'),
-      f('NameSuffix'),
+      f('Address1', 'text', "first line of the billing street address as in the card issuer's records", {
+        length: 400,
+        soapi: 'billTo_street1',
+        scmp: 'bill_address1',
+      }),
+      // The page lists bill_address1 for Address2 as well; bill_address2 is the SCMP request field.
+      f('Address2', 'text', 'additional address information', {
+        length: 400,
+        soapi: 'billTo_street2',
+        scmp: 'bill_address2',
+        documentedScmp: 'bill_address1',
+      }),
+      f('City', 'text', 'city of the billing address', {
+        length: 50,
+        soapi: 'billTo_city',
+        scmp: 'bill_city',
+      }),
+      f('CompanyName', 'text', "name of the customer's company", {
+        length: 60,
+        soapi: 'billTo_company',
+        scmp: 'company_name',
+      }),
+      f('CompanyTaxID', 'text', "tax identification number of the customer's company", {
+        length: 9,
+        soapi: 'billTo_companyTaxID',
+        scmp: 'bill_company_tax_id',
+      }),
+      f('Country', 'text', 'country of the billing address', {
+        length: 2,
+        soapi: 'billTo_country',
+        scmp: 'bill_country',
+      }),
+      f('CustomerID', 'text', "merchant's identifier for the customer", {
+        length: 30,
+        soapi: 'billTo_customerID',
+        scmp: 'customer_account_id',
+      }),
+      f('Email', 'text', "customer's email address", {
+        length: 1500,
+        soapi: 'billTo_email',
+        scmp: 'customer_email',
+      }),
+      f('FirstName', 'text', 'first name of the billed customer', {
+        length: 60,
+        soapi: 'billTo_firstName',
+        scmp: 'customer_firstname',
+      }),
+      f('HostName', 'text', 'DNS-resolved host name from the IP address', {
+        length: 255,
+        soapi: 'billTo_hostname',
+        scmp: 'customer_hostname',
+      }),
+      f('IPAddress', 'text', "customer's IP address", {
+        length: 15,
+        soapi: 'billTo_ipAddress',
+        scmp: 'customer_ipaddress',
+      }),
+      f('LastName', 'text', 'last name of the billed customer', {
+        length: 60,
+        soapi: 'billTo_lastName',
+        scmp: 'customer_lastname',
+      }),
+      f('MiddleName', 'text', 'middle name of the billed customer', {
+        length: 60,
+        soapi: 'billTo_middleName',
+        scmp: 'customer_middlename',
+      }),
+      f('NameSuffix', 'text', 'suffix of the billed customer', {
+        length: 60,
+        soapi: 'billTo_suffix',
+        scmp: 'customer_suffix',
+      }),
       f(
         'PersonalID',
         'text',
         'supported only for one processor in Brazil; holds the national individual taxpayer number used for address verification',
       ),
-      f('Phone'),
-      f('State', 'text', 'state or province'),
+      f('Phone', 'text', "customer's phone number", { soapi: 'billTo_phoneNumber', scmp: 'customer_phone' }),
+      f('State', 'text', 'state or province', { soapi: 'billTo_state', scmp: 'bill_state' }),
       f('Title'),
       f('UserName'),
-      f('Zip', 'text', 'postal code, five to nine digits'),
+      f('Zip', 'text', 'postal code, five to nine digits', { soapi: 'billTo_postalCode', scmp: 'bill_zip' }),
     ],
   },
   {
@@ -474,16 +601,55 @@ export const FIELD_GROUPS: readonly GroupSpec[] = [
     id: 'LineItems',
     title: 'Line Item',
     prefix: 'LineItems',
+    // Reporting User Guide, Line Item Fields. The documented SOAPI/SCMP values are per item
+    // (item_#_productSKU, offer#_merchant_product_sku), kept as documented text. In Transaction
+    // Detail XML each item is a LineItems/LineItem element with a Number attribute.
     fields: [
-      f('FulfillmentType', 'text', 'product code information'),
-      f('InvoiceNumber'),
-      f('MerchantProductSku'),
-      f('Number', 'integer', 'line item number in the order'),
-      f('ProductCode', 'text', 'product category: electronic, handling, physical, service, shipping'),
-      f('ProductName'),
-      f('Quantity', 'integer'),
-      f('TaxAmount', 'numeric'),
-      f('UnitPrice', 'numeric'),
+      f('FulfillmentType', 'text', 'information about the product code used for the line item', {
+        length: 2,
+        documentedScmp: 'offer#_fullfillment_type',
+        aliases: lineItem('FulfillmentType'),
+      }),
+      f('InvoiceNumber', 'text', 'invoice number for the order', {
+        length: 30,
+        documentedSoapi: 'item_#_invoiceNumber',
+        documentedScmp: 'offer#_invoice_number',
+        aliases: lineItem('InvoiceNumber'),
+      }),
+      f('MerchantProductSku', 'text', 'identification code for the product', {
+        length: 255,
+        documentedSoapi: 'item_#_productSKU',
+        documentedScmp: 'offer#_merchant_product_sku',
+        aliases: lineItem('MerchantProductSku'),
+      }),
+      f('Number', 'integer', 'number of the line item in the order', { aliases: lineItem('Number', '@') }),
+      f('ProductCode', 'text', 'product category: electronic, handling, physical, service, shipping', {
+        length: 255,
+        documentedSoapi: 'item_#_productCode',
+        documentedScmp: 'offer#_product_code',
+        aliases: lineItem('ProductCode'),
+      }),
+      f('ProductName', 'text', 'name of the product', {
+        length: 255,
+        documentedSoapi: 'item_#_productName',
+        documentedScmp: 'offer#_product_name',
+        aliases: lineItem('ProductName'),
+      }),
+      f('Quantity', 'integer', 'quantity of the product', {
+        documentedSoapi: 'item_#_quantity',
+        documentedScmp: 'offer#_quantity',
+        aliases: lineItem('Quantity'),
+      }),
+      f('TaxAmount', 'numeric', 'total tax to apply to the product', {
+        documentedSoapi: 'item_#_taxAmount',
+        documentedScmp: 'offer#_tax_amount',
+        aliases: lineItem('TaxAmount'),
+      }),
+      f('UnitPrice', 'numeric', 'per-item price of the product', {
+        documentedSoapi: 'item_#_unitPrice',
+        documentedScmp: 'offer#_amount',
+        aliases: lineItem('UnitPrice'),
+      }),
     ],
   },
   {
@@ -494,7 +660,12 @@ export const FIELD_GROUPS: readonly GroupSpec[] = [
     columnPrefix: '',
     fields: Array.from({ length: 20 }, (_, i) =>
       f(`MerchantDefinedData_field${i + 1}`, 'text', 'merchant-usable storage field', {
-        aliases: [`merchantDefinedData_field${i + 1}`, `merchant_defined_data${i + 1}`],
+        // Reporting User Guide, Merchant Defined Data Fields: SOAPI and SCMP values.
+        soapi: `merchantDefinedData_field${i + 1}`,
+        scmp: `merchant_defined_data${i + 1}`,
+        // Classic Payment Batch Detail columns (sul-dlss 2025 file: merchant_data_1..5) and the
+        // Transaction Detail XML element MerchantDefinedData/fieldN.
+        aliases: [`merchant_data_${i + 1}`, `MerchantDefinedData/field${i + 1}`],
       }),
     ),
   },
@@ -543,53 +714,348 @@ export const FIELD_GROUPS: readonly GroupSpec[] = [
   {
     id: 'PaymentData',
     title: 'Payment Data',
+    // "Field names in this group are prepended with the text PaymentData:" (REST Reporting guide).
+    prefix: 'PaymentData',
     columnPrefix: '',
-    provenance: EXTENSION_PROVENANCE,
+    // Reporting User Guide, Payment Data Fields: field, definition, type and SCMP value. Fields the
+    // real Transaction Detail XML carries beyond that extract (PaymentRequestID, PaymentProcessor,
+    // TotalTaxAmount, GrandTotal) and the Classic file columns are marked with their provenance.
     fields: [
-      f('Amount', 'numeric', undefined, {
+      f('AAV_CAVV', 'text', 'optional authentication data received after the customer is authenticated', {
+        length: 3,
+        scmp: 'cavv',
+      }),
+      f('ACHVerificationResult', 'text', 'raw result of the ACH verification service', {
+        scmp: 'ecp_debit_verification_code_raw',
+      }),
+      f('ACHVerificationResultMapped', 'text', 'mapped result of the ACH verification service', {
+        scmp: 'ecp_debit_verification_code',
+      }),
+      f('AcquirerMerchantID', 'text', 'merchant ID of the acquirer'),
+      f('AcquirerMerchantNumber', 'text', 'identifier assigned by the acquirer, printed on the receipt', {
+        length: 15,
+      }),
+      f('Amount', 'numeric', 'grand total for the order', {
+        length: 19,
+        scmp: 'grand_total_amount',
         aliases: ['amount', 'Request/Amount'],
-        provenance: EXTENSION_PROVENANCE,
       }),
-      f('CurrencyCode', 'text', undefined, {
+      f('AuthIndicator', 'text', 'authorization indicator for the transaction'),
+      f('AuthorizationCode', 'text', 'authorization code for the payment', { length: 15, scmp: 'auth_code' }),
+      f('AuthorizationType', 'text', 'authorization type of the payment', { length: 1, scmp: 'auth_type' }),
+      f('AuthReversalAmount', 'numeric', 'authorization reversal amount'),
+      f('AuthReversalResult', 'text', 'result of the authorization reversal'),
+      f('AVSResult', 'text', 'raw Address Verification Service result for the payment', {
+        length: 10,
+        scmp: 'auth_avs_raw',
+      }),
+      f('AVSResultMapped', 'text', 'Address Verification Service result for the payment', {
+        length: 5,
+        scmp: 'auth_auth_avs',
+      }),
+      f('BalanceAmount', 'numeric', 'remaining balance on the account', {
+        length: 19,
+        scmp: 'account_balance',
+      }),
+      f('BalanceCurrencyCode', 'text', 'currency of the remaining balance on the account', {
+        length: 3,
+        scmp: 'account_balance_currency',
+      }),
+      f('BankAccountName', 'text', 'name of the account holder', { length: 90, scmp: 'bank_account_name' }),
+      f('BankCode', 'text', 'bank code or sort code of the account, when a bank account was used', {
+        length: 15,
+        scmp: 'bank_code',
+      }),
+      f('BatchFilesID'),
+      f('BinNumber', 'text', 'bank identification number (AccountPrefix in the Business Center)', {
+        length: 8,
+      }),
+      f('CardCategory', 'text', 'type of card used in the transaction', { length: 10 }),
+      f('CardCategoryCode', 'text', 'category code of the card used in the transaction'),
+      f('CardPresent', 'text', 'whether the card was present at the time of the transaction', { length: 1 }),
+      f('CardVerificationMethod', 'text', 'card verification method used'),
+      f('CurrencyCode', 'text', 'currency code for the payment', {
+        length: 3,
         scmp: 'currency',
-        aliases: ['currency', 'currency_code', 'Request/CurrencyCode'],
-        provenance: EXTENSION_PROVENANCE,
+        aliases: ['currency_code', 'Request/CurrencyCode'],
       }),
-      f('PaymentMethod', 'text', undefined, {
+      f('CustomerAccountID'),
+      f('CVResult', 'text', 'CVN result code', { scmp: 'auth_cv_result' }),
+      // The page writes the SCMP value dcc_indcator (sic): accepted as written.
+      f('DCCIndicator', 'text', 'whether Dynamic Currency Conversion is used for the transaction', {
+        length: 1,
+        scmp: 'dcc_indcator',
+      }),
+      f('DomesticRouting', 'text', 'whether the transaction was routed domestically'),
+      f('ECI', 'text', 'optional information received when the Payer Authentication service is used'),
+      // eCommerceIndicator is listed in this group and in Request; Request.eCommerceIndicator holds it.
+      f('EMVRequestFallback', 'text', 'EMV request fallback indicator'),
+      f('EVEmail', 'text', "mapped Electronic Verification response code for the customer's email address"),
+      f('EVEmailRaw', 'text', "raw Electronic Verification response code for the customer's email address"),
+      f('GrandTotal', 'numeric', 'grand total of the payment', { provenance: TDR_PROVENANCE }),
+      f('PaymentProcessor', 'text', 'payment processor of the transaction', {
+        aliases: ['payment_processor'],
+        provenance: `${TDR_PROVENANCE} The Classic Payment Submission Detail column payment_processor.`,
+      }),
+      f('PaymentRequestID', 'text', 'request id of the payment', { provenance: TDR_PROVENANCE }),
+      f('TotalTaxAmount', 'numeric', 'total tax amount of the payment', {
+        scmp: 'total_tax_amount',
+        soapi: 'purchaseTotals_taxAmount',
+        provenance: TDR_PROVENANCE,
+      }),
+      f('PaymentMethod', 'text', 'payment type (card brand or payment method) of the Classic files', {
         aliases: ['payment_method', 'payment_type', 'Request/PaymentMethod'],
         provenance: EXTENSION_PROVENANCE,
       }),
-      f('TransactionType', 'text', undefined, {
-        aliases: ['transaction_type'],
+      // The Request Fields page lists a TransactionType too (no definition): the same column.
+      f('TransactionType', 'text', 'transaction type', {
+        aliases: ['transaction_type', 'Request.TransactionType'],
         provenance: EXTENSION_PROVENANCE,
       }),
     ],
   },
   {
+    id: 'PaymentMethod',
+    title: 'Payment Method',
+    // "Fields in this group prepend the field name with PaymentMethod:" (Invoicing guide); values
+    // from the Reporting User Guide, Payment Method Fields (SOAPI and SCMP values). The card fields
+    // are the children of PaymentMethod/Card in Transaction Detail XML.
+    prefix: 'PaymentMethod',
+    fields: [
+      f('AccountEncoderID', 'text', undefined, { soapi: 'AccountEncoderID', scmp: 'account_encoder_id' }),
+      f('AccountSuffix', 'text', "last four digits of the customer's payment account number", {
+        length: 4,
+        soapi: 'card_suffix',
+        scmp: 'customer_cc_number',
+        aliases: card('AccountSuffix'),
+      }),
+      f('AccountType', 'text', undefined, { soapi: 'AccountType', scmp: 'ecp_account_type' }),
+      // bank_account_name and bank_code are also Payment Data's SCMP values; those headers mean
+      // PaymentData.BankAccountName and PaymentData.BankCode.
+      f('BankAccountName', 'text', "bank's account name", {
+        length: 90,
+        documentedSoapi: 'BankAccountName',
+        documentedScmp: 'bank_account_name',
+      }),
+      f('BankCheckDigit', 'text', undefined, { soapi: 'BankCheckDigit', scmp: 'bank_check_digit' }),
+      f('BankCity', 'text', undefined, { soapi: 'BankCity', scmp: 'bank_city' }),
+      f('BankCode', 'text', "bank's code, used in some countries when no IBAN is used", {
+        length: 15,
+        soapi: 'BankInfo_bankCode',
+        documentedScmp: 'bank_code',
+      }),
+      f('BankCountry', 'text', undefined, { soapi: 'BankCountry', scmp: 'bank_country' }),
+      f('BankNumber', 'text', undefined, { soapi: 'BankNumber', scmp: 'bank_number' }),
+      f('BankTransitNumber', 'text', undefined, { soapi: 'BankTransitNumber', scmp: 'ecp_rdfi' }),
+      f('BoletoBarCodeNumber', 'text', 'numeric representation of the boleto barcode', {
+        length: 50,
+        scmp: 'boleto_payment_bar_code_number',
+      }),
+      f('BoletoNumber', 'text', 'Boleto Bancário payment number', {
+        length: 50,
+        soapi: 'boletoNumber',
+        scmp: 'boleto_payment_boleto_number',
+      }),
+      f('BranchCode', 'text', undefined, { soapi: 'BranchCode', scmp: 'branch_code' }),
+      f('CardCategory', 'text', 'type of card used', {
+        length: 10,
+        soapi: 'cardCategory',
+        scmp: 'auth_card_category',
+      }),
+      f('CardCategoryCode', 'text', 'code of the card type used', {
+        length: 10,
+        scmp: 'auth_card_category_code',
+      }),
+      f('CardType', 'text', 'type of card to authorize', {
+        length: 5,
+        soapi: 'card_cardType',
+        scmp: 'card_type',
+        aliases: card('CardType'),
+      }),
+      f('CheckNumber', 'text', 'check number', {
+        length: 10,
+        soapi: 'check_checkNumber',
+        scmp: 'ecp_check_no',
+      }),
+      // Card-style month and year ("12", "2009"): kept as written.
+      f('ExpirationMonth', 'text', 'two-digit month in which the credit card expires', {
+        soapi: 'card_expirationMonth',
+        scmp: 'customer_cc_expmo',
+        aliases: card('ExpirationMonth'),
+      }),
+      f('ExpirationYear', 'text', 'four-digit year in which the credit card expires', {
+        soapi: 'card_expirationYear',
+        scmp: 'customer_cc_expyr',
+        aliases: card('ExpirationYear'),
+      }),
+      f(
+        'IssueNumber',
+        'text',
+        'number of times a Maestro (UK Domestic) card has been issued to the account holder',
+        {
+          soapi: 'card_issueNumber',
+          scmp: 'customer_cc_issue_number',
+          aliases: card('IssueNumber'),
+        },
+      ),
+      f('MandateId', 'text', 'identification reference for the direct debit mandate'),
+      f('MandateType', 'text', 'type of mandate'),
+      f('SignatureDate', 'text', 'date of signature'),
+      f('StartMonth', 'text', 'month of the start of the Maestro (UK Domestic) card validity period', {
+        soapi: 'card_startMonth',
+        scmp: 'customer_cc_startmo',
+        aliases: card('StartMonth'),
+      }),
+      f('StartYear', 'text', 'year of the start of the Maestro (UK Domestic) card validity period', {
+        soapi: 'card_startYear',
+        scmp: 'customer_cc_startyr',
+        aliases: card('StartYear'),
+      }),
+      f('WalletType', 'text', 'type of wallet'),
+    ],
+  },
+  {
     id: 'Request',
     title: 'Request',
+    // The group of the SDK's and the seed's subscription examples (Request.RequestID, …).
+    prefix: 'Request',
     columnPrefix: '',
-    provenance: EXTENSION_PROVENANCE,
+    // Reporting User Guide, Request Fields (SOAPI and SCMP values). The Transaction Detail XML carries
+    // these as attributes of Request (RequestDate is the SOAPI value of TransactionDate).
     fields: [
-      f('RequestID', 'text', undefined, {
-        aliases: ['request_id', 'Request@RequestID'],
-        provenance: EXTENSION_PROVENANCE,
+      f('RequestID', 'text', 'identifier of the transaction request', {
+        length: 26,
+        soapi: 'RequestID',
+        scmp: 'request_id',
+        aliases: ['Request@RequestID'],
       }),
-      f('TransactionDate', 'timestamptz', undefined, {
-        aliases: ['transaction_date'],
-        provenance: EXTENSION_PROVENANCE,
+      f('TransactionDate', 'timestamptz', 'date on which the transaction took place', {
+        soapi: 'RequestDate',
+        scmp: 'transaction_date',
+        aliases: ['Request@RequestDate', 'Request@TransactionDate'],
       }),
-      f('MerchantID', 'text', undefined, { aliases: ['merchant_id'], provenance: EXTENSION_PROVENANCE }),
-      f('MerchantReferenceNumber', 'text', undefined, {
+      f('MerchantID', 'text', 'merchant ID used for the transaction', {
+        length: 30,
+        aliases: ['merchant_id'],
+      }),
+      f('MerchantReferenceNumber', 'text', "merchant's order reference or tracking number", {
+        soapi: 'MerchantReferenceNumber',
         scmp: 'merchant_ref_number',
-        aliases: ['merchant_ref_number', 'Request@MerchantReferenceNumber'],
-        provenance: EXTENSION_PROVENANCE,
+        aliases: ['Request@MerchantReferenceNumber'],
       }),
-      f('TransactionReferenceNumber', 'text', undefined, {
+      // The page names it TransactionRefNumber; SOAPI value and XML attribute: TransactionReferenceNumber.
+      f('TransactionReferenceNumber', 'text', 'transaction identifier (reconciliation id)', {
+        soapi: 'TransactionReferenceNumber',
         scmp: 'trans_ref_no',
-        aliases: ['trans_ref_no', 'TransactionReferenceNumber', 'Request/TransactionReferenceNumber'],
-        provenance: EXTENSION_PROVENANCE,
+        aliases: [
+          'Request.TransactionRefNumber',
+          'TransactionRefNumber',
+          'Request/TransactionReferenceNumber',
+          'Request@TransactionReferenceNumber',
+        ],
+      }),
+      f('Comments', 'text', 'optional comments about the subscription or customer profile', {
+        length: 255,
+        soapi: 'Comments',
+        scmp: 'comments',
+      }),
+      f('eCommerceIndicator', 'text', 'transaction type', {
+        scmp: 'e_commerce_indicator',
+        aliases: ['PaymentData.eCommerceIndicator'],
+      }),
+      // The standard Transaction Request report lists Request.LocalizedDate; the Request Fields page
+      // writes LocalizedRequestDate. Its zone and format are not documented, so it stays text.
+      f('LocalizedRequestDate', 'text', 'localized request date', {
+        aliases: ['Request.LocalizedDate', 'LocalizedDate', 'Request.LocalizedrequestDate'],
+      }),
+      f('PartnerOriginalTransactionID', 'text', 'partner original transaction identifier', {
+        scmp: 'partner_original_transction_id',
+      }),
+      f('PartnerSDKVersion', 'text', 'partner SDK version', {
+        soapi: 'PartnerSDKVersion',
+        scmp: 'partner_sdk_version',
+      }),
+      f('Source', 'text', 'source of the request', {
+        soapi: 'Source',
+        scmp: 'source',
+        aliases: ['Request@Source'],
+      }),
+      f('SubscriptionID', 'text', 'identifier of the customer profile', {
+        length: 26,
+        soapi: 'SubscriptionID',
+        scmp: 'subscription_id',
+        aliases: ['Request@SubscriptionID'],
+      }),
+      f('TerminalSerialNumber', 'text', undefined, {
+        soapi: 'TerminalSerialNumber',
+        scmp: 'terminal_serial_number',
+      }),
+      f('TransactionID', 'text', undefined, { soapi: 'TransactionId' }),
+      // Column request_user: a column named user would be shadowed by SQL's USER in every query.
+      f('User', 'text', 'information about a user', {
+        length: 30,
+        column: 'request_user',
+        aliases: ['Request@User'],
+      }),
+      f('PredecessorRequestID', 'text', 'request id of the request this one follows up', {
+        aliases: ['Request@PredecessorRequestID'],
+        provenance: TDR_PROVENANCE,
+      }),
+      // Classic Payment Batch Detail column (sul-dlss 2025 file, e.g. 7ff7f3c7:cf238f9f:66a1dfd0);
+      // its meaning is not documented.
+      f('CompleteRoute', 'text', 'complete_route column of the Classic reports (undocumented)', {
+        aliases: ['complete_route'],
+        provenance:
+          'Classic Payment Batch Detail column complete_route (sul-dlss/cybersource-rest-ruby, 2025).',
+      }),
+    ],
+  },
+  {
+    id: 'ShipTo',
+    title: 'Ship To',
+    // Element ShipTo of Transaction Detail XML; the names are those of the Simple Order and SCMP
+    // field reference (shipTo_street1 / ship_to_address1, …). No reporting page states the prefix.
+    provenance: TDR_PROVENANCE,
+    fields: [
+      f('Address1', 'text', 'first line of the shipping address', {
+        soapi: 'shipTo_street1',
+        scmp: 'ship_to_address1',
+      }),
+      f('Address2', 'text', 'second line of the shipping address', {
+        soapi: 'shipTo_street2',
+        scmp: 'ship_to_address2',
+      }),
+      f('City', 'text', 'city of the shipping address', { soapi: 'shipTo_city', scmp: 'ship_to_city' }),
+      f('CompanyName', 'text', "recipient's company name", {
+        soapi: 'shipTo_company',
+        scmp: 'ship_to_company_name',
+      }),
+      f('Country', 'text', 'country of the shipping address', {
+        soapi: 'shipTo_country',
+        scmp: 'ship_to_country',
+      }),
+      f('FirstName', 'text', 'first name of the recipient', {
+        soapi: 'shipTo_firstName',
+        scmp: 'ship_to_firstname',
+      }),
+      f('LastName', 'text', 'last name of the recipient', {
+        soapi: 'shipTo_lastName',
+        scmp: 'ship_to_lastname',
+      }),
+      f('Phone', 'text', "recipient's phone number", { soapi: 'shipTo_phoneNumber', scmp: 'ship_to_phone' }),
+      f('State', 'text', 'state or province of the shipping address', {
+        soapi: 'shipTo_state',
+        scmp: 'ship_to_state',
+      }),
+      f('Zip', 'text', 'postal code of the shipping address', {
+        soapi: 'shipTo_postalCode',
+        scmp: 'ship_to_zip',
       }),
     ],
   },
 ];
+
+/** Whether a CyberSource document (or the SDK's examples) states the group's `Group.` prefix. */
+export function isDocumentedGroupPrefix(groupId: string): boolean {
+  return FIELD_GROUPS.some((g) => g.id === groupId && g.prefix !== undefined);
+}

@@ -1,12 +1,15 @@
 /**
- * The 19 report definitions of the spec, with their numeric ids and warehouse tables.
+ * The report definitions: every one of the SDK's id table, plus one the seed names that the table
+ * does not list, with their numeric ids and warehouse tables.
  *
- * Ids come from the report definition id table of facts §2.1 (NODE-SDK model description). Two
- * definitions are not in that table under their spec name:
- *  - `RiskDecisionEventDetailClass`: the spec says the product word of the original identifier is
- *    written as "Risk"; the table's `DecisionManagerEventDetailClass` (400) is that original, so the
- *    id is 400 (`idSource: 'derived'`).
- *  - `RecurringBillingDetailClass`: no id anywhere in the sources → `null`.
+ * Ids and names come from the only id table the SDK has (`cybersource-rest-client`
+ * `src/model/ReportingV3ReportDefinitionsGet200ResponseReportDefinitions.js`, the
+ * `reportDefinitionId` description). Two names of the seed are not that table's:
+ *  - `RiskDecisionEventDetailClass`: the seed's editorial rename of `DecisionManagerEventDetailClass`
+ *    (400). The real name is the one sent to the service; the seed's is accepted as an alias in
+ *    config and on the command line (`REPORT_DEFINITION_ALIASES`) and normalised first.
+ *  - `RecurringBillingDetailClass`: only the seed names it, with no id. It is kept, marked
+ *    `verified: false` (`cybs-etl pipelines` and the docs say so); the service may refuse it.
  * The table name is the snake_case title without "Report" (and the class name without "Class"
  * where the title is longer, e.g. `exception_detail`, `payer_auth_detail`).
  */
@@ -28,19 +31,38 @@ export const REPORT_DEFINITION_NAMES = [
   'JPTransactionDetailClass',
   'ServiceFeeDetailClass',
   'GatewayTransactionRequestClass',
-  'RiskDecisionEventDetailClass',
+  'DecisionManagerEventDetailClass',
   'RecurringBillingDetailClass',
+  'BillableTransactionsDetailClass',
+  'DecisionManagerDetailClass',
+  'FeeSummaryClass',
+  'TaxCalculationClass',
+  'POSTerminalExceptionClass',
+  'StandardBillingDataPackageClass',
+  'StandardMonthlyFeeClass',
 ] as const;
 export type ReportDefinitionName = (typeof REPORT_DEFINITION_NAMES)[number];
 
+/** Names written elsewhere (the seed) for a real definition: accepted, normalised, warned about. */
+export const REPORT_DEFINITION_ALIASES: Readonly<Record<string, ReportDefinitionName>> = {
+  RiskDecisionEventDetailClass: 'DecisionManagerEventDetailClass',
+};
+
+/** Pipeline (and table) names a release used for a definition now named after its real name. */
+export const PIPELINE_NAME_ALIASES: Readonly<Record<string, string>> = {
+  risk_decision_event_detail: 'decision_manager_event_detail',
+};
+
 export interface ReportDefinition {
   readonly name: ReportDefinitionName;
-  /** The spec's report title. */
+  /** The report's title. */
   readonly title: string;
   /** Numeric `reportDefinitionId`, or null when no source gives one. */
   readonly id: number | null;
-  /** `table` = facts §2.1 id table; `derived` = see the module comment; `none` = no id known. */
-  readonly idSource: 'table' | 'derived' | 'none';
+  /** `table` = the SDK's id table; `none` = no id known. */
+  readonly idSource: 'table' | 'none';
+  /** False when no CyberSource source confirms the definition exists (the seed only). */
+  readonly verified: boolean;
   /** Warehouse table in schema `cybs`. */
   readonly table: string;
   /** Element that holds one record in the XML form of the report. */
@@ -53,13 +75,14 @@ function def(
   title: string,
   id: number | null,
   table: string,
-  extra: Partial<Pick<ReportDefinition, 'idSource' | 'note' | 'xmlRecordElement'>> = {},
+  extra: Partial<Pick<ReportDefinition, 'note' | 'xmlRecordElement' | 'verified'>> = {},
 ): ReportDefinition {
   return Object.freeze({
     name,
     title,
     id,
-    idSource: extra.idSource ?? (id === null ? 'none' : 'table'),
+    idSource: id === null ? ('none' as const) : ('table' as const),
+    verified: extra.verified ?? id !== null,
     table,
     xmlRecordElement: extra.xmlRecordElement ?? 'Request',
     ...(extra.note === undefined ? {} : { note: extra.note }),
@@ -100,18 +123,32 @@ export const REPORT_DEFINITIONS: readonly ReportDefinition[] = Object.freeze([
     'gateway_transaction_request',
   ),
   def(
-    'RiskDecisionEventDetailClass',
-    'Risk decision Event Detail Report',
+    'DecisionManagerEventDetailClass',
+    'Decision Manager Event Detail Report',
     400,
-    'risk_decision_event_detail',
-    {
-      idSource: 'derived',
-      note: 'Spec name of DecisionManagerEventDetailClass (id 400 in the facts §2.1 table); the spec writes the product word as "Risk".',
-    },
+    'decision_manager_event_detail',
+    { note: 'The seed calls it RiskDecisionEventDetailClass; that name is accepted as an alias.' },
   ),
   def('RecurringBillingDetailClass', 'Recurring Billing Details Report', null, 'recurring_billing_detail', {
-    note: 'Not in the facts §2.1 id table; no id is known.',
+    note: 'Unverified: named only by the seed, not in the SDK id table; the service may refuse it.',
   }),
+  def(
+    'BillableTransactionsDetailClass',
+    'Billable Transactions Detail Report',
+    225,
+    'billable_transactions_detail',
+  ),
+  def('DecisionManagerDetailClass', 'Decision Manager Detail Report', 401, 'decision_manager_detail'),
+  def('FeeSummaryClass', 'Fee Summary Report', 410, 'fee_summary'),
+  def('TaxCalculationClass', 'Tax Calculation Report', 420, 'tax_calculation'),
+  def('POSTerminalExceptionClass', 'POS Terminal Exception Report', 520, 'pos_terminal_exception'),
+  def(
+    'StandardBillingDataPackageClass',
+    'Standard Billing Data Package Report',
+    630,
+    'standard_billing_data_package',
+  ),
+  def('StandardMonthlyFeeClass', 'Standard Monthly Fee Report', 706, 'standard_monthly_fee'),
 ]);
 
 const BY_NAME = new Map<string, ReportDefinition>(REPORT_DEFINITIONS.map((d) => [d.name, d]));
@@ -120,9 +157,14 @@ export function isReportDefinitionName(name: string): name is ReportDefinitionNa
   return BY_NAME.has(name);
 }
 
-/** A report definition by its `reportDefinitionName`, or undefined. */
+/** The real name of a definition written under an alias (the seed's); other names unchanged. */
+export function normalizeReportDefinitionName(name: string): string {
+  return REPORT_DEFINITION_ALIASES[name] ?? name;
+}
+
+/** A report definition by its `reportDefinitionName` or an alias of it, or undefined. */
 export function findReportDefinition(name: string): ReportDefinition | undefined {
-  return BY_NAME.get(name);
+  return BY_NAME.get(normalizeReportDefinitionName(name));
 }
 
 /** A report definition by its numeric or string `reportDefinitionId` ("210" in search results). */
@@ -132,19 +174,54 @@ export function findReportDefinitionById(id: number | string): ReportDefinition 
 }
 
 /**
+ * Report names seen in real files that name no definition by themselves, mapped to the definition
+ * whose table holds their rows (keys compared squashed: case and punctuation do not matter).
+ */
+const KNOWN_REPORT_NAMES: Readonly<Record<string, ReportDefinitionName>> = {
+  // The Classic predefined subscriptions (PredefinedSubscriptionRequestBean), by their report names.
+  // Payment Batch Detail: the Classic file (sul-dlss) carries its own PaymentBatchDetail rows.
+  PaymentBatchDetailReport_Daily_Classic: 'PaymentBatchDetailClass',
+  // Transaction Exception Detail: the exceptions of requests, as ExceptionDetailClass reports them.
+  TransactionExceptionDetailReport_Daily_Classic: 'ExceptionDetailClass',
+  // Payment Submission Detail: one line per payment request submitted in a batch, with the
+  // Payment Batch Detail columns (batch_date, merchant_ref_number, amount, ics_applications,
+  // payment_type, request_id — edX's reader of this report); no definition of its own exists.
+  PaymentSubmissionDetailReport_Daily_Classic: 'PaymentBatchDetailClass',
+  // Transaction Detail: one Request per transaction (the tdr XML family), as TransactionRequestClass.
+  TransactionDetailReport_Daily_Classic: 'TransactionRequestClass',
+  // Root `Name` of the Transaction Detail family XML files (tdr_1_N, tedr_1_N DTDs).
+  'Transaction Detail': 'TransactionRequestClass',
+  'Transaction Exception Detail': 'ExceptionDetailClass',
+  'Payment Submission Detail': 'PaymentBatchDetailClass',
+  PaymentSubmissionDetail: 'PaymentBatchDetailClass',
+  TransactionDetail: 'TransactionRequestClass',
+  TransactionExceptionDetail: 'ExceptionDetailClass',
+};
+
+const squashName = (s: string): string => s.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+const KNOWN_BY_SQUASHED = new Map(
+  Object.entries(KNOWN_REPORT_NAMES).map(([name, definition]) => [squashName(name), definition]),
+);
+
+/**
  * The report definition a file's metadata names: the classic report type (`PaymentBatchDetail`), a
- * subscription name (`PaymentBatchDetailReport_Daily_Classic`) or a title (`Payment Batch Detail Report`).
+ * subscription name (`PaymentBatchDetailReport_Daily_Classic`), a title (`Payment Batch Detail Report`),
+ * a Classic or Transaction Detail report name (`KNOWN_REPORT_NAMES`) or an alias of a definition.
  */
 export function guessReportDefinition(...names: (string | undefined)[]): ReportDefinition | undefined {
-  const squash = (s: string): string => s.toLowerCase().replace(/[^a-z0-9]/g, '');
   for (const raw of names) {
     if (raw === undefined || raw === '') continue;
-    const key = squash(raw);
+    const key = squashName(raw);
+    const known = KNOWN_BY_SQUASHED.get(key);
+    if (known !== undefined) return BY_NAME.get(known);
+    const aliased = findReportDefinition(raw.trim());
+    if (aliased !== undefined) return aliased;
     for (const d of REPORT_DEFINITIONS) {
-      const base = squash(d.name.replace(/Class$/, ''));
-      const title = squash(d.title);
+      const base = squashName(d.name.replace(/Class$/, ''));
+      const title = squashName(d.title);
       if (
-        key === squash(d.name) ||
+        key === squashName(d.name) ||
         key === base ||
         key === title ||
         key.startsWith(title) ||

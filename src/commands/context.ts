@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { readEnv, secretValues } from '../config/env.js';
 import { configError } from '../errors.js';
 import type { EnvSettings } from '../config/env.js';
-import { loadConfig } from '../config/load-config.js';
+import { configWarnings, loadConfig } from '../config/load-config.js';
 import type { Config } from '../config/schema.js';
 import type { Warehouse } from '../load/warehouse.js';
 import { createLogger } from '../observability/logger.js';
@@ -66,8 +66,20 @@ export class CliContext {
   private nowOffset?: number;
 
   config(): Promise<Config> {
-    this.configPromise ??= loadConfig(this.globals().config);
+    this.configPromise ??= loadConfig(this.globals().config).then((config) => {
+      this.pendingWarnings = [...configWarnings(config)];
+      this.logConfigWarnings();
+      return config;
+    });
     return this.configPromise;
+  }
+
+  private pendingWarnings: string[] = [];
+
+  /** Config warnings are logged once, as soon as both the config and the logger exist. */
+  private logConfigWarnings(): void {
+    if (!this.loggerInstance) return;
+    for (const warning of this.pendingWarnings.splice(0)) this.loggerInstance.warn(warning);
   }
 
   env(): EnvSettings {
@@ -100,6 +112,7 @@ export class CliContext {
       pretty: g.pretty || this.io.stderr.isTTY === true,
       secrets: this.secrets(),
     });
+    this.logConfigWarnings();
     return this.loggerInstance;
   }
 

@@ -4,6 +4,7 @@ import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
+import { PIPELINE_NAME_ALIASES, REPORT_DEFINITION_ALIASES, findReportDefinition } from '../catalog/index.js';
 import { CybsError, configError } from '../errors.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
@@ -56,10 +57,12 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         file: string,
         opts: { reportDefinition: string; organizationId?: string; format?: 'csv' | 'xml' },
       ) => {
+        // The seed's names (RiskDecisionEventDetailClass, its table) are aliases of the real ones.
+        const given = opts.reportDefinition.trim();
+        const wanted = (findReportDefinition(given)?.name ?? given).toLowerCase();
+        const table = PIPELINE_NAME_ALIASES[given] ?? given;
         const pipeline = REPORT_PIPELINES.find(
-          (p) =>
-            p.reportDefinitionName.toLowerCase() === opts.reportDefinition.toLowerCase() ||
-            p.name === opts.reportDefinition,
+          (p) => p.reportDefinitionName.toLowerCase() === wanted || p.name === table,
         );
         if (!pipeline) {
           throw configError(
@@ -90,6 +93,11 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const source = ['import', fileName, meta.reportName ?? '', range].filter(Boolean).join(':');
         const warehouse = await ctx.warehouse();
         const logger = await ctx.logger();
+        if (REPORT_DEFINITION_ALIASES[given] !== undefined || PIPELINE_NAME_ALIASES[given] !== undefined) {
+          logger.warn(
+            `--report-definition ${given} is a former name of ${pipeline.reportDefinitionName}; importing into ${pipeline.table.schema}.${pipeline.table.name}`,
+          );
+        }
         const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
         const window = { pipeline: pipeline.name, organizationId, windowKey: source };
         /** CSV on PostgreSQL: the fast path (as for downloads); undefined when it refuses the file. */

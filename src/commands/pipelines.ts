@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { PIPELINES } from '../../pipelines/index.js';
+import { findReportDefinition } from '../catalog/index.js';
 import { tableDdl } from '../load/ddl.js';
 import { pipelineTables } from '../pipeline/define-pipeline.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
@@ -26,7 +27,9 @@ export function registerPipelinesCommand(program: Command, ctx: CliContext): voi
       const rows = resolved.map((p) => ({
         pipeline: p.name,
         kind:
-          p.def.kind === 'report' ? `report ${p.def.reportDefinitionName}` : `on-demand ${p.def.endpoint}`,
+          p.def.kind === 'report'
+            ? `report ${p.def.reportDefinitionName}${findReportDefinition(p.def.reportDefinitionName)?.verified === false ? ' (unverified)' : ''}`
+            : `on-demand ${p.def.endpoint}`,
         enabled: p.enabled ? 'yes' : 'no',
         source: p.def.kind === 'report' ? `subscription ${p.reportName}` : `/reporting/v3/${p.def.endpoint}`,
         tables: pipelineTables(p.def)

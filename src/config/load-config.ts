@@ -1,9 +1,22 @@
 import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
+import { PIPELINE_NAME_ALIASES } from '../catalog/index.js';
 import { configError } from '../errors.js';
 import { configSchema } from './schema.js';
 import type { Config } from './schema.js';
+import { REPORT_NAME_PATTERN, subscriptionWarnings } from './subscriptions-schema.js';
+
+const WARNINGS = new WeakMap<object, readonly string[]>();
+
+/**
+ * What parsing a config found worth a warning but not an error (former pipeline names, seed names
+ * of report definitions, subscription fields the catalog does not know): one sentence each, naming
+ * the file and key path. The CLI logs them once per invocation.
+ */
+export function configWarnings(config: Config): readonly string[] {
+  return WARNINGS.get(config) ?? [];
+}
 
 /** Keys that would put a secret in the file; they are refused with a pointer to the env variable. */
 const SECRET_KEYS: Record<string, string> = {
@@ -48,9 +61,45 @@ export function parseConfig(text: string, file = 'config.yaml'): Config {
     throw configError(`${file}: expected a mapping of settings at the top level.`, { file });
   }
   rejectSecrets(raw, [], file);
+  const warnings = renameFormerPipelines(raw as Record<string, unknown>, file);
+  warnings.push(
+    ...subscriptionWarnings((raw as Record<string, unknown>).subscriptions).map((w) => `${file}: ${w}`),
+  );
   const result = configSchema.safeParse(raw);
   if (!result.success) throw configError(formatIssues(result.error.issues, file), { file });
-  return deepFreeze(result.data);
+  for (const [name, settings] of Object.entries(result.data.pipelines)) {
+    if (settings.reportName !== undefined && !REPORT_NAME_PATTERN.test(settings.reportName)) {
+      warnings.push(
+        `${file}: key "pipelines.${name}.reportName": "${settings.reportName}" is not a name the service can read a subscription by ([a-zA-Z0-9-_+], at most 80 characters); its reports load, but a one-time backfill cannot read the subscription's fields`,
+      );
+    }
+  }
+  const config = deepFreeze(result.data);
+  WARNINGS.set(config, Object.freeze(warnings));
+  return config;
+}
+
+/** Settings under a pipeline's former name (`PIPELINE_NAME_ALIASES`) move to its name, with a warning. */
+function renameFormerPipelines(raw: Record<string, unknown>, file: string): string[] {
+  const pipelines = raw.pipelines;
+  if (!pipelines || typeof pipelines !== 'object' || Array.isArray(pipelines)) return [];
+  const settings = pipelines as Record<string, unknown>;
+  const warnings: string[] = [];
+  for (const [former, name] of Object.entries(PIPELINE_NAME_ALIASES)) {
+    if (!(former in settings)) continue;
+    if (name in settings) {
+      throw configError(
+        `${file}: keys "pipelines.${former}" and "pipelines.${name}" name the same pipeline; keep "pipelines.${name}".`,
+        { file, key: `pipelines.${former}` },
+      );
+    }
+    settings[name] = settings[former];
+    delete settings[former];
+    warnings.push(
+      `${file}: key "pipelines.${former}" is the former name of pipeline ${name}; its settings apply to ${name} (rename the key)`,
+    );
+  }
+  return warnings;
 }
 
 function rejectSecrets(value: unknown, path: (string | number)[], file: string): void {

@@ -101,14 +101,15 @@ describe.each(['postgres', 'pglite'])('cybs-etl import on %s', (kind) => {
   });
 
   it('lands every value typed: exact amounts, UTC timestamps, ids with leading zeros', async () => {
-    warehouse = await backend.open();
+    warehouse ??= await backend.open();
     const rows = (
       await sql<Record<string, unknown>>`
         select _organization_id, request_id, batch_id, amount::text as amount, currency_code,
                to_char(batch_date at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as batch_date,
                to_char(transaction_date at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as transaction_date,
                merchant_reference_number, transaction_reference_number, application_name, batch_status
-        from cybs.payment_batch_detail order by _organization_id, request_id`.execute(warehouse.db)
+        from cybs.payment_batch_detail where _organization_id <> 'sul2025'
+        order by _organization_id, request_id`.execute(warehouse.db)
     ).rows;
     expect(rows).toEqual([
       {
@@ -157,6 +158,64 @@ describe.each(['postgres', 'pglite'])('cybs-etl import on %s', (kind) => {
       s: string;
     }>`select sum(amount)::text as s from cybs.payment_batch_detail`.execute(warehouse.db);
     expect(sum.rows[0]!.s).toBe('235.00');
+  });
+
+  it('imports the 2025 Classic file: merchant_data_1..5 (with stray spaces) land in the MDD columns', async () => {
+    // PGlite is one process's database: the test's handle is closed while the CLI writes.
+    await warehouse.close();
+    const r = await importFile(
+      sample('rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-2025.csv'),
+      '--report-definition',
+      'PaymentBatchDetailClass',
+      '--organization-id',
+      'sul2025',
+    );
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('1 rows loaded (1 new');
+    expect(r.stdout).toContain(', 0 rejected');
+    // Only catalog columns were added: no untyped column for a documented field.
+    const added = /columns added: ([^.]*)\./.exec(r.stdout)?.[1]?.split(', ') ?? [];
+    expect(added.filter((c) => /merchant_data|^\s/.test(c))).toEqual([]);
+    warehouse = await backend.open();
+    const columns = (
+      await sql<{ column_name: string }>`
+        select column_name from information_schema.columns
+        where table_schema = 'cybs' and table_name = 'payment_batch_detail'`.execute(warehouse.db)
+    ).rows.map((c) => c.column_name);
+    expect(columns.filter((c) => c.startsWith('merchant_data'))).toEqual([]);
+    const rows = (
+      await sql<Record<string, unknown>>`
+        select request_id, amount::text as amount, application_name, batch_status,
+               merchant_defined_data_field1, merchant_defined_data_field2, merchant_defined_data_field3,
+               merchant_defined_data_field4, merchant_defined_data_field5
+        from cybs.payment_batch_detail where _organization_id = 'sul2025'`.execute(warehouse.db)
+    ).rows;
+    expect(rows).toEqual([
+      {
+        request_id: '6969304358566698703248',
+        amount: '35.00',
+        application_name: 'ics_bill,ics_auth',
+        batch_status: 'BATCHED',
+        merchant_defined_data_field1: '7ff7f3c:cf238f9:66a1dfd',
+        merchant_defined_data_field2: 'asdfasd:FSASFD:fsasdf',
+        merchant_defined_data_field3: 'dasdfas:fghdfgh',
+        merchant_defined_data_field4: 'sdfgsfg:brthbhy:5bbh5b7',
+        merchant_defined_data_field5: '5bh5bh8',
+      },
+    ]);
+  });
+
+  it("accepts the seed's definition name and loads into the table named after the real one (audit #1)", async () => {
+    const r = await importFile(
+      sample('rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv'),
+      '--report-definition',
+      'RiskDecisionEventDetailClass',
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(
+      'into cybs.decision_manager_event_detail (organization wfgsulair): 1 rows loaded',
+    );
   });
 
   it('says clearly what is wrong with a bad invocation', async () => {

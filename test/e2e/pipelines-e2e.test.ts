@@ -196,12 +196,21 @@ describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
 
   it('pipelines lists every pipeline and prints the DDL of every table', async () => {
     const list = await runCli(['pipelines', '--json']);
-    const rows = JSON.parse(list.stdout) as { pipeline: string; enabled: string }[];
-    expect(rows).toHaveLength(19 + 5);
+    const rows = JSON.parse(list.stdout) as { pipeline: string; kind: string; enabled: string }[];
+    expect(rows).toHaveLength(26 + 5);
+    // Named after the real definitions; the seed-only one is marked unverified (audit #1).
+    expect(rows.find((row) => row.pipeline === 'decision_manager_event_detail')).toMatchObject({
+      kind: 'report DecisionManagerEventDetailClass',
+      enabled: 'no',
+    });
+    expect(rows.find((row) => row.pipeline === 'recurring_billing_detail')?.kind).toBe(
+      'report RecurringBillingDetailClass (unverified)',
+    );
+    expect(rows.filter((row) => row.kind.endsWith('(unverified)'))).toHaveLength(1);
     expect(rows.filter((row) => row.enabled === 'yes')).toHaveLength(9);
     const ddl = await runCli(['pipelines', '--sql']);
     expect(ddl.code).toBe(0);
-    expect(ddl.stdout.match(/create table if not exists/gi)).toHaveLength(19 + 12);
+    expect(ddl.stdout.match(/create table if not exists/gi)).toHaveLength(26 + 12);
     expect(ddl.stdout).toContain('"cybs"."purchase_refund_fee_funding"');
     expect(ddl.stdout).toMatch(/comment on column "cybs"\."transaction_request"\."amount"/i);
   });

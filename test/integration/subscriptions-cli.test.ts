@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
 import { cli } from '../helpers/cli.js';
+import { spawnCli } from '../helpers/cli-process.js';
 
 const TR = `  - reportName: TransactionRequestReport_Daily
     reportDefinitionName: TransactionRequestClass
@@ -16,7 +17,7 @@ const TR = `  - reportName: TransactionRequestReport_Daily
     timezone: America/Los_Angeles
     reportPreferences: { fieldNameConvention: SOAPI }
 `;
-const WEEKLY = `  - reportName: Exceptions Weekly
+const WEEKLY = `  - reportName: Exceptions_Weekly
     reportDefinitionName: ExceptionDetailClass
     reportFields: [Request.RequestID, Request.TransactionDate]
     reportMimeType: application/xml
@@ -74,18 +75,18 @@ describe('cybs-etl subscriptions', () => {
     expect(plan.stdout).toContain('Organization sim_merchant_1\n  + TransactionRequestReport_Daily (create)');
     expect(plan.stdout).toContain('      + reportFields PaymentData.Amount');
     expect(plan.stdout).toContain('      + timezone: "America/Los_Angeles"');
-    expect(plan.stdout).toContain('  + Exceptions Weekly (create)');
+    expect(plan.stdout).toContain('  + Exceptions_Weekly (create)');
     expect(plan.stdout).toContain('      + startDay: 2');
     expect(plan.stdout).toContain('Plan: 3 to create, 0 to change, 0 to delete.');
     expect(names('sim_merchant_1')).toEqual([]);
 
     const apply = await run('apply');
     expect(apply.code).toBe(0);
-    expect(apply.stdout).toContain('sim_merchant_2 Exceptions Weekly: created');
+    expect(apply.stdout).toContain('sim_merchant_2 Exceptions_Weekly: created');
     expect(apply.stdout).toContain('Apply complete: 3 change(s).');
     expect(names('sim_merchant_1')).toEqual(['TransactionRequestReport_Daily']);
-    expect(names('sim_merchant_2')).toEqual(['Exceptions Weekly', 'TransactionRequestReport_Daily']);
-    const weekly = sim.store.findSubscription('sim_merchant_2', 'Exceptions Weekly')!;
+    expect(names('sim_merchant_2')).toEqual(['Exceptions_Weekly', 'TransactionRequestReport_Daily']);
+    const weekly = sim.store.findSubscription('sim_merchant_2', 'Exceptions_Weekly')!;
     expect(weekly).toMatchObject({
       reportFrequency: 'WEEKLY',
       startDay: 2,
@@ -105,7 +106,7 @@ describe('cybs-etl subscriptions', () => {
 
     const list = await run('list');
     expect(list.code).toBe(0);
-    expect(list.stdout).toMatch(/sim_merchant_2\s+\|?\s*Exceptions Weekly/);
+    expect(list.stdout).toMatch(/sim_merchant_2\s+\|?\s*Exceptions_Weekly/);
     expect(list.stdout).toContain('WEEKLY (day 2)');
     const json = JSON.parse((await run('list', '--json')).stdout) as Record<string, { reportName: string }[]>;
     expect(json['sim_merchant_1']!.map((s) => s.reportName)).toEqual(['TransactionRequestReport_Daily']);
@@ -151,15 +152,15 @@ describe('cybs-etl subscriptions', () => {
     const many = Array.from(
       { length: 16 },
       (_, i) =>
-        `  - reportName: Extra ${String(i + 1).padStart(2, '0')}\n    reportDefinitionName: TransactionRequestClass\n` +
+        `  - reportName: Extra_${String(i + 1).padStart(2, '0')}\n    reportDefinitionName: TransactionRequestClass\n` +
         `    reportFields: [Request.RequestID]\n    timezone: UTC\n    organizations: [sim_merchant_1]\n`,
     ).join('');
     const { run, names } = await setup({ defaultSubscriptions: true }, many);
     const r = await run('apply');
     expect(r.code).toBe(1);
-    expect(r.stdout).toContain('sim_merchant_1 Extra 15: created');
+    expect(r.stdout).toContain('sim_merchant_1 Extra_15: created');
     expect(r.stdout).toMatch(
-      /sim_merchant_1 Extra 16: failed: HTTP 400: Field validation error: .*at most 20 subscriptions/,
+      /sim_merchant_1 Extra_16: failed: HTTP 400: Field validation error: .*at most 20 subscriptions/,
     );
     expect(r.stdout).toContain('1 refused request(s)');
     expect(names('sim_merchant_1')).toHaveLength(20);
@@ -174,6 +175,31 @@ describe('cybs-etl subscriptions', () => {
     expect((await run('plan')).code).toBe(2);
     expect(process.exitCode).toBeUndefined();
     expect((await cli(['--version'])).code).toBe(0);
+  });
+
+  it('logs a warning, once, for a field the catalog does not know, and still plans it (audit #6)', async () => {
+    sim = await startSimulator({ organizations: 1, transactionsPerDay: 1 });
+    const config = join(dir, 'unknown-field.yaml');
+    await writeFile(
+      config,
+      `log: { level: warn }\nsubscriptions:\n${TR.replace('PaymentData.CurrencyCode]', 'PaymentData.CurrencyCode, PaymentData.NoSuchField]')}`,
+    );
+    // A child process: the log lines go to its stderr (fd 2), which an in-process run cannot capture.
+    const child = spawnCli(['--config', config, 'subscriptions', 'plan'], {
+      CYBS_BASE_URL: sim.baseUrl,
+      ...sim.credentials,
+    });
+    expect((await child.exited).code).toBe(2);
+    expect(child.stdout()).toContain('+ reportFields PaymentData.NoSuchField');
+    const warnings = child
+      .stderr()
+      .split('\n')
+      .filter((line) => line.includes('PaymentData.NoSuchField'));
+    expect(warnings).toHaveLength(1);
+    expect(JSON.parse(warnings[0]!)).toMatchObject({
+      level: 'warn',
+      msg: `${config}: key "subscriptions.0.reportFields.5": "PaymentData.NoSuchField" is not in the cybs-etl field catalog; it is sent as written and the service decides (its column, if any, is typed text)`,
+    });
   });
 
   it('says what to do when config.yaml declares no subscriptions', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { parseConfig } from '../../src/config/load-config.js';
+import { configWarnings, parseConfig } from '../../src/config/load-config.js';
 import { readEnv, secretValues } from '../../src/config/env.js';
 import { isCybsError } from '../../src/errors.js';
 
@@ -38,6 +38,39 @@ describe('config', () => {
     expect(message).toMatch(/test.*production.*production-india/);
     expect(configErrorOf('defaults:\n  windowDays: 45\n')).toContain('key "defaults.windowDays"');
     expect(configErrorOf('defaults:\n  startDate: 2024/01/01\n')).toContain('YYYY-MM-DD');
+  });
+
+  it("moves a former pipeline name's settings to the pipeline named after the real definition", () => {
+    const config = parseConfig(
+      'pipelines:\n  risk_decision_event_detail:\n    enabled: true\n',
+      'config.yaml',
+    );
+    expect(config.pipelines).toEqual({
+      decision_manager_event_detail: expect.objectContaining({ enabled: true }),
+    });
+    expect(configWarnings(config)).toEqual([
+      'config.yaml: key "pipelines.risk_decision_event_detail" is the former name of pipeline decision_manager_event_detail; its settings apply to decision_manager_event_detail (rename the key)',
+    ]);
+    expect(
+      configErrorOf('pipelines:\n  risk_decision_event_detail: {}\n  decision_manager_event_detail: {}\n'),
+    ).toContain('name the same pipeline');
+  });
+
+  it('warns when a pipeline reads a subscription whose name the GET/DELETE path refuses (audit #4)', () => {
+    const config = parseConfig(
+      'pipelines:\n  transaction_request:\n    reportName: My daily report\n',
+      'config.yaml',
+    );
+    expect(configWarnings(config)).toEqual([
+      'config.yaml: key "pipelines.transaction_request.reportName": "My daily report" is not a name the service can read a subscription by ([a-zA-Z0-9-_+], at most 80 characters); its reports load, but a one-time backfill cannot read the subscription\'s fields',
+    ]);
+    expect(
+      configWarnings(
+        parseConfig(
+          'pipelines:\n  payment_batch_detail:\n    reportName: PaymentBatchDetailReport_Daily_Classic\n',
+        ),
+      ),
+    ).toEqual([]);
   });
 
   it('refuses secrets in the file and points to the environment variable', () => {

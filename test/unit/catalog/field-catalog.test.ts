@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -14,17 +14,54 @@ import {
   findReportDefinitionById,
   getField,
   guessReportDefinition,
+  PIPELINE_NAME_ALIASES,
+  findFieldByAnyName,
+  findGroupField,
+  isDocumentedGroupPrefix,
   lookupKey,
+  normalizeReportDefinitionName,
   resolveHeader,
   scmpName,
   soapiName,
   ON_DEMAND_SECTIONS,
 } from '../../../src/catalog/index.js';
 
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const SAMPLES = path.resolve(repoRoot, '..', 'shared', 'samples', 'cybersource');
+
+/** The SDK's id table: `| 210 | TransactionRequestClass |` rows of the reportDefinitionId description. */
+function sdkIdTable(): Map<number, string> {
+  const model = readFileSync(
+    path.resolve(
+      repoRoot,
+      'node_modules/cybersource-rest-client/src/model/ReportingV3ReportDefinitionsGet200ResponseReportDefinitions.js',
+    ),
+    'utf8',
+  );
+  const rows = [...model.matchAll(/\|\s*(\d{3})\s*\|\s*([A-Za-z]+Class)\s*\|/g)];
+  return new Map(rows.map((m) => [Number(m[1]), m[2]!]));
+}
+
 describe('report definitions', () => {
-  it('has the 19 definitions of the spec with ids and tables', () => {
-    expect(REPORT_DEFINITIONS).toHaveLength(19);
-    expect(new Set(REPORT_DEFINITIONS.map((d) => d.table)).size).toBe(19);
+  it('has every definition of the SDK id table, with its id and name (audit #1)', () => {
+    const table = sdkIdTable();
+    expect(table.size).toBe(25);
+    for (const [id, name] of table) {
+      expect(findReportDefinitionById(id)?.name, `id ${id}`).toBe(name);
+      expect(findReportDefinition(name)).toMatchObject({ id, idSource: 'table', verified: true });
+    }
+    expect(table.get(400)).toBe('DecisionManagerEventDetailClass');
+    expect([...table.values()]).not.toContain('RiskDecisionEventDetailClass');
+    // The seed's extra definition is kept, unverified, with no id.
+    const unverified = REPORT_DEFINITIONS.filter((d) => !table.has(d.id ?? -1));
+    expect(unverified.map((d) => [d.name, d.id, d.verified])).toEqual([
+      ['RecurringBillingDetailClass', null, false],
+    ]);
+  });
+
+  it('has a table per definition, named after the real definition', () => {
+    expect(REPORT_DEFINITIONS).toHaveLength(26);
+    expect(new Set(REPORT_DEFINITIONS.map((d) => d.table)).size).toBe(26);
     expect(REPORT_DEFINITIONS.map((d) => d.table)).toEqual([
       'transaction_request',
       'payment_batch_detail',
@@ -43,20 +80,30 @@ describe('report definitions', () => {
       'jp_transaction_detail',
       'service_fee_detail',
       'gateway_transaction_request',
-      'risk_decision_event_detail',
+      'decision_manager_event_detail',
       'recurring_billing_detail',
+      'billable_transactions_detail',
+      'decision_manager_detail',
+      'fee_summary',
+      'tax_calculation',
+      'pos_terminal_exception',
+      'standard_billing_data_package',
+      'standard_monthly_fee',
     ]);
-    expect(findReportDefinition('TransactionRequestClass')?.id).toBe(210);
-    expect(findReportDefinition('SubscriptionDetailClass')?.id).toBe(620);
-    expect(findReportDefinition('GatewayTransactionRequestClass')?.id).toBe(310);
-    expect(findReportDefinition('RiskDecisionEventDetailClass')).toMatchObject({
-      id: 400,
-      idSource: 'derived',
-    });
-    expect(findReportDefinition('RecurringBillingDetailClass')).toMatchObject({ id: null, idSource: 'none' });
     expect(findReportDefinitionById('211')?.name).toBe('PaymentBatchDetailClass');
-    expect(new Set(REPORT_DEFINITIONS.filter((d) => d.id !== null).map((d) => d.id)).size).toBe(18);
   });
+
+  it("accepts the seed's name of the Decision Manager event report as an alias of the real one", () => {
+    expect(normalizeReportDefinitionName('RiskDecisionEventDetailClass')).toBe(
+      'DecisionManagerEventDetailClass',
+    );
+    expect(normalizeReportDefinitionName('TransactionRequestClass')).toBe('TransactionRequestClass');
+    expect(findReportDefinition('RiskDecisionEventDetailClass')).toBe(
+      findReportDefinition('DecisionManagerEventDetailClass'),
+    );
+    expect(PIPELINE_NAME_ALIASES).toEqual({ risk_decision_event_detail: 'decision_manager_event_detail' });
+  });
+
   it('recognises a report from file metadata', () => {
     expect(guessReportDefinition('PaymentBatchDetailReport_Daily_Classic')?.name).toBe(
       'PaymentBatchDetailClass',
@@ -65,6 +112,17 @@ describe('report definitions', () => {
     expect(guessReportDefinition('Payment Batch Detail Report')?.name).toBe('PaymentBatchDetailClass');
     expect(guessReportDefinition('Payment Batch Detail')?.name).toBe('PaymentBatchDetailClass');
     expect(guessReportDefinition('Something else')).toBeUndefined();
+  });
+
+  it('recognises the real Classic report names and the Transaction Detail XML name (audit #16)', () => {
+    const guess = (name: string): string | undefined => guessReportDefinition(name)?.name;
+    expect(guess('TransactionExceptionDetailReport_Daily_Classic')).toBe('ExceptionDetailClass');
+    expect(guess('PaymentSubmissionDetailReport_Daily_Classic')).toBe('PaymentBatchDetailClass');
+    expect(guess('TransactionDetailReport_Daily_Classic')).toBe('TransactionRequestClass');
+    expect(guess('PaymentBatchDetailReport_Daily_Classic')).toBe('PaymentBatchDetailClass');
+    expect(guess('Transaction Detail')).toBe('TransactionRequestClass');
+    expect(guess('Transaction Exception Detail')).toBe('ExceptionDetailClass');
+    expect(guess('RiskDecisionEventDetailClass')).toBe('DecisionManagerEventDetailClass');
   });
 });
 
@@ -75,6 +133,7 @@ describe('field catalog', () => {
       'AuthorizationResults',
       'BankInfo',
       'Batch',
+      'BillableTransactions',
       'BillTo',
       'ChargebackAndRetrieval',
       'Check',
@@ -97,7 +156,9 @@ describe('field catalog', () => {
       'NetworkToken',
       'TMSToken',
       'PaymentData',
+      'PaymentMethod',
       'Request',
+      'ShipTo',
     ]);
     const count = (g: string): number => FIELD_GROUPS.find((x) => x.id === g)!.fields.length;
     expect(count('Exception')).toBe(38);
@@ -168,15 +229,8 @@ describe('field catalog', () => {
     expect(getField('Deposit.Status').values).toEqual(['S', 'P', 'F']);
   });
 
-  it('has the agreed extension fields with provenance', () => {
+  it('says where a field outside the documentation comes from', () => {
     for (const [id, type] of [
-      ['Request.RequestID', 'text'],
-      ['Request.TransactionDate', 'timestamptz'],
-      ['Request.MerchantID', 'text'],
-      ['Request.MerchantReferenceNumber', 'text'],
-      ['Request.TransactionReferenceNumber', 'text'],
-      ['PaymentData.Amount', 'numeric'],
-      ['PaymentData.CurrencyCode', 'text'],
       ['PaymentData.PaymentMethod', 'text'],
       ['PaymentData.TransactionType', 'text'],
     ] as const) {
@@ -184,11 +238,192 @@ describe('field catalog', () => {
       expect(f.pgType).toBe(type);
       expect(f.provenance).toMatch(/facts §5/);
     }
-    expect(getField('BillTo.FirstName').provenance).toBeUndefined();
+    for (const id of [
+      'PaymentData.GrandTotal',
+      'PaymentData.PaymentProcessor',
+      'Request.PredecessorRequestID',
+    ])
+      expect(getField(id).provenance).toMatch(/Transaction Detail XML/);
+    expect(getField('Request.CompleteRoute').provenance).toMatch(/Classic/);
+    for (const id of ['BillTo.FirstName', 'Request.RequestID', 'PaymentData.Amount', 'PaymentData.AVSResult'])
+      expect(getField(id).provenance).toBeUndefined();
   });
 });
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+/** The field id a header resolves to, or `unknown:<column>`. */
+function headerId(header: string, report?: string): string {
+  const r = resolveHeader(header, report === undefined ? {} : { report });
+  return r.kind === 'catalog' ? r.id : `unknown:${r.column}`;
+}
+
+describe('field catalog as complete as the documentation (issue 25 point 3, audit #6/#7)', () => {
+  it('has the documented Request and Payment Data fields, typed', () => {
+    const t = (id: string): string | undefined => findField(id)?.pgType;
+    for (const id of [
+      'Request.RequestID',
+      'Request.MerchantID',
+      'Request.MerchantReferenceNumber',
+      'Request.Source',
+      'Request.SubscriptionID',
+      'Request.User',
+      'Request.Comments',
+      'Request.PartnerSDKVersion',
+      'Request.TerminalSerialNumber',
+      'Request.PredecessorRequestID',
+      'PaymentData.AuthorizationCode',
+      'PaymentData.AuthorizationType',
+      'PaymentData.AVSResult',
+      'PaymentData.AVSResultMapped',
+      'PaymentData.PaymentRequestID',
+      'PaymentData.PaymentProcessor',
+      'PaymentData.CVResult',
+      'PaymentData.BinNumber',
+      'PaymentMethod.AccountSuffix',
+      'PaymentMethod.CardType',
+      'PaymentMethod.ExpirationMonth',
+      'PaymentMethod.ExpirationYear',
+      'ShipTo.City',
+      'ShipTo.Zip',
+    ])
+      expect(t(id), id).toBe('text');
+    for (const id of [
+      'PaymentData.Amount',
+      'PaymentData.BalanceAmount',
+      'PaymentData.TotalTaxAmount',
+      'PaymentData.GrandTotal',
+      'PaymentData.AuthReversalAmount',
+      'LineItems.UnitPrice',
+      'LineItems.TaxAmount',
+    ])
+      expect(t(id), id).toBe('numeric');
+    expect(t('Request.TransactionDate')).toBe('timestamptz');
+    expect(t('LineItems.Quantity')).toBe('integer');
+    expect(FIELD_GROUPS.find((g) => g.id === 'Request')!.fields.length).toBeGreaterThanOrEqual(15);
+    expect(FIELD_GROUPS.find((g) => g.id === 'PaymentData')!.fields.length).toBeGreaterThanOrEqual(30);
+    // A SQL keyword is never a column name.
+    expect(getField('Request.User').column).toBe('request_user');
+  });
+
+  it('maps the SCMP values of the Payment Data Fields page to their fields', () => {
+    const id = (h: string): string => headerId(h);
+    expect(id('grand_total_amount')).toBe('PaymentData.Amount');
+    expect(id('auth_code')).toBe('PaymentData.AuthorizationCode');
+    expect(id('auth_type')).toBe('PaymentData.AuthorizationType');
+    expect(id('auth_avs_raw')).toBe('PaymentData.AVSResult');
+    expect(id('auth_auth_avs')).toBe('PaymentData.AVSResultMapped');
+    expect(id('account_balance')).toBe('PaymentData.BalanceAmount');
+    expect(id('account_balance_currency')).toBe('PaymentData.BalanceCurrencyCode');
+    expect(id('cavv')).toBe('PaymentData.AAV_CAVV');
+    expect(id('ecp_debit_verification_code_raw')).toBe('PaymentData.ACHVerificationResult');
+    expect(id('auth_cv_result')).toBe('PaymentData.CVResult');
+    expect(id('bank_account_name')).toBe('PaymentData.BankAccountName');
+    expect(id('bank_code')).toBe('PaymentData.BankCode');
+    expect(getField('PaymentData.Amount').scmpName).toBe('grand_total_amount');
+  });
+
+  it('maps the SOAPI and SCMP values of the Request, Application, Bill To, Payment Method and MDD pages', () => {
+    const id = (h: string): string => headerId(h);
+    expect(id('RequestDate')).toBe('Request.TransactionDate');
+    expect(id('subscription_id')).toBe('Request.SubscriptionID');
+    expect(id('partner_sdk_version')).toBe('Request.PartnerSDKVersion');
+    expect(id('e_commerce_indicator')).toBe('Request.eCommerceIndicator');
+    expect(id('ics_rcode')).toBe('Application.Rcode');
+    expect(id('ics_rflag')).toBe('Application.Rflag');
+    expect(id('ics_rmsg')).toBe('Application.Rmsg');
+    expect(id('billTo_street1')).toBe('BillTo.Address1');
+    expect(id('bill_address1')).toBe('BillTo.Address1');
+    expect(id('customer_firstname')).toBe('BillTo.FirstName');
+    expect(id('customer_email')).toBe('BillTo.Email');
+    expect(id('customer_account_id')).toBe('BillTo.CustomerID');
+    expect(id('card_cardType')).toBe('PaymentMethod.CardType');
+    expect(id('customer_cc_number')).toBe('PaymentMethod.AccountSuffix');
+    expect(id('customer_cc_expmo')).toBe('PaymentMethod.ExpirationMonth');
+    expect(id('merchantDefinedData_field3')).toBe('Merchant-DefinedDataFields.MerchantDefinedData_field3');
+    expect(id('merchant_defined_data3')).toBe('Merchant-DefinedDataFields.MerchantDefinedData_field3');
+    // The rule-derived names stay aliases.
+    expect(id('paymentData_authorizationCode')).toBe('PaymentData.AuthorizationCode');
+    expect(id('payment_data_authorization_code')).toBe('PaymentData.AuthorizationCode');
+    expect(id('request_request_id')).toBe('Request.RequestID');
+  });
+
+  it('maps the Classic report headers, stray spaces included', () => {
+    const id = (h: string): string => headerId(h, 'PaymentBatchDetailClass');
+    expect(id(' merchant_data_2')).toBe('Merchant-DefinedDataFields.MerchantDefinedData_field2');
+    expect(id('merchant_data_5 ')).toBe('Merchant-DefinedDataFields.MerchantDefinedData_field5');
+    expect(id('merchant_data_1')).toBe('Merchant-DefinedDataFields.MerchantDefinedData_field1');
+    expect(id('complete_route')).toBe('Request.CompleteRoute');
+    expect(id('payment_processor')).toBe('PaymentData.PaymentProcessor');
+    expect(id('transaction_type')).toBe('PaymentData.TransactionType');
+    expect(id('status')).toBe('Batch.Status');
+  });
+
+  it('maps the documented headers of the Billable Transactions Detail report (225)', () => {
+    const report = 'BillableTransactionsDetailClass';
+    for (const [header, field] of [
+      ['Currency', 'PaymentData.CurrencyCode'],
+      ['Merchant Reference Number', 'Request.MerchantReferenceNumber'],
+      ['Organization ID', 'BillableTransactions.OrganizationID'],
+      ['Payment Processor', 'PaymentData.PaymentProcessor'],
+      ['Product Code', 'BillableTransactions.ProductCode'],
+      ['Product Description', 'BillableTransactions.ProductDescription'],
+      ['Quantity', 'BillableTransactions.Quantity'],
+      ['Requested Amount', 'BillableTransactions.RequestedAmount'],
+      ['Request ID', 'Request.RequestID'],
+      ['Service Name', 'BillableTransactions.ServiceName'],
+      ['Transaction Date', 'Request.TransactionDate'],
+    ])
+      expect(headerId(header!, report), header).toBe(field);
+    expect(getField('BillableTransactions.RequestedAmount').pgType).toBe('numeric');
+  });
+
+  it('lands every header of the real CSV files in a catalog field', () => {
+    const files = readdirSync(SAMPLES).filter((f) => f.endsWith('.csv'));
+    expect(files.length).toBeGreaterThanOrEqual(3);
+    for (const file of files) {
+      const lines = readFileSync(path.join(SAMPLES, file), 'utf8').split(/\r?\n/);
+      const headerLine = lines.find((l) => /(^|,)\s*batch_id\s*,/.test(l))!;
+      for (const header of headerLine.split(','))
+        expect(resolveHeader(header, { report: 'PaymentBatchDetailClass' }).kind, `${file}: ${header}`).toBe(
+          'catalog',
+        );
+    }
+  });
+
+  it('maps the Transaction Detail XML paths and offers a lookup by group and name', () => {
+    const id = (h: string): string => headerId(h);
+    expect(id('Request@RequestDate')).toBe('Request.TransactionDate');
+    expect(id('Request@Source')).toBe('Request.Source');
+    expect(id('Request@PredecessorRequestID')).toBe('Request.PredecessorRequestID');
+    expect(id('PaymentMethod/Card/AccountSuffix')).toBe('PaymentMethod.AccountSuffix');
+    expect(id('ApplicationReplies/ApplicationReply@Name')).toBe('Application.Name');
+    expect(id('ApplicationReplies/ApplicationReply/RCode')).toBe('Application.Rcode');
+    expect(id('LineItems/LineItem@Number')).toBe('LineItems.Number');
+    expect(id('LineItems/LineItem/UnitPrice')).toBe('LineItems.UnitPrice');
+    expect(id('MerchantDefinedData/field1')).toBe('Merchant-DefinedDataFields.MerchantDefinedData_field1');
+    expect(id('PaymentData/GrandTotal')).toBe('PaymentData.GrandTotal');
+    expect(findGroupField('application', 'RFlag')?.id).toBe('Application.Rflag');
+    expect(findGroupField('PaymentMethod', 'accountsuffix')?.id).toBe('PaymentMethod.AccountSuffix');
+    expect(findGroupField('PaymentMethod', 'NoSuch')).toBeUndefined();
+  });
+
+  it('knows documented names of a field besides its id, and which group prefixes are documented', () => {
+    expect(findFieldByAnyName('Request.LocalizedDate')?.id).toBe('Request.LocalizedRequestDate');
+    expect(findFieldByAnyName('Request.TransactionRefNumber')?.id).toBe('Request.TransactionReferenceNumber');
+    expect(findFieldByAnyName('Request.NoSuchField')).toBeUndefined();
+    for (const g of ['Request', 'PaymentData', 'Application', 'PaymentMethod', 'BillTo', 'LineItems'])
+      expect(isDocumentedGroupPrefix(g), g).toBe(true);
+    for (const g of [
+      'AuthorizationResults',
+      'ChargebackAndRetrieval',
+      'Conversion',
+      'Exception',
+      'Fee',
+      'NoSuch',
+    ])
+      expect(isDocumentedGroupPrefix(g), g).toBe(false);
+  });
+});
+
 const specText = readFileSync(
   path.resolve(repoRoot, '..', 'shared', 'spec', 'reporting-api-spec.md'),
   'utf8',
@@ -251,10 +486,7 @@ describe('resolveHeader', () => {
   });
 
   it('maps the headers of the real files', () => {
-    const id = (h: string, report?: string): string => {
-      const r = resolveHeader(h, report === undefined ? {} : { report });
-      return r.kind === 'catalog' ? r.id : `unknown:${r.column}`;
-    };
+    const id = headerId;
     expect(id('batch_id')).toBe('Batch.BatchID');
     expect(id('merchant_id')).toBe('Request.MerchantID');
     expect(id('batch_date')).toBe('Batch.BatchDate');

@@ -9,6 +9,22 @@ import { collect, rowsOf, samplesDir } from './helpers.js';
 
 const file = (name: string): string => path.join(samplesDir, name);
 
+/** The one row of the sul-dlss Classic Payment Batch Detail files (both revisions). */
+const SUL_DLSS_ROW = {
+  batch_id: '21265991580',
+  merchant_id: 'wfgsulair',
+  batch_date: '2023-10-11T04:15:21.000Z',
+  request_id: '6969304358566698703248',
+  merchant_reference_number: 'f1cf56ef-5071-477f-b3ee-8779721a7f44',
+  transaction_reference_number: '93211601',
+  payment_method: 'MasterCard',
+  currency_code: 'USD',
+  amount: '35.00',
+  application_name: 'ics_bill,ics_auth',
+  batch_status: 'BATCHED',
+  transaction_date: '2023-10-10T09:33:55.000Z',
+};
+
 describe('sample report files', () => {
   it('reads the real REST-era Payment Batch Detail CSV', async () => {
     const name = 'rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv';
@@ -26,23 +42,31 @@ describe('sample report files', () => {
     const { records, rejects } = await collect(source);
     expect(rejects).toEqual([]);
     expect(records.map((r) => r.recordNumber)).toEqual([3]);
+    expect(rowsOf(source, records)).toEqual([SUL_DLSS_ROW]);
+    expect(source.summary()).toMatchObject({ records: 1, rejects: 0, dataRows: 1 });
+  });
+
+  it('reads the 2025 Classic CSV: spaces around header names, merchant_data_1..5 typed', async () => {
+    const name = 'rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-2025.csv';
+    const source = await openCsvReport(createReadStream(file(name)), { fileName: name });
+    expect(source.metadata).toMatchObject({
+      organizationId: 'wfgsulair',
+      reportName: 'PaymentBatchDetailReport_Daily_Classic',
+      reportDefinition: 'PaymentBatchDetailClass',
+    });
+    expect(source.unknownColumns).toEqual([]);
+    const { records, rejects } = await collect(source);
+    expect(rejects).toEqual([]);
     expect(rowsOf(source, records)).toEqual([
       {
-        batch_id: '21265991580',
-        merchant_id: 'wfgsulair',
-        batch_date: '2023-10-11T04:15:21.000Z',
-        request_id: '6969304358566698703248',
-        merchant_reference_number: 'f1cf56ef-5071-477f-b3ee-8779721a7f44',
-        transaction_reference_number: '93211601',
-        payment_method: 'MasterCard',
-        currency_code: 'USD',
-        amount: '35.00',
-        application_name: 'ics_bill,ics_auth',
-        batch_status: 'BATCHED',
-        transaction_date: '2023-10-10T09:33:55.000Z',
+        ...SUL_DLSS_ROW,
+        merchant_defined_data_field1: '7ff7f3c:cf238f9:66a1dfd',
+        merchant_defined_data_field2: 'asdfasd:FSASFD:fsasdf',
+        merchant_defined_data_field3: 'dasdfas:fghdfgh',
+        merchant_defined_data_field4: 'sdfgsfg:brthbhy:5bbh5b7',
+        merchant_defined_data_field5: '5bh5bh8',
       },
     ]);
-    expect(source.summary()).toMatchObject({ records: 1, rejects: 0, dataRows: 1 });
   });
 
   it('reads the legacy CRLF CSV', async () => {
@@ -178,6 +202,7 @@ describe('sample report files', () => {
   it('covers every sample file of the folder', () => {
     const covered = new Set([
       'rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv',
+      'rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-2025.csv',
       'legacy-docs-PaymentBatchDetailReport.csv',
       'legacy-docs-PaymentBatchDetailReport.excerpt.xml',
       'error-404-resource-notfound.report-downloads.xml',

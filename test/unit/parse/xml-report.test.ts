@@ -71,7 +71,7 @@ describe('XML reports: mapping', () => {
       line_items_unit_price: '1.50',
       line_items_quantity: 2,
       line_items_product_name: 'A',
-      payment_method_card_account_suffix: '0004',
+      payment_method_account_suffix: '0004',
       request_note: 'a </Request> & b',
       request_empty: null,
     });
@@ -83,7 +83,6 @@ describe('XML reports: mapping', () => {
     expect(records.map((r) => r.recordNumber)).toEqual([1, 2]);
     expect(source.unknownColumns.map((c) => c.sourceName)).toEqual([
       'LineItems.LineItem_json',
-      'PaymentMethod.Card.AccountSuffix',
       'Request.Note',
       'Request.Empty',
     ]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../src/config/load-config.js';
+import { configWarnings, parseConfig } from '../../../src/config/load-config.js';
 import { isCybsError } from '../../../src/errors.js';
 import {
   declaredSettings,
@@ -23,7 +23,7 @@ subscriptions:
 /** One declaration with `extra` lines appended (or replacing keys given in `without`). */
 function decl(extra: string, without: string[] = []): string {
   const base: Record<string, string> = {
-    reportName: 'Daily report',
+    reportName: 'Daily_report',
     reportDefinitionName: 'TransactionRequestClass',
     reportFields: '[Request.RequestID]',
     timezone: 'UTC',
@@ -70,10 +70,10 @@ describe('subscriptions in config.yaml', () => {
       'unknown report definition "NoSuchClass"',
     ],
     [
-      'an unknown field',
-      decl('', ['reportFields']) + '    reportFields: [Request.RequestID, Request.NoSuchField]\n',
+      'a field that is not a Group.Field name',
+      decl('', ['reportFields']) + '    reportFields: [Request.RequestID, RequestID]\n',
       'subscriptions.0.reportFields.1',
-      'unknown field "Request.NoSuchField"',
+      'not a Group.Field name',
     ],
     [
       'a repeated field',
@@ -115,9 +115,15 @@ describe('subscriptions in config.yaml', () => {
     ],
     [
       'a name too long',
-      decl('', ['reportName']) + `    reportName: ${'x'.repeat(129)}\n`,
+      decl('', ['reportName']) + `    reportName: ${'x'.repeat(81)}\n`,
       'subscriptions.0.reportName',
-      '1-128',
+      '1-80',
+    ],
+    [
+      'a name with a space (the PUT body allows it; GET and DELETE by name never find it)',
+      decl('', ['reportName']) + '    reportName: Daily report\n',
+      'subscriptions.0.reportName',
+      'letters, digits, "-", "_" or "+"',
     ],
     [
       'an unknown format',
@@ -142,6 +148,76 @@ describe('subscriptions in config.yaml', () => {
     const message = configErrorOf(text);
     expect(message).toContain(path);
     expect(message).toContain(words);
+  });
+
+  it('accepts names of the GET/DELETE path pattern [a-zA-Z0-9-_+]{1,80} (audit #4)', () => {
+    for (const name of ['a', 'Daily_report-2+x', 'x'.repeat(80)]) {
+      const [s] = parseConfig(decl('', ['reportName']) + `    reportName: "${name}"\n`).subscriptions!;
+      expect(s!.reportName).toBe(name);
+    }
+    for (const name of ['Daily report', 'x'.repeat(81), 'a.b', 'a/b', ''])
+      expect(configErrorOf(decl('', ['reportName']) + `    reportName: "${name}"\n`)).toContain(
+        'key "subscriptions.0.reportName"',
+      );
+  });
+
+  it("follows the service's reportInterval pattern (audit #12)", () => {
+    const interval = (v: string) => decl(`    reportFrequency: USER_DEFINED\n    reportInterval: ${v}\n`);
+    for (const ok of ['PT1H', 'PT23H', 'PT6H', 'PT1M', 'PT59M', 'PT45M', 'PT2H30M', 'PT23H59M', 'PT1H1M'])
+      expect(parseConfig(interval(ok)).subscriptions![0]!.reportInterval, ok).toBe(ok);
+    for (const bad of [
+      'PT',
+      'PT24H',
+      'PT90M',
+      'PT0H30M',
+      'PT0M',
+      'PT0H',
+      'PT60M',
+      'PT2H0M',
+      'P1D',
+      'PT1.5H',
+      'pt2h',
+    ])
+      expect(configErrorOf(interval(bad)), bad).toContain('key "subscriptions.0.reportInterval"');
+  });
+
+  it("sends the real definition name for the seed's alias, with a warning (audit #1)", () => {
+    const text =
+      decl('', ['reportDefinitionName']) + '    reportDefinitionName: RiskDecisionEventDetailClass\n';
+    const config = parseConfig(text, 'config.yaml');
+    expect(config.subscriptions![0]!.reportDefinitionName).toBe('DecisionManagerEventDetailClass');
+    expect(configWarnings(config)).toEqual([
+      'config.yaml: key "subscriptions.0.reportDefinitionName": "RiskDecisionEventDetailClass" is the seed\'s name of DecisionManagerEventDetailClass; DecisionManagerEventDetailClass is sent to the service',
+    ]);
+  });
+
+  it('warns, not refuses, for a field the catalog does not know, flagging undocumented prefixes (audit #6)', () => {
+    const text =
+      decl('', ['reportFields']) +
+      '    reportFields: [Request.RequestID, Request.NoSuchField, Invented.Field, Exception.Action, Request.LocalizedDate]\n';
+    const config = parseConfig(text, 'config.yaml');
+    expect(config.subscriptions![0]!.reportFields).toEqual([
+      'Request.RequestID',
+      'Request.NoSuchField',
+      'Invented.Field',
+      'Exception.Action',
+      'Request.LocalizedDate',
+    ]);
+    const warnings = configWarnings(config);
+    expect(warnings).toHaveLength(3);
+    expect(warnings[0]).toContain(
+      'key "subscriptions.0.reportFields.1": "Request.NoSuchField" is not in the cybs-etl field catalog;',
+    );
+    expect(warnings[0]).not.toContain('group prefix');
+    expect(warnings[1]).toContain(
+      'key "subscriptions.0.reportFields.2": "Invented.Field" is not in the cybs-etl field catalog',
+    );
+    expect(warnings[1]).toContain('group prefix "Invented" is not one the CyberSource documentation states');
+    expect(warnings[2]).toContain(
+      'key "subscriptions.0.reportFields.3": "Exception.Action" is in the catalog',
+    );
+    expect(warnings[2]).toContain('group prefix "Exception"');
+    expect(configWarnings(parseConfig(GOOD))).toEqual([]);
   });
 
   it('refuses a name declared twice for an organization', () => {
