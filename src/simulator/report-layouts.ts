@@ -10,7 +10,10 @@
  * Each definition names the rows it holds (`source`: which simulated transactions, and which of
  * their times places a row in a report period) and its default `fields` (catalog ids
  * `Group.Field`, agreed with the catalog engineer); a subscription's `reportFields` overrides the
- * columns. `amountField` is the column summed by the ground truth.
+ * columns. `amountField` is the column summed by the ground truth. `xml` says how the
+ * definition's XML file looks (the real Transaction Detail and legacy Payment Batch Detail
+ * layouts where a real file is known), and CLASSIC_REPORTS lists the predefined Classic reports
+ * under their real names.
  */
 import type { SimTransaction } from './dataset.js';
 

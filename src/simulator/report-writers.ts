@@ -228,13 +228,15 @@ function transactionDetailRecord(spec: ReportFileSpec): RecordWriter {
     const v = l.get(tx, ctx);
     return xmlEscape(broken === 'amount' && l.isAmount ? breakAmount(v) : v);
   };
-  const plain = (open: string, items: ReturnType<typeof leaves>, close: string): Part => {
-    return (tx, ctx, broken) => {
-      let out = open;
-      for (const l of items) out += `${l.open}${value(l, tx, ctx, broken)}${l.close}`;
-      return out + close;
-    };
+  const text = (items: ReturnType<typeof leaves>, tx: SimTransaction, ctx: FieldContext, broken?: string) => {
+    let out = '';
+    for (const l of items) out += `${l.open}${value(l, tx, ctx, broken)}${l.close}`;
+    return out;
   };
+  const plain =
+    (open: string, items: ReturnType<typeof leaves>, close: string): Part =>
+    (tx, ctx, broken) =>
+      open + text(items, tx, ctx, broken) + close;
   const parts: Part[] = order.map((group): Part => {
     const list = groups.get(group)!;
     if (group === 'PaymentMethod')
@@ -244,19 +246,19 @@ function transactionDetailRecord(spec: ReportFileSpec): RecordWriter {
         '        </Card>\n      </PaymentMethod>\n',
       );
     if (group === 'LineItems') {
+      // One line item per simulated order; its Number is an attribute, as in the real file.
       const number = fieldGetter('LineItems.Number');
       const items = leaves(
         list.filter((l) => l.id !== 'LineItems.Number'),
         '          ',
       );
       return (tx, ctx, broken) =>
-        plain(
-          `      <LineItems>\n        <LineItem Number="${xmlEscape(number(tx, ctx), true)}">\n`,
-          items,
-          '        </LineItem>\n      </LineItems>\n',
-        )(tx, ctx, broken);
+        `      <LineItems>\n        <LineItem Number="${xmlEscape(number(tx, ctx), true)}">\n` +
+        text(items, tx, ctx, broken) +
+        '        </LineItem>\n      </LineItems>\n';
     }
     if (group === 'Application') {
+      // One ApplicationReply per application of the request, each with the request's reply codes.
       const names = fieldGetter('Application.Name');
       const items = leaves(
         list.filter((l) => APPLICATION_REPLY_ELEMENTS[l.id] !== undefined),
@@ -267,11 +269,8 @@ function transactionDetailRecord(spec: ReportFileSpec): RecordWriter {
         let out = '      <ApplicationReplies>\n';
         for (const name of names(tx, ctx).split(',')) {
           if (name === '') continue;
-          out += plain(
-            `        <ApplicationReply Name="${xmlEscape(name, true)}">\n`,
-            items,
-            '        </ApplicationReply>\n',
-          )(tx, ctx, broken);
+          out += `        <ApplicationReply Name="${xmlEscape(name, true)}">\n`;
+          out += `${text(items, tx, ctx, broken)}        </ApplicationReply>\n`;
         }
         return `${out}      </ApplicationReplies>\n`;
       };
