@@ -5,6 +5,7 @@
  */
 import type { SimTransaction } from './dataset.js';
 import { formatMoney, formatScaled } from './money.js';
+import { hash32 } from './prng.js';
 import { isoUtc } from './time.js';
 
 export interface FieldContext {
@@ -33,6 +34,17 @@ const transactionType = (tx: SimTransaction): string =>
     }) as const
   )[tx.kind];
 
+/** A card's expiry, derived from the request (month 1-12, a year 1-4 years after the request). */
+const expiry = (tx: SimTransaction): { month: string; year: string } => {
+  const h = hash32(tx.requestId);
+  if (tx.paymentSubtype === 'EC') return { month: '', year: '' };
+  return {
+    month: String(1 + (h % 12)).padStart(2, '0'),
+    year: String(Number(isoUtc(tx.time).slice(0, 4)) + 1 + ((h >>> 4) % 4)),
+  };
+};
+const SOURCES = ['SCMP API', 'Simple Order API', 'Virtual Terminal'] as const;
+
 /** The signed amount of a row in minor units, as the report writes it (for ground truth). */
 export function rowAmount(tx: SimTransaction, ctx: FieldContext): number {
   return signed(tx, ctx);
@@ -45,6 +57,8 @@ const GETTERS: Record<string, Getter> = {
   'Request.MerchantReferenceNumber': (tx) => tx.merchantReferenceNumber,
   'Request.TransactionReferenceNumber': (tx) => tx.transactionReferenceNumber,
   'Request.SubscriptionID': (tx) => tx.subscriptionId ?? '',
+  'Request.Source': (tx) => SOURCES[hash32(tx.requestId) % SOURCES.length]!,
+  'Request.User': () => '',
   'PaymentData.Amount': (tx, ctx) => money(signed(tx, ctx), tx),
   'PaymentData.CurrencyCode': (tx) => tx.currency,
   'PaymentData.PaymentMethod': (tx) => tx.paymentMethod,
@@ -52,6 +66,18 @@ const GETTERS: Record<string, Getter> = {
   'PaymentData.AuthorizationCode': (tx) => tx.authCode,
   'PaymentData.CardType': (tx) => tx.cardType,
   'PaymentData.AccountSuffix': (tx) => tx.accountSuffix,
+  'PaymentData.PaymentRequestID': (tx) => tx.requestId,
+  'PaymentData.PaymentProcessor': (tx) => (tx.paymentSubtype === 'EC' ? 'vantiv' : 'smartpay'),
+  'PaymentData.TotalTaxAmount': (tx) => money(0, tx),
+  'PaymentData.GrandTotal': (tx, ctx) => money(signed(tx, ctx), tx),
+  'PaymentData.AuthorizationType': (tx) => (tx.authCode === '' ? '' : 'O'),
+  'PaymentData.AVSResult': (tx) => tx.avsResult,
+  'PaymentData.AVSResultMapped': (tx) => tx.avsResult,
+  'PaymentData.CVResult': (tx) => tx.cvvResult,
+  'PaymentMethod.AccountSuffix': (tx) => tx.accountSuffix,
+  'PaymentMethod.CardType': (tx) => (tx.paymentSubtype === 'EC' ? '' : tx.paymentMethod),
+  'PaymentMethod.ExpirationMonth': (tx) => expiry(tx).month,
+  'PaymentMethod.ExpirationYear': (tx) => expiry(tx).year,
   'Application.Name': (tx) => tx.applications,
   'Application.Rcode': (tx) => tx.rcode,
   'Application.Rflag': (tx) => tx.rflag,
@@ -68,6 +94,8 @@ const GETTERS: Record<string, Getter> = {
   'BillTo.Email': (tx) => tx.billTo.email,
   'BillTo.Phone': (tx) => tx.billTo.phone,
   'BillTo.IPAddress': (tx) => tx.billTo.ipAddress,
+  'ShipTo.City': (tx) => tx.billTo.city,
+  'ShipTo.Zip': (tx) => tx.billTo.zip,
   'BillTo.CustomerID': (tx) => `cust-${tx.billTo.email.split('@')[0] ?? ''}`,
   'AuthorizationResults.AVSResult': (tx) => tx.avsResult,
   'AuthorizationResults.CVVResult': (tx) => tx.cvvResult,
@@ -79,6 +107,7 @@ const GETTERS: Record<string, Getter> = {
   'Merchant-DefinedDataFields.MerchantDefinedData_field2': (tx) => tx.merchantDefinedData[1],
   'Merchant-DefinedDataFields.MerchantDefinedData_field3': (tx) => tx.merchantDefinedData[2],
   'Merchant-DefinedDataFields.MerchantDefinedData_field4': (tx) => tx.merchantDefinedData[3],
+  'Merchant-DefinedDataFields.MerchantDefinedData_field5': () => '',
   'Device.DeviceID': (tx) => tx.deviceId,
   // Check (eCheck)
   'Check.SecCode': (tx) => (tx.paymentSubtype === 'EC' ? 'WEB' : ''),
@@ -181,6 +210,7 @@ const GETTERS: Record<string, Getter> = {
   'JP.JPOPaymentMethod': () => '1',
   // Line items (one line per order in the simulation)
   'LineItems.Number': () => '0',
+  'LineItems.FulfillmentType': () => 'P',
   'LineItems.ProductName': (tx) => `Product ${tx.transactionReferenceNumber.slice(0, 3)}`,
   'LineItems.Quantity': () => '1',
   'LineItems.UnitPrice': (tx) => money(tx.amount, tx),

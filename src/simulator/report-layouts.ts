@@ -10,7 +10,10 @@
  * Each definition names the rows it holds (`source`: which simulated transactions, and which of
  * their times places a row in a report period) and its default `fields` (catalog ids
  * `Group.Field`, agreed with the catalog engineer); a subscription's `reportFields` overrides the
- * columns. `amountField` is the column summed by the ground truth.
+ * columns. `amountField` is the column summed by the ground truth. `xml` says how the
+ * definition's XML file looks (the real Transaction Detail and legacy Payment Batch Detail
+ * layouts where a real file is known), and CLASSIC_REPORTS lists the predefined Classic reports
+ * under their real names.
  */
 import type { SimTransaction } from './dataset.js';
 
@@ -75,8 +78,24 @@ export interface ReportDefinitionLayout {
   fields: readonly string[];
   amountField: string;
   currencyField: string;
-  /** XML namespace of the file (the legacy DTD-style namespaces for the known ones). */
-  xmlNamespace: string;
+  xml: XmlLayout;
+}
+
+/**
+ * How a definition's XML file looks. `transactionDetail`: the real Transaction Detail family
+ * layout (killbill `tdr_1_3`/`tdr_1_6` files, dotnet #38 `tedr_1_1`): a DOCTYPE, `<Request>`
+ * attributes, repeated groups as `ApplicationReplies`/`LineItems`. `batches`: the legacy official
+ * Payment Batch Detail sample (`Batches/Batch/Requests/Request`). `generic`: no real file is known;
+ * `<Requests><Request RequestID=…>` with one child element per group.
+ */
+export interface XmlLayout {
+  kind: 'transactionDetail' | 'batches' | 'generic';
+  /** The root's `Name` attribute (the report's title without "Report", as the real files). */
+  name: string;
+  version: string;
+  namespace: string;
+  /** DTD system id written in `<!DOCTYPE Report SYSTEM …>`; undefined: no DOCTYPE (legacy PBD). */
+  doctype?: string;
 }
 
 const MDD = [1, 2, 3, 4].map((n) => `Merchant-DefinedDataFields.MerchantDefinedData_field${n}`);
@@ -115,6 +134,61 @@ const BILL_TO = [
 ];
 const NS = 'https://ebc.cybersource.com/ebc/reports/dtd/';
 
+/** The Transaction Detail layout of the real files, at the DTD version of the killbill sample. */
+const TRANSACTION_DETAIL_XML: XmlLayout = {
+  kind: 'transactionDetail',
+  name: 'Transaction Detail',
+  version: '1.6',
+  namespace: `${NS}tdr_1_6.dtd`,
+  doctype: `${NS}tdr_1_6.dtd`,
+};
+
+/**
+ * Fields of the Transaction Detail layout beyond the custom report's usual columns: the groups and
+ * elements of the real file (ship-to, card, line item, payment data), so that the default
+ * Transaction Request report carries every part of that layout. AVS and CVN results are the
+ * Payment Data fields the real file carries (not an AuthorizationResults group).
+ */
+const TRANSACTION_DETAIL = [
+  'ShipTo.City',
+  'ShipTo.Zip',
+  'PaymentMethod.AccountSuffix',
+  'PaymentMethod.ExpirationMonth',
+  'PaymentMethod.ExpirationYear',
+  'PaymentMethod.CardType',
+  'LineItems.Number',
+  'LineItems.FulfillmentType',
+  'LineItems.Quantity',
+  'LineItems.UnitPrice',
+  'LineItems.TaxAmount',
+  'LineItems.ProductCode',
+  'PaymentData.PaymentRequestID',
+  'PaymentData.PaymentProcessor',
+  'PaymentData.TotalTaxAmount',
+  'PaymentData.AuthorizationType',
+  'PaymentData.AuthorizationCode',
+  'PaymentData.AVSResult',
+  'PaymentData.AVSResultMapped',
+  'PaymentData.CVResult',
+  'PaymentData.GrandTotal',
+];
+
+/** The columns of the real Classic Payment Batch Detail file (sul-dlss), in its order. */
+const PAYMENT_BATCH_DETAIL = [
+  'Batch.BatchID',
+  'Request.MerchantID',
+  'Batch.BatchDate',
+  'Request.RequestID',
+  'Request.MerchantReferenceNumber',
+  'Request.TransactionReferenceNumber',
+  'PaymentData.PaymentMethod',
+  'PaymentData.CurrencyCode',
+  'PaymentData.Amount',
+  'Application.Name',
+  'Batch.Status',
+  'Request.TransactionDate',
+];
+
 function def(
   name: string,
   id: number,
@@ -147,55 +221,71 @@ function def(
     fields,
     amountField: 'PaymentData.Amount',
     currencyField: 'PaymentData.CurrencyCode',
-    xmlNamespace: `${NS}${type.replace(/[a-z]/g, '').toLowerCase()}_1_1.dtd`,
+    xml: {
+      kind: 'generic',
+      name: title.replace(/ Report$/, ''),
+      version: '1.0',
+      namespace: `${NS}${type.replace(/[a-z]/g, '').toLowerCase()}_1_1.dtd`,
+    },
     ...extra,
   };
 }
 
 export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
-  def('TransactionRequestClass', 210, 'Transaction Request Report', 'TransactionRequest', 'requests', [
-    ...REQUEST_CORE,
-    ...PAYMENT,
-    ...APPLICATION,
-    ...BILL_TO,
-    'AuthorizationResults.AVSResult',
-    'AuthorizationResults.CVVResult',
-    ...MDD,
-    'Device.DeviceID',
-  ]),
+  def(
+    'TransactionRequestClass',
+    210,
+    'Transaction Request Report',
+    'TransactionRequest',
+    'requests',
+    [...REQUEST_CORE, ...PAYMENT, ...APPLICATION, ...BILL_TO, ...MDD, ...TRANSACTION_DETAIL],
+    { xml: TRANSACTION_DETAIL_XML },
+  ),
   def(
     'PaymentBatchDetailClass',
     211,
     'Payment Batch Detail Report',
     'PaymentBatchDetail',
     'settled',
-    [
-      'Batch.BatchID',
-      'Request.MerchantID',
-      'Batch.BatchDate',
-      'Request.RequestID',
-      'Request.MerchantReferenceNumber',
-      'Request.TransactionReferenceNumber',
-      'PaymentData.PaymentMethod',
-      'PaymentData.CurrencyCode',
-      'PaymentData.Amount',
-      'Application.Name',
-      'Batch.Status',
-      'Request.TransactionDate',
-    ],
-    { subscriptionType: 'CLASSIC', xmlNamespace: 'http://reports.ic3.com/reports/pbdr/1.0' },
+    PAYMENT_BATCH_DETAIL,
+    {
+      subscriptionType: 'CLASSIC',
+      xml: {
+        kind: 'batches',
+        name: 'Payment Batch Detail',
+        version: '1.0',
+        namespace: 'http://reports.ic3.com/reports/pbdr/1.0',
+      },
+    },
   ),
-  def('ExceptionDetailClass', 212, 'Transaction Exception Detail Report', 'ExceptionDetail', 'declines', [
-    ...REQUEST_CORE,
-    ...PAYMENT,
-    'Exception.ExceptionDate',
-    'Exception.ExceptionCategory',
-    'Exception.ExceptionReasonCode',
-    'Exception.ExceptionReasonDescription',
-    'Exception.ExceptionStatus',
-    'Application.Name',
-    'Application.Rflag',
-  ]),
+  def(
+    'ExceptionDetailClass',
+    212,
+    'Transaction Exception Detail Report',
+    'ExceptionDetail',
+    'declines',
+    [
+      ...REQUEST_CORE,
+      ...PAYMENT,
+      'Exception.ExceptionDate',
+      'Exception.ExceptionCategory',
+      'Exception.ExceptionReasonCode',
+      'Exception.ExceptionReasonDescription',
+      'Exception.ExceptionStatus',
+      'Application.Name',
+      'Application.Rflag',
+    ],
+    {
+      // dotnet #38: an (empty) Transaction Exception Detail file of the same family.
+      xml: {
+        kind: 'transactionDetail',
+        name: 'Transaction Exception Detail',
+        version: '1.1',
+        namespace: `${NS}tedr_1_1.dtd`,
+        doctype: `${NS}tedr_1_1.dtd`,
+      },
+    },
+  ),
   def(
     'ProcessorSettlementDetailClass',
     213,
@@ -423,6 +513,7 @@ export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
     'GatewayTransactionRequest',
     'requests',
     [...REQUEST_CORE, ...PAYMENT, ...APPLICATION, 'BillTo.FirstName', 'BillTo.LastName', 'BillTo.Email'],
+    { xml: { ...TRANSACTION_DETAIL_XML } },
   ),
   // Invented id (see the header comment): the spec's rename of DecisionManagerEventDetailClass (400).
   def(
@@ -486,3 +577,57 @@ export const APPLICATION_NAMES = [
   'ics_score',
   'ics_auth_reversal',
 ] as const;
+
+/**
+ * The predefined Classic reports (PUT /predefined-report-subscriptions, subscriptionType CLASSIC)
+ * under their real names: PaymentBatchDetailReport_Daily_Classic (sul-dlss),
+ * PaymentSubmissionDetailReport_Daily_Classic (edX: the Payment Batch Detail columns and
+ * `payment_processor`), TransactionExceptionDetailReport_Daily_Classic (dotnet #38) and
+ * TransactionDetailReport_Daily_Classic (the specification's predefined example). `type` is the
+ * third field of the CSV metadata line. The first report of a definition is its default name; the
+ * definition a Payment Submission Detail subscription names is not documented, Payment Batch
+ * Detail is assumed.
+ */
+export interface ClassicReport {
+  reportName: string;
+  definitionName: string;
+  type: string;
+  fields: readonly string[];
+}
+
+export const CLASSIC_REPORTS: readonly ClassicReport[] = [
+  {
+    reportName: 'PaymentBatchDetailReport_Daily_Classic',
+    definitionName: 'PaymentBatchDetailClass',
+    type: 'PaymentBatchDetail',
+    fields: PAYMENT_BATCH_DETAIL,
+  },
+  {
+    reportName: 'PaymentSubmissionDetailReport_Daily_Classic',
+    definitionName: 'PaymentBatchDetailClass',
+    type: 'PaymentSubmissionDetail',
+    fields: [...PAYMENT_BATCH_DETAIL, 'PaymentData.PaymentProcessor'],
+  },
+  {
+    reportName: 'TransactionExceptionDetailReport_Daily_Classic',
+    definitionName: 'ExceptionDetailClass',
+    type: 'TransactionExceptionDetail',
+    fields: reportDefinition('ExceptionDetailClass')!.fields,
+  },
+  {
+    reportName: 'TransactionDetailReport_Daily_Classic',
+    definitionName: 'TransactionRequestClass',
+    type: 'TransactionDetail',
+    fields: reportDefinition('TransactionRequestClass')!.fields,
+  },
+];
+
+/** The Classic report of a subscription name, if it is one of the predefined ones. */
+export function classicReport(reportName: string): ClassicReport | undefined {
+  return CLASSIC_REPORTS.find((c) => c.reportName === reportName);
+}
+
+/** The default predefined Classic report of a definition, if it has one. */
+export function defaultClassicReport(definitionName: string): ClassicReport | undefined {
+  return CLASSIC_REPORTS.find((c) => c.definitionName === definitionName);
+}

@@ -13,7 +13,7 @@
  * A one-time report (POST /reports) is QUEUED when created, RUNNING 3 s later and ready 6 s after
  * creation, in simulated time; its reportDate is the local date of its end time in its zone.
  */
-import type { FieldNameConvention } from '../catalog/naming.js';
+import type { FieldNameConvention } from './header-names.js';
 import type { Dataset, SimTransaction } from './dataset.js';
 import type { FaultPlan } from './faults.js';
 import { hash32, stableUuid } from './prng.js';

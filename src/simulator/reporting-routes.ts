@@ -3,8 +3,8 @@
  * shapes key for key (including the spec's misspelled `reportDefintionName` and `_link`), and the
  * error bodies of each endpoint.
  */
-import { FIELD_NAME_CONVENTIONS } from '../catalog/naming.js';
-import type { FieldNameConvention } from '../catalog/naming.js';
+import { FIELD_NAME_CONVENTIONS } from './header-names.js';
+import type { FieldNameConvention } from './header-names.js';
 import type { Dataset, SimOrganization } from './dataset.js';
 import type { EndpointName, FaultPlan, FaultRule } from './faults.js';
 import {
@@ -32,7 +32,13 @@ import {
   recordsToCsv,
 } from './on-demand.js';
 import type { PaymentSubtype, Window } from './on-demand.js';
-import { APPLICATION_NAMES, REPORT_DEFINITIONS, reportDefinition } from './report-layouts.js';
+import {
+  APPLICATION_NAMES,
+  REPORT_DEFINITIONS,
+  classicReport,
+  defaultClassicReport,
+  reportDefinition,
+} from './report-layouts.js';
 import type { ReportDefinitionLayout } from './report-layouts.js';
 import { knownFieldIds } from './report-fields.js';
 import {
@@ -584,16 +590,20 @@ const putPredefinedSubscription: Route = {
     if (!(REPORT_MIME_TYPES as readonly string[]).includes(mime))
       issues.push({ path: 'reportMimeType', message: 'must be application/xml or text/csv' });
     if (issues.length > 0) return beanFields(issues);
+    // Classic reports under their real names (report-layouts.ts CLASSIC_REPORTS).
     const name =
       (body['reportName'] as string | undefined) ??
+      (type === 'CLASSIC' ? defaultClassicReport(def!.name)?.reportName : undefined) ??
       `${def!.type}Report_Daily_${type === 'CLASSIC' ? 'Classic' : 'Standard'}`;
+    const classic = type === 'CLASSIC' ? classicReport(name) : undefined;
+    const classicFields = classic?.definitionName === def!.name ? classic.fields : undefined;
     if (body['subscriptionStatus'] === 'INACTIVE') {
       ctx.store.deleteSubscription(o.org.id, name);
       return { status: 200 };
     }
     const settings = {
       reportDefinitionName: def!.name,
-      reportFields: [...def!.fields],
+      reportFields: [...(classicFields ?? def!.fields)],
       reportMimeType: mime as ReportMimeType,
       reportFrequency: 'DAILY' as const,
       reportName: name,

@@ -535,12 +535,9 @@ describe('simulator behaviour over HTTP', () => {
     // The metadata line keeps its five fields even when the report has fewer columns.
     const rows = parse(await file.text(), { relax_column_count: true }) as string[][];
     expect(rows[0]).toHaveLength(5);
-    expect(rows[1]).toEqual([
-      'request_requestID',
-      'request_transactionDate',
-      'paymentData_amount',
-      'paymentData_currencyCode',
-    ]);
+    // SOAPI names as the Reporting User Guide gives them (Request Fields: RequestID, RequestDate);
+    // Payment Data has no SOAPI column there, so those two keep the rule's names.
+    expect(rows[1]).toEqual(['RequestID', 'RequestDate', 'paymentData_amount', 'paymentData_currencyCode']);
     for (const r of rows.slice(1)) expect(r).toHaveLength(4);
     expect(rows.length).toBeGreaterThan(500);
   });

@@ -1,13 +1,14 @@
 import { parse } from 'csv-parse/sync';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
-import { soapiName } from '../../../src/catalog/naming.js';
 import { createDataset } from '../../../src/simulator/dataset.js';
+import { headerName } from '../../../src/simulator/header-names.js';
 import type { SimOrganization } from '../../../src/simulator/dataset.js';
 import { MoneyTally, formatMoney, sumDecimals } from '../../../src/simulator/money.js';
 import { reportDefinition } from '../../../src/simulator/report-layouts.js';
 import { renderReport } from '../../../src/simulator/report-writers.js';
 import type { ReportFileSpec } from '../../../src/simulator/report-writers.js';
+import { reportSpec } from '../../helpers/simulated-report.js';
 import { isoInZone, localDate, parseIsoDateTime, zonedTime } from '../../../src/simulator/time.js';
 
 const orgs: SimOrganization[] = [
@@ -26,18 +27,7 @@ function spec(
   mimeType: ReportFileSpec['mimeType'],
   over: Partial<ReportFileSpec> = {},
 ): ReportFileSpec {
-  const def = reportDefinition(definition)!;
-  return {
-    organizationId: 'm1',
-    reportName: 'R1',
-    definition: def,
-    fields: def.fields,
-    mimeType,
-    signedAmounts: false,
-    start: Date.parse('2024-03-05T00:00:00Z'),
-    end: Date.parse('2024-03-06T00:00:00Z'),
-    ...over,
-  };
+  return reportSpec(definition, { mimeType, ...over });
 }
 
 async function renderDay(seed: number, s: ReportFileSpec): Promise<string> {
@@ -120,7 +110,7 @@ describe('CSV report files', () => {
       '2024-03-05T00:00:00Z to 2024-03-06T00:00:00Z',
     ]);
     expect(meta!.slice(5).every((v) => v === '')).toBe(true);
-    expect(header).toEqual(s.fields.map((f) => soapiName(f)));
+    expect(header).toEqual(s.fields.map((f) => headerName(f, 'SOAPI')));
     expect(data.length).toBeGreaterThan(250);
     const amountIndex = s.fields.indexOf('PaymentData.Amount');
     const currencyIndex = s.fields.indexOf('PaymentData.CurrencyCode');
@@ -133,11 +123,18 @@ describe('CSV report files', () => {
     }
   });
 
-  it('uses Group.Field ids as headers without a convention and SCMP names with SCMP', async () => {
+  it('uses the Classic names (LF) without a convention and the documented SCMP names with SCMP', async () => {
     const plain = await renderDay(7, spec('FundingDetailClass', 'text/csv'));
-    expect(plain.split('\r\n')[1]).toBe(reportDefinition('FundingDetailClass')!.fields.join(','));
+    expect(plain).not.toContain('\r\n');
+    expect(
+      plain.split('\n')[1]!.startsWith('request_id,merchant_id,merchant_ref_number,amount,currency,'),
+    ).toBe(true);
     const scmp = await renderDay(7, spec('FundingDetailClass', 'text/csv', { fieldNameConvention: 'SCMP' }));
-    expect(scmp.split('\r\n')[1]!.startsWith('request_request_id,request_merchant_id')).toBe(true);
+    expect(
+      scmp
+        .split('\r\n')[1]!
+        .startsWith('request_id,request_merchant_id,merchant_ref_number,grand_total_amount,currency,'),
+    ).toBe(true);
   });
 
   it('writes refunds negative with signedAmounts', async () => {
@@ -165,7 +162,9 @@ describe('XML report files', () => {
     const report = doc.Report as Record<string, string> & {
       Batches: { Batch: { Requests: { Request: Record<string, string>[] } }[] };
     };
-    expect(report['@_Name']).toBe('Payment Batch Detail Report');
+    expect(report['@_Name']).toBe('Payment Batch Detail');
+    expect(report['@_Version']).toBe('1.0');
+    expect(report['@_xmlns']).toBe('http://reports.ic3.com/reports/pbdr/1.0');
     expect(report['@_MerchantID']).toBe('m1');
     const req = report.Batches.Batch[0]!.Requests.Request[0]!;
     expect(req['@_RequestID']).toMatch(/^\d{22}$/);
@@ -173,18 +172,32 @@ describe('XML report files', () => {
       expect(req).toHaveProperty(k);
   });
 
-  it('other definitions: one element per group, one per field, properly escaped', async () => {
+  it('Transaction Request is well-formed Transaction Detail XML, properly escaped', async () => {
     const xml = await renderDay(7, spec('TransactionRequestClass', 'application/xml'));
     expect(XMLValidator.validate(xml)).toBe(true);
     expect(xml).toContain('Smith, Jones &amp; Co.');
     expect(xml).toContain('Globex &lt;Intl&gt;');
     const doc = parser.parse(xml) as {
+      Report: { Requests: { Request: Record<string, Record<string, unknown>>[] } };
+    };
+    const r = doc.Report.Requests.Request[0]!;
+    expect(r['@_RequestDate']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    expect(r['BillTo']).toHaveProperty('FirstName');
+    expect(r['PaymentData']).toHaveProperty('Amount');
+    expect(r['ApplicationReplies']).toHaveProperty('ApplicationReply');
+    expect(r['MerchantDefinedData']).toHaveProperty('field1');
+  });
+
+  it('other definitions: one element per group, one per field', async () => {
+    const xml = await renderDay(7, spec('ConversionDetailClass', 'application/xml'));
+    expect(XMLValidator.validate(xml)).toBe(true);
+    const doc = parser.parse(xml) as {
       Report: { Requests: { Request: Record<string, Record<string, string>>[] } };
     };
     const r = doc.Report.Requests.Request[0]!;
-    expect(r['BillTo']).toHaveProperty('FirstName');
+    expect(r['@_RequestID']).toMatch(/^\d{22}$/);
+    expect(r['Conversion']).toHaveProperty('NewDecision');
     expect(r['PaymentData']).toHaveProperty('Amount');
-    expect(r['Merchant-DefinedDataFields']).toHaveProperty('MerchantDefinedData_field1');
   });
 });
 
