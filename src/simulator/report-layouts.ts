@@ -1,11 +1,11 @@
 /**
  * The report definitions the simulator serves and their default layouts, as data.
  *
- * Numeric ids come from the id table in facts §2.1 (NODE-SDK model description). Two definitions
- * of the specification are not in that table and their ids are INVENTED here (plausible, unused
- * numbers): RiskDecisionEventDetailClass = 400 (the table's DecisionManagerEventDetailClass, which
- * the specification renames "Risk"), and RecurringBillingDetailClass = 621 (next to
- * SubscriptionDetailClass 620). A client must not rely on them.
+ * Names and numeric ids come from the id table of the SDK's ReportDefinitions model (facts §2.1).
+ * The Decision Manager event report is served under its wire name, DecisionManagerEventDetailClass
+ * (400); the specification's rename RiskDecisionEventDetailClass is unknown here, as it is to the
+ * service. RecurringBillingDetailClass comes only from the specification: its id 621 is INVENTED
+ * (next to SubscriptionDetailClass 620), and a client must not rely on it.
  *
  * Each definition names the rows it holds (`source`: which simulated transactions, and which of
  * their times places a row in a report period) and its default `fields` (catalog ids
@@ -515,12 +515,11 @@ export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
     [...REQUEST_CORE, ...PAYMENT, ...APPLICATION, 'BillTo.FirstName', 'BillTo.LastName', 'BillTo.Email'],
     { xml: { ...TRANSACTION_DETAIL_XML } },
   ),
-  // Invented id (see the header comment): the spec's rename of DecisionManagerEventDetailClass (400).
   def(
-    'RiskDecisionEventDetailClass',
+    'DecisionManagerEventDetailClass',
     400,
-    'Risk Decision Event Detail Report',
-    'RiskDecisionEventDetail',
+    'Decision Manager Event Detail Report',
+    'DecisionManagerEventDetail',
     'conversions',
     [
       'Request.RequestID',
@@ -534,7 +533,7 @@ export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
       'PaymentData.CurrencyCode',
     ],
   ),
-  // Invented id (see the header comment).
+  // Invented definition and id, from the specification only (see the header comment).
   def(
     'RecurringBillingDetailClass',
     621,
