@@ -1,4 +1,6 @@
 import type { PlannedWindow } from '../state/windows.js';
+import { duePeriods, hasSeveralReportsADay, periodsStartingOn } from '../time/report-periods.js';
+import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
 import { addDays, dateOfDayNumber, dayNumber, localDate, startOfLocalDay } from './time-zones.js';
 
 /**
@@ -19,6 +21,13 @@ export interface CalendarWindow extends PlannedWindow {
   firstDay: string;
   /** Last local day of the window, inclusive. */
   lastDay: string;
+  /**
+   * The report's name for this window after `<reportName>/` in `_source`: its reportDate (the end's
+   * local date), with the end's local time (`2026-11-20T15:00`) when a day has several reports.
+   */
+  reportRef: string;
+  /** Set for a report period: the end's local time and offset (the download link's reportTime). */
+  reportTime?: string;
 }
 
 /** The window that contains a local day. */
@@ -33,6 +42,7 @@ export function windowOfDay(shape: WindowShape, day: string): CalendarWindow {
     windowKey: shape.windowDays === 1 ? firstDay : `${firstDay}..${lastDay}`,
     firstDay,
     lastDay,
+    reportRef: addDays(lastDay, 1),
     start: startOfLocalDay(firstDay, shape.timeZone),
     end: startOfLocalDay(addDays(lastDay, 1), shape.timeZone),
   };
@@ -91,4 +101,45 @@ export function planDueWindows(shape: WindowShape, options: DuePlanOptions): Due
       : due.filter((w) => dayNumber(w.lastDay) >= lookbackFrom).map((w) => w.windowKey),
   );
   return { due, lookbackKeys };
+}
+
+/** A subscription's report period as a window of a pipeline and organization. */
+export function periodWindow(
+  shape: { pipeline: string; organizationId: string },
+  schedule: ReportSchedule,
+  period: ReportPeriod,
+): CalendarWindow {
+  return {
+    pipeline: shape.pipeline,
+    organizationId: shape.organizationId,
+    windowKey: period.key,
+    firstDay: period.firstDay,
+    lastDay: period.lastDay,
+    start: period.start,
+    end: period.end,
+    reportRef: hasSeveralReportsADay(schedule)
+      ? `${period.reportDate}T${period.reportTime.slice(0, 5)}`
+      : period.reportDate,
+    reportTime: period.reportTime,
+  };
+}
+
+/** The report periods of a backfill: those that start on the local days [from, to]. */
+export function periodWindowsStartingOn(
+  shape: { pipeline: string; organizationId: string },
+  schedule: ReportSchedule,
+  from: string,
+  to: string,
+): CalendarWindow[] {
+  return periodsStartingOn(schedule, from, to).map((p) => periodWindow(shape, schedule, p));
+}
+
+/** planDueWindows for report periods. */
+export function planDuePeriodWindows(
+  shape: { pipeline: string; organizationId: string },
+  schedule: ReportSchedule,
+  options: DuePlanOptions,
+): DuePlan {
+  const plan = duePeriods(schedule, options);
+  return { due: plan.due.map((p) => periodWindow(shape, schedule, p)), lookbackKeys: plan.lookbackKeys };
 }
