@@ -16,8 +16,7 @@ import { sweepStaleSpoolDirs } from '../pipeline/spool-dirs.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { WindowExecutor } from '../pipeline/run-pipelines.js';
 import type { SimulatorHandle } from '../simulator/start-simulator.js';
-import { REPORT_FREQUENCIES, scheduleProblem, startTimeInZone } from '../time/report-periods.js';
-import type { ReportFrequency, ReportSchedule } from '../time/report-periods.js';
+import { scheduleOfSubscription } from '../time/report-periods.js';
 import type { CliContext } from './context.js';
 
 /** Everything a loading command needs, built once per invocation. */
@@ -189,7 +188,7 @@ async function applySubscriptionSchedules(
       throw error;
     }
     if (!p.timeZoneConfigured && subscription.timezone) p.timeZone = subscription.timezone;
-    const schedule = scheduleOf(subscription, p.timeZone);
+    const schedule = scheduleOfSubscription(subscription, p.timeZone);
     if (typeof schedule === 'string') {
       unavailable.set(p.name, `subscription "${p.reportName}": ${schedule}`);
       continue;
@@ -201,26 +200,4 @@ async function applySubscriptionSchedules(
     );
   }
   return unavailable;
-}
-
-/** A subscription's schedule as the GET returns it, or what is wrong with it (one phrase). */
-export function scheduleOf(subscription: ReportSubscription, timeZone: string): ReportSchedule | string {
-  const frequency = String(subscription.reportFrequency ?? 'DAILY').toUpperCase();
-  if (!(REPORT_FREQUENCIES as readonly string[]).includes(frequency)) {
-    return `reportFrequency "${frequency}" is not one of ${REPORT_FREQUENCIES.join(', ')}`;
-  }
-  const rawStart = subscription.startTime ?? '0000';
-  // The GET writes startTime as a date-time; its local time is read in the subscription's own zone.
-  const startTime = startTimeInZone(rawStart, subscription.timezone ?? timeZone);
-  if (startTime === undefined) return `startTime "${rawStart}" is neither HHMM nor a date-time`;
-  const schedule: ReportSchedule = {
-    frequency: frequency as ReportFrequency,
-    timeZone,
-    startTime,
-    ...(subscription.startDay != null ? { startDay: subscription.startDay } : {}),
-    ...(frequency === 'USER_DEFINED' && subscription.reportInterval
-      ? { reportInterval: subscription.reportInterval }
-      : {}),
-  };
-  return scheduleProblem(schedule) ?? schedule;
 }

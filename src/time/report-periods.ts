@@ -110,6 +110,40 @@ export function scheduleProblem(schedule: ReportSchedule): string | undefined {
   return undefined;
 }
 
+/**
+ * The schedule of a subscription as GET /report-subscriptions/{name} returns it (startTime as a
+ * date-time or HHMM, read in the subscription's own zone), its periods cut in `timeZone` (the
+ * subscription's, or config.yaml's override); or what is wrong with it, one phrase.
+ */
+export function scheduleOfSubscription(
+  subscription: {
+    reportFrequency?: string | null;
+    timezone?: string | null;
+    startTime?: string | null;
+    startDay?: number | null;
+    reportInterval?: string | null;
+  },
+  timeZone: string,
+): ReportSchedule | string {
+  const frequency = String(subscription.reportFrequency ?? 'DAILY').toUpperCase();
+  if (!(REPORT_FREQUENCIES as readonly string[]).includes(frequency)) {
+    return `reportFrequency "${frequency}" is not one of ${REPORT_FREQUENCIES.join(', ')}`;
+  }
+  const raw = subscription.startTime ?? '0000';
+  const startTime = startTimeInZone(raw, subscription.timezone ?? timeZone);
+  if (startTime === undefined) return `startTime "${raw}" is neither HHMM nor a date-time`;
+  const schedule: ReportSchedule = {
+    frequency: frequency as ReportFrequency,
+    timeZone,
+    startTime,
+    ...(subscription.startDay != null ? { startDay: subscription.startDay } : {}),
+    ...(frequency === 'USER_DEFINED' && subscription.reportInterval
+      ? { reportInterval: subscription.reportInterval }
+      : {}),
+  };
+  return scheduleProblem(schedule) ?? schedule;
+}
+
 /** `YYYY-MM-DDTHH:MM:SS` of an instant's local wall clock. */
 function wallClock(t: number, timeZone: string): string {
   return new Date(t + zoneOffsetMs(new Date(t), timeZone)).toISOString().slice(0, 19);

@@ -151,7 +151,7 @@ describe('report periods end to end (DAILY 0900 Asia/Kolkata, WEEKLY, USER_DEFIN
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n');
     // Per pipeline and organization: the last period's key (local start) and its span.
-    const expected = {
+    const expected: Record<string, [string, string]> = {
       // 09:00 in Kolkata is 03:30Z.
       transaction_request: ['2024-03-17T09:00', '2024-03-17T03:30Z..2024-03-18T03:30Z'],
       // Monday 06:00 EDT, after the DST change.

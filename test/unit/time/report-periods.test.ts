@@ -9,6 +9,7 @@ import {
   periodContaining,
   periodsStartingBetween,
   periodsStartingOn,
+  scheduleOfSubscription,
   scheduleProblem,
   startTimeInZone,
 } from '../../../src/time/report-periods.js';
@@ -247,5 +248,30 @@ describe('report periods', () => {
     expect(scheduleProblem({ frequency: 'USER_DEFINED', timeZone: 'UTC', startTime: '0000' })).toMatch(
       /reportInterval/,
     );
+  });
+
+  it('reads the schedule of a subscription as the GET returns it', () => {
+    // Audit #22: startTime comes back as a date-time; its local time in the subscription's zone counts.
+    expect(
+      scheduleOfSubscription(
+        { reportFrequency: 'DAILY', timezone: 'Asia/Kolkata', startTime: '2024-03-01T09:00:00+05:30' },
+        'Asia/Kolkata',
+      ),
+    ).toEqual(kolkata0900);
+    expect(
+      scheduleOfSubscription(
+        { reportFrequency: 'WEEKLY', timezone: 'America/Chicago', startTime: '0600', startDay: 2 },
+        'UTC',
+      ),
+    ).toEqual({ frequency: 'WEEKLY', timeZone: 'UTC', startTime: '0600', startDay: 2 });
+    expect(
+      scheduleOfSubscription(
+        { reportFrequency: 'USER_DEFINED', timezone: 'UTC', startTime: '0000', reportInterval: 'PT6H' },
+        'UTC',
+      ),
+    ).toMatchObject({ frequency: 'USER_DEFINED', reportInterval: 'PT6H' });
+    expect(scheduleOfSubscription({ reportFrequency: 'ADHOC' }, 'UTC')).toMatch(/reportFrequency "ADHOC"/);
+    expect(scheduleOfSubscription({ reportFrequency: 'USER_DEFINED' }, 'UTC')).toMatch(/reportInterval/);
+    expect(scheduleOfSubscription({}, 'UTC')).toEqual(midnightDaily('UTC'));
   });
 });
