@@ -1,4 +1,5 @@
 import { CybsError } from '../errors.js';
+import { DEPLOYMENT_BASE_URLS } from './deployments.js';
 import type { ResolvedTarget } from './deployments.js';
 import type { QueryEntry } from './transport.js';
 
@@ -8,9 +9,10 @@ export const REPORT_DOWNLOADS_PATH = '/reporting/v3/report-downloads';
 /**
  * The query of a search result's `_link.reportDownload.href` (e.g.
  * `/reporting/v3/report-downloads?reportDate=2017-10-02&reportName=x&reportTime=10:00:00+05:00`),
- * to be sent, signed like any request, to the configured target. The link comes from the service's
- * answer, so it is followed only when it stays on the configured origin and path: credentials are
- * never sent anywhere else. A relative link is resolved against the target; an absolute one may
+ * to be sent, signed like any request, to the configured target: only the link's query is taken,
+ * the request always goes to the target's report-downloads path, so credentials are never sent
+ * anywhere else. The link comes from the service's answer, so one that leads elsewhere (another
+ * host or path) is refused. A relative link is resolved against the target; an absolute one may
  * carry the target's path prefix.
  */
 export function downloadHrefQuery(href: string, target: ResolvedTarget): QueryEntry[] {
@@ -23,7 +25,11 @@ export function downloadHrefQuery(href: string, target: ResolvedTarget): QueryEn
   let path = url.pathname;
   if (target.basePath !== '' && path.startsWith(`${target.basePath}/`))
     path = path.slice(target.basePath.length);
-  if (url.origin !== target.origin) throw refused(href, `it leads to ${url.origin}, not ${target.origin}`);
+  // Behind a proxy (CYBS_BASE_URL), the service's own absolute links name its host: their query is
+  // still taken, and sent to the configured target like every request.
+  const service = (Object.values(DEPLOYMENT_BASE_URLS) as string[]).includes(url.origin);
+  if (url.origin !== target.origin && !service)
+    throw refused(href, `it leads to ${url.origin}, neither ${target.origin} nor a CyberSource host`);
   if (url.username !== '' || url.password !== '' || url.hash !== '')
     throw refused(href, 'it carries a user, password or fragment');
   if (path !== REPORT_DOWNLOADS_PATH) throw refused(href, `its path is not ${REPORT_DOWNLOADS_PATH}`);

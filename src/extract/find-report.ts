@@ -69,7 +69,7 @@ export async function findReport(client: ReportingClient, options: FindReportOpt
     if (r.reportName !== undefined && r.reportName !== options.reportName) return false;
     const s = r.reportStartTime ? Date.parse(r.reportStartTime) : NaN;
     const e = r.reportEndTime ? Date.parse(r.reportEndTime) : NaN;
-    return Math.abs(s - start) < SAME_INSTANT_MS && Math.abs(e - end) < SAME_INSTANT_MS;
+    return Math.abs(s - start) <= SAME_INSTANT_MS && Math.abs(e - end) <= SAME_INSTANT_MS;
   });
   if (matching.length === 0) {
     return {

@@ -26,6 +26,12 @@ describe('downloadHrefQuery', () => {
     ).toEqual([['reportName', 'a']]);
   });
 
+  it('takes the query of the service’s own absolute link behind a proxy (sent to the proxy)', () => {
+    expect(
+      downloadHrefQuery('https://api.cybersource.com/reporting/v3/report-downloads?reportName=a', proxied),
+    ).toEqual([['reportName', 'a']]);
+  });
+
   it('never follows a link to another host or path', () => {
     for (const href of [
       'https://evil.example/reporting/v3/report-downloads?reportName=a',

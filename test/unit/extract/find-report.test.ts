@@ -55,7 +55,7 @@ describe('findReport', () => {
           status: 'COMPLETED',
           reportMimeType: 'application/xml',
           reportStartTime: '2024-03-05T09:00:00+05:30',
-          reportEndTime: '2024-03-06T08:59:59.999+05:30',
+          reportEndTime: '2024-03-06T08:59:59+05:30',
           _link: { reportDownload: { href, method: 'GET' } },
         },
       ]),
