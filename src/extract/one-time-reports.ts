@@ -30,7 +30,7 @@ import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
 import { formatOf } from './find-report.js';
 import type { ReportFormat } from './find-report.js';
 
-/** Days per one-time report: whole windows, at most 30 local days. */
+/** Days per one-time report: whole report periods, at most 30 local days. */
 export const ONE_TIME_MAX_DAYS = 30;
 export const ONE_TIME_NAME_PREFIX = 'cybs-etl';
 

@@ -4,10 +4,11 @@ import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
 import { addDays, dateOfDayNumber, dayNumber, localDate, startOfLocalDay } from './time-zones.js';
 
 /**
- * Window planning, pure. A window is `windowDays` local calendar days in the pipeline's time zone,
- * aligned on 1970-01-01 so that every process (run, backfill, schedule) cuts the same windows
- * whatever range it was asked for. Keys: `2026-11-20` for one day, `2026-11-01..2026-11-07` (first and
- * last day, inclusive) for longer windows.
+ * Window planning, pure. A report pipeline's window is one report period of its subscription
+ * (src/time/report-periods.ts, keys as described there). An on-demand pipeline's window is
+ * `windowDays` local calendar days in the pipeline's time zone, aligned on 1970-01-01 so that every
+ * process (run, backfill, schedule) cuts the same windows whatever range it was asked for. Keys:
+ * `2026-11-20` for one day, `2026-11-01..2026-11-07` (first and last day, inclusive) for longer windows.
  */
 export interface WindowShape {
   pipeline: string;
@@ -65,7 +66,7 @@ export interface DuePlanOptions {
   /** First local day to load (config startDate). */
   startDate: string;
   now: Date;
-  /** A window is due this many hours after it ends (daily reports: six). */
+  /** A window is due this many hours after it ends (reports: six). */
   readyAfterHours: number;
   /** Windows ending within this many days before the newest due window are re-loaded. */
   lookbackDays: number;
