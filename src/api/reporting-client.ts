@@ -12,6 +12,7 @@ import { packageVersion } from '../paths.js';
 import { createAuthenticator } from './auth/index.js';
 import type { Authenticator, AuthenticatorDeps } from './auth/index.js';
 import { resolveTarget } from './deployments.js';
+import { downloadHrefQuery } from './download-href.js';
 import type { ResolvedTarget } from './deployments.js';
 import { CybsError } from '../errors.js';
 import { ApiError, createTransportError, isApiError, isTransientTransportError } from './errors.js';
@@ -476,14 +477,18 @@ export function createReportingClient(
   }
 
   function downloadRequest(params: DownloadReportParams): ApiRequest {
+    // A search result's download link names the report itself (reportTime included).
+    const linked = params.href !== undefined ? downloadHrefQuery(params.href, target) : undefined;
     return {
       method: 'GET',
       path: '/reporting/v3/report-downloads',
-      query: [
-        organizationEntry(params),
-        ['reportDate', formatReportDate(params.reportDate)],
-        ['reportName', requireText(params.reportName, 'reportName')],
-      ],
+      query: linked
+        ? [...(linked.some(([k]) => k === 'organizationId') ? [] : [organizationEntry(params)]), ...linked]
+        : [
+            organizationEntry(params),
+            ['reportDate', formatReportDate(params.reportDate)],
+            ['reportName', requireText(params.reportName, 'reportName')],
+          ],
       accept: params.accept ?? DOWNLOAD_ACCEPT,
       operation: 'downloadReport',
       notFoundMeansNoData: true,

@@ -129,6 +129,11 @@ export interface DownloadReportParams extends OrganizationOptions {
   reportDate: string | Date;
   /** Accept header; `application/xml, text/csv` (either) by default. */
   accept?: ReportMimeType;
+  /**
+   * A search result's `_link.reportDownload.href`: when set, its query (reportDate, reportName,
+   * reportTime …) is sent instead of reportDate/reportName; it must lead to the configured target.
+   */
+  href?: string;
 }
 
 export interface TimeRangeParams extends OrganizationOptions {

@@ -1,5 +1,6 @@
 import { createReportingClient } from '../api/reporting-client.js';
 import type { ReportingClient } from '../api/reporting-client.js';
+import type { ReportSubscription } from '../api/types.js';
 import { isApiError } from '../api/errors.js';
 import type { Credentials } from '../config/env.js';
 import type { Config } from '../config/schema.js';
@@ -15,6 +16,7 @@ import { sweepStaleSpoolDirs } from '../pipeline/spool-dirs.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { WindowExecutor } from '../pipeline/run-pipelines.js';
 import type { SimulatorHandle } from '../simulator/start-simulator.js';
+import { scheduleOfSubscription } from '../time/report-periods.js';
 import type { CliContext } from './context.js';
 
 /** Everything a loading command needs, built once per invocation. */
@@ -48,7 +50,7 @@ export interface RuntimeOptions {
 
 /**
  * Build the runtime: warehouse (migrated), API client with metrics, pipelines resolved from config
- * and, for report pipelines, their subscription's time zone. Without credentials, the built-in
+ * and, for report pipelines, their subscription's schedule and time zone. Without credentials, the built-in
  * simulator is started in-process and used through a partner (portfolio) key for its merchants.
  */
 export async function createRuntime(ctx: CliContext, options: RuntimeOptions): Promise<Runtime> {
@@ -112,7 +114,7 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
   const organizationParam = (organizationId: string) =>
     partner || organizationId !== credentials.merchantId ? organizationId : undefined;
   const pipelines = resolvePipelines(options.defs, config, { defaultOrganizations, now: options.now });
-  const unavailable = await applySubscriptionZones(
+  const unavailable = await applySubscriptionSchedules(
     client,
     pipelines,
     organizationParam,
@@ -152,11 +154,13 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
 }
 
 /**
- * Report files are cut in their subscription's time zone (reportDate is the end date there): unless
- * config.yaml sets `timezone`, look the subscription up. A pipeline whose subscription does not exist
- * cannot run; it is reported, not silently skipped.
+ * A report pipeline's windows are its subscription's report periods, in its time zone (reportDate is
+ * the end date there): look the subscription up for its schedule (frequency, startTime, startDay,
+ * reportInterval) and zone; config.yaml's `timezone`, when set, overrides the zone. A pipeline whose
+ * subscription does not exist, or whose schedule cannot be planned, cannot run; it is reported, not
+ * silently skipped.
  */
-async function applySubscriptionZones(
+async function applySubscriptionSchedules(
   client: ReportingClient,
   pipelines: ResolvedPipeline[],
   organizationParam: (org: string) => string | undefined,
@@ -165,34 +169,34 @@ async function applySubscriptionZones(
 ): Promise<Map<string, string>> {
   const unavailable = new Map<string, string>();
   for (const p of pipelines) {
-    if (p.def.kind !== 'report' || p.timeZoneConfigured) continue;
+    if (p.def.kind !== 'report') continue;
     if (selected ? !selected.includes(p.name) : !p.enabled) continue;
     const organizationId = p.organizations[0];
     if (!organizationId || !p.reportName) continue;
     const param = organizationParam(organizationId);
+    let subscription: ReportSubscription;
     try {
-      const subscription = await client.getSubscription(p.reportName, param ? { organizationId: param } : {});
-      if (subscription.timezone) p.timeZone = subscription.timezone;
-      const frequency = String(subscription.reportFrequency ?? 'DAILY').toUpperCase();
-      if (frequency !== 'DAILY') {
-        unavailable.set(
-          p.name,
-          `subscription "${p.reportName}" is ${frequency}; cybs-etl loads daily subscriptions (set pipelines.${p.name}.reportName to a daily one)`,
-        );
-      }
+      subscription = await client.getSubscription(p.reportName, param ? { organizationId: param } : {});
     } catch (error) {
       if (isApiError(error) && error.status === 404) {
         unavailable.set(
           p.name,
           `subscription "${p.reportName}" does not exist for organization ${organizationId}; declare it (cybs-etl subscriptions apply) or set pipelines.${p.name}.reportName`,
         );
-      } else {
-        throw error;
+        continue;
       }
+      throw error;
     }
+    if (!p.timeZoneConfigured && subscription.timezone) p.timeZone = subscription.timezone;
+    const schedule = scheduleOfSubscription(subscription, p.timeZone);
+    if (typeof schedule === 'string') {
+      unavailable.set(p.name, `subscription "${p.reportName}": ${schedule}`);
+      continue;
+    }
+    p.reportSchedule = schedule;
     logger.debug(
-      { pipeline: p.name, timeZone: p.timeZone },
-      'report pipeline time zone from its subscription',
+      { pipeline: p.name, timeZone: p.timeZone, schedule },
+      'report pipeline periods from its subscription',
     );
   }
   return unavailable;

@@ -3,6 +3,7 @@ import { Option } from 'commander';
 import { CybsError } from '../errors.js';
 import { FaultSpecError, parseFaultSpec } from '../simulator/faults.js';
 import type { FaultRule } from '../simulator/faults.js';
+import { readSubscriptionsFile } from '../simulator/seed-subscriptions.js';
 import { startSimulator } from '../simulator/start-simulator.js';
 import type { SimulatorCredentialOptions } from '../simulator/start-simulator.js';
 import type { CliContext } from './context.js';
@@ -62,6 +63,10 @@ export function registerSimulatorCommand(program: Command, ctx: CliContext): voi
     .option('--start-date <YYYY-MM-DD>', 'first day with data (default: 60 days ago)')
     .option('--quiet-day-rate <p>', 'share of days without transactions (default 0.05)')
     .option('--faults <spec>', 'faults to inject (see below)')
+    .option(
+      '--subscriptions <file>',
+      'YAML or JSON list of subscriptions (PUT report-subscriptions bodies, optional organizationId) that exist from the start date instead of the default ones',
+    )
     .addHelpText('after', FAULTS_HELP)
     .action(
       async (opts: {
@@ -73,6 +78,7 @@ export function registerSimulatorCommand(program: Command, ctx: CliContext): voi
         startDate?: string;
         quietDayRate?: string;
         faults?: string;
+        subscriptions?: string;
       }) => {
         let faults: FaultRule[] = [];
         try {
@@ -101,6 +107,9 @@ export function registerSimulatorCommand(program: Command, ctx: CliContext): voi
             exitCode: 2,
           });
         }
+        const subscriptions = opts.subscriptions
+          ? await readSubscriptionsFile(opts.subscriptions)
+          : undefined;
         const sim = await startSimulator({
           port: opts.port,
           host: opts.host,
@@ -111,6 +120,7 @@ export function registerSimulatorCommand(program: Command, ctx: CliContext): voi
           ...(quiet !== undefined ? { quietDayRate: quiet } : {}),
           faults,
           credentials,
+          ...(subscriptions ? { subscriptions, subscriptionsSource: opts.subscriptions } : {}),
           logger: await ctx.logger(),
         });
         const c = sim.credentials;

@@ -28,6 +28,12 @@ function humanLag(seconds: number | null): string {
   return `${(seconds / 86_400).toFixed(1)} d`;
 }
 
+/** A window's time span, `2024-03-17T03:30Z..2024-03-18T03:30Z` (a report period of a report pipeline). */
+function periodText(start: Date | null, end: Date | null): string {
+  const minute = (d: Date) => `${d.toISOString().slice(0, 16)}Z`;
+  return start && end ? `${minute(start)}..${minute(end)}` : '';
+}
+
 export function registerStatusCommand(program: Command, ctx: CliContext): void {
   program
     .command('status')
@@ -69,6 +75,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
               pipeline: r.pipeline,
               organization: r.organizationId,
               'last loaded': r.lastLoadedWindow ?? '',
+              period: periodText(r.lastLoadedStart, r.lastLoadedEnd),
               lag: humanLag(r.lagSeconds),
               loaded: (r.windows.loaded ?? 0) + (r.windows.no_data ?? 0),
               'not ready': r.notReady.length,

@@ -2,7 +2,6 @@ import type { ReportingClient } from '../api/reporting-client.js';
 import type { ReportSearchResult } from '../api/types.js';
 import { isApiError } from '../api/errors.js';
 import { CybsError } from '../errors.js';
-import { addDays } from '../pipeline/time-zones.js';
 
 export type ReportFormat = 'csv' | 'xml';
 
@@ -12,6 +11,8 @@ export type FoundReport =
       report: ReportSearchResult;
       reportName: string;
       reportDate: string;
+      /** The search result's download link (with reportTime), when it gave one. */
+      href?: string;
       format: ReportFormat;
     }
   | { kind: 'no_data'; reason: string; reportName: string; reportDate: string }
@@ -22,16 +23,21 @@ export interface FindReportOptions {
   reportName: string;
   /** Sent only for a partner acting for a merchant. */
   organizationId?: string;
-  window: { start: Date; end: Date; lastDay: string };
+  /** The report period, and its reportDate: the local date of its end in the subscription's zone. */
+  window: { start: Date; end: Date; reportDate: string };
   signal?: AbortSignal;
 }
 
 const NOT_READY = new Set(['QUEUED', 'PENDING', 'RUNNING', 'RERUN']);
 
+/** The service writes report times to the second; a period's bounds match within this much. */
+const SAME_INSTANT_MS = 1000;
+
 /**
- * Find the report of a subscription that covers a window (search by report time frame). A daily
- * report's reportDate is the day after its data day: the report's end date in the subscription's
- * time zone (facts §2.8).
+ * Find the report of a subscription for one of its report periods (search by report time frame):
+ * the result whose reportStartTime and reportEndTime are the period's. A report's reportDate is
+ * the local date of its end in the subscription's time zone (facts §2.8): the day after the data
+ * day of a midnight-to-midnight report.
  */
 export async function findReport(client: ReportingClient, options: FindReportOptions): Promise<FoundReport> {
   let results: ReportSearchResult[];
@@ -63,7 +69,7 @@ export async function findReport(client: ReportingClient, options: FindReportOpt
     if (r.reportName !== undefined && r.reportName !== options.reportName) return false;
     const s = r.reportStartTime ? Date.parse(r.reportStartTime) : NaN;
     const e = r.reportEndTime ? Date.parse(r.reportEndTime) : NaN;
-    return s === start && e === end;
+    return Math.abs(s - start) <= SAME_INSTANT_MS && Math.abs(e - end) <= SAME_INSTANT_MS;
   });
   if (matching.length === 0) {
     return {
@@ -82,15 +88,17 @@ export async function findReport(client: ReportingClient, options: FindReportOpt
   );
   const report = matching[0]!;
   const status = String(report.status ?? 'UNKNOWN');
-  // The report of the local days firstDay..lastDay is dated the day after lastDay, whether it has
-  // data or not: its rows (if any were loaded earlier) live under that source.
-  const reportDate = addDays(options.window.lastDay, 1);
+  // The report is dated by its period's end whether it has data or not: its rows (if any were
+  // loaded earlier) live under that source.
+  const reportDate = options.window.reportDate;
   if (status === 'COMPLETED') {
+    const href = report._link?.reportDownload?.href ?? undefined;
     return {
       kind: 'ready',
       report,
       reportName: options.reportName,
       reportDate,
+      ...(href ? { href } : {}),
       format: formatOf(report.reportMimeType),
     };
   }

@@ -2,17 +2,17 @@
  * One-time reports (POST /reporting/v3/reports, facts §2.6) for the days a subscription report does
  * not cover — days before the subscription existed, or a report the service never generated.
  *
- * A backfill cuts the days of its range into chunks of at most 30 days (the service allows 31;
- * 30 local days stay within 31 × 24 h across a DST change), anchored on the first window of the
- * range and aligned on whole windows. Each chunk has one report with a deterministic name,
- * `cybs-etl_<pipeline>_<organization>_<first day>_<last day>`, with the subscription's fields,
+ * A backfill cuts the report periods of its range into chunks of at most 30 days (the service allows
+ * 31; 30 local days stay within 31 × 24 h across a DST change), anchored on the first period of the
+ * range and made of whole periods. Each chunk has one report with a deterministic name,
+ * `cybs-etl_<pipeline>_<organization>_<first period>_<last period>`, with the subscription's fields,
  * format, time zone, filters and preferences. Before creating one, the search is asked for any
  * cybs-etl one-time report of the pipeline and organization that already covers the window, so a
  * re-run — even over a different range — reuses what exists instead of creating a second report.
  *
  * The report is polled through the search with exponential backoff until COMPLETED, NO_DATA or
  * ERROR, or a timeout; a COMPLETED report is downloaded once to a cache directory and shared by
- * every window of its chunk (the windows load only their own day's rows, see `filterToWindow`).
+ * every window of its chunk (the windows load only their own period's rows, see `filterToWindow`).
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -23,13 +23,14 @@ import { CybsError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ColumnSpec, RecordBatch, RecordSource } from '../parse/records.js';
 import type { CalendarWindow } from '../pipeline/plan-windows.js';
-import { windowOfDay } from '../pipeline/plan-windows.js';
 import { makeSpoolDir } from '../pipeline/spool-dirs.js';
-import { addDays, dayNumber, localDate, startOfLocalDay } from '../pipeline/time-zones.js';
+import { localDate } from '../pipeline/time-zones.js';
+import { periodsStartingOn } from '../time/report-periods.js';
+import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
 import { formatOf } from './find-report.js';
 import type { ReportFormat } from './find-report.js';
 
-/** Days per one-time report: whole windows, at most 30 local days. */
+/** Days per one-time report: whole report periods, at most 30 local days. */
 export const ONE_TIME_MAX_DAYS = 30;
 export const ONE_TIME_NAME_PREFIX = 'cybs-etl';
 
@@ -56,47 +57,64 @@ export const PERIOD_FIELDS: Readonly<Record<string, string>> = {
 };
 
 export interface OneTimeChunk {
-  firstDay: string;
-  lastDay: string;
+  /** Labels of its first and last report period (their window keys, as a report name allows). */
+  first: string;
+  last: string;
   start: Date;
   end: Date;
 }
 
 /**
- * The chunk of a backfill range that holds a window (pure): chunks of whole windows, at most
- * ONE_TIME_MAX_DAYS days, anchored on the window that contains `range.from`, cut at `range.to`
- * and at `lastEndedDay` (a one-time report covers the past only).
+ * The longest span of a one-time report's chunk: the service allows 31 days; 30 days and the hour
+ * a DST change may add keep 30 local days whole and within 31 × 24 h.
+ */
+const ONE_TIME_MAX_MS = ONE_TIME_MAX_DAYS * 86_400_000 + 3_600_000;
+
+/** A window key as a report name may carry it (`2024-03-05T09:00` → `2024-03-05T0900`). */
+function nameLabel(key: string): string {
+  return key.replace(/:/g, '').replace(/\+/g, 'p');
+}
+
+/**
+ * The chunk of a backfill range that holds a window (pure): whole report periods of the schedule,
+ * from the first period that starts in the range, as many as fit in ONE_TIME_MAX_MS (at least one),
+ * only periods that start in the range and have ended by `endedBy` (a one-time report covers the
+ * past only). A window outside those periods is a chunk of its own.
  */
 export function chunkOfWindow(
-  window: CalendarWindow,
-  shape: { windowDays: number; timeZone: string },
+  window: { windowKey: string; start: Date; end: Date },
+  schedule: ReportSchedule,
   range: { from: string; to: string },
-  lastEndedDay: string,
+  endedBy: Date,
 ): OneTimeChunk {
-  const grid = {
-    pipeline: window.pipeline,
-    organizationId: window.organizationId,
-    windowDays: shape.windowDays,
-    timeZone: shape.timeZone,
-  };
-  const anchor = dayNumber(windowOfDay(grid, range.from).firstDay);
-  const size = Math.max(1, Math.floor(ONE_TIME_MAX_DAYS / shape.windowDays)) * shape.windowDays;
-  const k = Math.floor((dayNumber(window.firstDay) - anchor) / size);
-  const firstDay = addDays(windowOfDay(grid, range.from).firstDay, k * size);
-  const candidates = [addDays(firstDay, size - 1), windowOfDay(grid, range.to).lastDay, lastEndedDay].sort();
-  let lastDay = candidates[0]!;
-  if (lastDay < window.lastDay) lastDay = window.lastDay;
-  return {
-    firstDay,
-    lastDay,
-    start: startOfLocalDay(firstDay, shape.timeZone),
-    end: startOfLocalDay(addDays(lastDay, 1), shape.timeZone),
-  };
+  const periods = periodsStartingOn(schedule, range.from, range.to).filter(
+    (p) => p.end.getTime() <= endedBy.getTime(),
+  );
+  let chunk: ReportPeriod[] = [];
+  for (const p of periods) {
+    const first = chunk[0];
+    if (first && p.end.getTime() - first.start.getTime() > ONE_TIME_MAX_MS) {
+      if (chunk.some((c) => c.start.getTime() === window.start.getTime())) break;
+      chunk = [];
+    }
+    chunk.push(p);
+  }
+  const first = chunk[0];
+  const last = chunk.at(-1);
+  if (!first || !last || !chunk.some((c) => c.start.getTime() === window.start.getTime())) {
+    return {
+      first: nameLabel(window.windowKey),
+      last: nameLabel(window.windowKey),
+      start: window.start,
+      end: window.end,
+    };
+  }
+  return { first: nameLabel(first.key), last: nameLabel(last.key), start: first.start, end: last.end };
 }
 
 /** The deterministic name of the one-time report of a chunk (`[a-zA-Z0-9-_ ]{1,128}`, facts §2.6). */
 export function oneTimeReportName(pipeline: string, organizationId: string, chunk: OneTimeChunk): string {
-  return `${ONE_TIME_NAME_PREFIX}_${pipeline}_${organizationId}_${chunk.firstDay}_${chunk.lastDay}`;
+  return `${ONE_TIME_NAME_PREFIX}_${pipeline}_${organizationId}_${chunk.first}_${chunk.last}`;
 }
 
 /**
@@ -176,7 +194,8 @@ export interface OneTimeRequest {
   /** The subscription whose settings the one-time report copies. */
   subscriptionName: string;
   window: CalendarWindow;
-  windowDays: number;
+  /** The subscription's schedule: chunks are whole report periods. */
+  schedule: ReportSchedule;
   timeZone: string;
   /** The organizationId parameter (partners only). */
   organizationParam: string | undefined;
@@ -250,8 +269,7 @@ export class OneTimeReports {
     };
     let report = covering();
     if (!report) {
-      const lastEnded = addDays(localDate(this.now(), request.timeZone), -1);
-      const chunk = chunkOfWindow(request.window, request, this.options.range, lastEnded);
+      const chunk = chunkOfWindow(request.window, request.schedule, this.options.range, this.now());
       const name = oneTimeReportName(request.pipeline, request.window.organizationId, chunk);
       let pending = this.chunks.get(name);
       if (!pending) {

@@ -57,7 +57,7 @@ export function createMetrics(): Metrics {
     }),
     lagSeconds: new Gauge({
       name: 'cybs_etl_lag_seconds',
-      help: 'Seconds between now and the end of the newest loaded window.',
+      help: 'Seconds between now and the end of the newest loaded window (of a report pipeline: its report period).',
       labelNames: ['pipeline', 'organization_id'],
       ...opts,
     }),

@@ -23,9 +23,9 @@ import { openCsvReport } from '../parse/csv-report.js';
 import { NEW_COLUMN_REASON, openRawXmlReport } from '../parse/xml-fast.js';
 import { openXmlReport } from '../parse/xml-report.js';
 import { completeWindow } from '../state/windows.js';
+import { midnightDaily } from '../time/report-periods.js';
 import { declarationDigest, lastLoad, loaderId } from './fingerprint.js';
 import type { WindowFingerprint } from './fingerprint.js';
-import { addDays } from './time-zones.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 import { OnDemandSpools } from './on-demand-spools.js';
 import { makeSpoolDir } from './spool-dirs.js';
@@ -197,7 +197,11 @@ async function executeReportWindow(
   const found = await findReport(deps.client, {
     reportName,
     ...(organizationId ? { organizationId } : {}),
-    window: task.window,
+    window: {
+      start: task.window.start,
+      end: task.window.end,
+      reportDate: task.window.reportRef.slice(0, 10),
+    },
     signal: task.signal,
   });
   if (found.kind === 'not_ready') {
@@ -210,18 +214,20 @@ async function executeReportWindow(
     throw new CybsError('EXTRACT_REPORT_ERROR', found.message, { stage: 'extract', context: { reportName } });
   }
   // The same source for a report with data and without: a NO_DATA answer must clear this report's
-  // rows (if an earlier version had some), never those of the previous day's report.
-  const source = `${reportName}/${found.reportDate}`;
+  // rows (if an earlier version had some), never those of the previous period's report.
+  const source = `${reportName}/${task.window.reportRef}`;
   if (found.kind === 'no_data') {
     return commitNoData(deps, task, def, source, source);
   }
   const params = {
     reportName,
     reportDate: found.reportDate,
+    // The search result's link names this very report (its reportTime among several a day).
+    ...(found.href ? { href: found.href } : {}),
     accept: found.format === 'xml' ? ('application/xml' as const) : ('text/csv' as const),
     ...(organizationId ? { organizationId } : {}),
   };
-  const fileName = `${reportName}_${found.reportDate}.${found.format}`;
+  const fileName = `${reportName}_${task.window.reportRef.replace(/:/g, '')}.${found.format}`;
   const sourceRef = `${source} (report ${found.report.reportId})`;
   // The CSV scanner reads 256 KiB at a time best; the XML scanner slows down with more than the
   // default 64 KiB (300k records: 0.6 s more CPU).
@@ -387,12 +393,12 @@ async function executeOneTimeWindow(
     reportDefinitionName: def.reportDefinitionName,
     subscriptionName: reportName,
     window: task.window,
-    windowDays: task.pipeline.windowDays,
+    schedule: task.pipeline.reportSchedule ?? midnightDaily(task.pipeline.timeZone),
     timeZone: task.pipeline.timeZone,
     organizationParam: organizationId,
     signal: task.signal,
   });
-  const source = `${reportName}/${addDays(task.window.lastDay, 1)}`;
+  const source = `${reportName}/${task.window.reportRef}`;
   const sourceRef = `${source} (one-time report ${result.reportName}, ${result.reportId})`;
   if (result.kind === 'no_data') {
     return commitNoData(deps, task, def, source, sourceRef);

@@ -1,11 +1,14 @@
 import type { PlannedWindow } from '../state/windows.js';
+import { duePeriods, hasSeveralReportsADay, periodsStartingOn } from '../time/report-periods.js';
+import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
 import { addDays, dateOfDayNumber, dayNumber, localDate, startOfLocalDay } from './time-zones.js';
 
 /**
- * Window planning, pure. A window is `windowDays` local calendar days in the pipeline's time zone,
- * aligned on 1970-01-01 so that every process (run, backfill, schedule) cuts the same windows
- * whatever range it was asked for. Keys: `2026-11-20` for one day, `2026-11-01..2026-11-07` (first and
- * last day, inclusive) for longer windows.
+ * Window planning, pure. A report pipeline's window is one report period of its subscription
+ * (src/time/report-periods.ts, keys as described there). An on-demand pipeline's window is
+ * `windowDays` local calendar days in the pipeline's time zone, aligned on 1970-01-01 so that every
+ * process (run, backfill, schedule) cuts the same windows whatever range it was asked for. Keys:
+ * `2026-11-20` for one day, `2026-11-01..2026-11-07` (first and last day, inclusive) for longer windows.
  */
 export interface WindowShape {
   pipeline: string;
@@ -19,6 +22,13 @@ export interface CalendarWindow extends PlannedWindow {
   firstDay: string;
   /** Last local day of the window, inclusive. */
   lastDay: string;
+  /**
+   * The report's name for this window after `<reportName>/` in `_source`: its reportDate (the end's
+   * local date), with the end's local time (`2026-11-20T15:00`) when a day has several reports.
+   */
+  reportRef: string;
+  /** Set for a report period: the end's local time and offset (the download link's reportTime). */
+  reportTime?: string;
 }
 
 /** The window that contains a local day. */
@@ -33,6 +43,7 @@ export function windowOfDay(shape: WindowShape, day: string): CalendarWindow {
     windowKey: shape.windowDays === 1 ? firstDay : `${firstDay}..${lastDay}`,
     firstDay,
     lastDay,
+    reportRef: addDays(lastDay, 1),
     start: startOfLocalDay(firstDay, shape.timeZone),
     end: startOfLocalDay(addDays(lastDay, 1), shape.timeZone),
   };
@@ -55,7 +66,7 @@ export interface DuePlanOptions {
   /** First local day to load (config startDate). */
   startDate: string;
   now: Date;
-  /** A window is due this many hours after it ends (daily reports: six). */
+  /** A window is due this many hours after it ends (reports: six). */
   readyAfterHours: number;
   /** Windows ending within this many days before the newest due window are re-loaded. */
   lookbackDays: number;
@@ -91,4 +102,45 @@ export function planDueWindows(shape: WindowShape, options: DuePlanOptions): Due
       : due.filter((w) => dayNumber(w.lastDay) >= lookbackFrom).map((w) => w.windowKey),
   );
   return { due, lookbackKeys };
+}
+
+/** A subscription's report period as a window of a pipeline and organization. */
+export function periodWindow(
+  shape: { pipeline: string; organizationId: string },
+  schedule: ReportSchedule,
+  period: ReportPeriod,
+): CalendarWindow {
+  return {
+    pipeline: shape.pipeline,
+    organizationId: shape.organizationId,
+    windowKey: period.key,
+    firstDay: period.firstDay,
+    lastDay: period.lastDay,
+    start: period.start,
+    end: period.end,
+    reportRef: hasSeveralReportsADay(schedule)
+      ? `${period.reportDate}T${period.reportTime.slice(0, 5)}`
+      : period.reportDate,
+    reportTime: period.reportTime,
+  };
+}
+
+/** The report periods of a backfill: those that start on the local days [from, to]. */
+export function periodWindowsStartingOn(
+  shape: { pipeline: string; organizationId: string },
+  schedule: ReportSchedule,
+  from: string,
+  to: string,
+): CalendarWindow[] {
+  return periodsStartingOn(schedule, from, to).map((p) => periodWindow(shape, schedule, p));
+}
+
+/** planDueWindows for report periods. */
+export function planDuePeriodWindows(
+  shape: { pipeline: string; organizationId: string },
+  schedule: ReportSchedule,
+  options: DuePlanOptions,
+): DuePlan {
+  const plan = duePeriods(schedule, options);
+  return { due: plan.due.map((p) => periodWindow(shape, schedule, p)), lookbackKeys: plan.lookbackKeys };
 }

@@ -1,6 +1,7 @@
 import { DEFAULT_START_DATE_DAYS_AGO } from '../config/defaults.js';
 import type { Config, PipelineSettings } from '../config/schema.js';
 import { configError } from '../errors.js';
+import type { ReportSchedule } from '../time/report-periods.js';
 import type { PipelineDef } from './define-pipeline.js';
 import { addDays, isValidTimeZone, localDate } from './time-zones.js';
 
@@ -16,6 +17,11 @@ export interface ResolvedPipeline {
   timeZone: string;
   /** False when config.yaml does not set it: a report pipeline then takes its subscription's zone. */
   timeZoneConfigured: boolean;
+  /**
+   * Report pipelines: the subscription's schedule, whose periods are the windows (set from the
+   * subscription by the runtime; absent: local calendar days in `timeZone`).
+   */
+  reportSchedule?: ReportSchedule;
   startDate: string;
   lookbackDays: number;
   windowDays: number;

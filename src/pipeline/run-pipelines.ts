@@ -14,7 +14,13 @@ import {
 } from '../state/windows.js';
 import type { WindowRow, WindowStatus } from '../state/windows.js';
 import { createLimiter } from './limiter.js';
-import { planDueWindows, windowsBetween } from './plan-windows.js';
+import { midnightDaily } from '../time/report-periods.js';
+import {
+  planDuePeriodWindows,
+  planDueWindows,
+  periodWindowsStartingOn,
+  windowsBetween,
+} from './plan-windows.js';
 import type { CalendarWindow } from './plan-windows.js';
 import type { ResolvedPipeline } from './resolve-pipelines.js';
 
@@ -76,7 +82,7 @@ export interface RunPipelinesOptions {
   pipelines: readonly ResolvedPipeline[];
   /** Restrict to one organization (`--organization-id`). */
   organizationId?: string;
-  /** Backfill range of local days; absent: the due windows of a nightly run. */
+  /** Backfill range of local days (report pipelines: the periods that start in it); absent: the due windows of a nightly run. */
   range?: { from: string; to: string };
   /** Re-load windows that are already loaded (backfill --force). */
   force?: boolean;
@@ -303,15 +309,24 @@ async function planJobs(db: Db, options: RunPipelinesOptions): Promise<Job[]> {
       };
       let windows: CalendarWindow[];
       let reload = new Set<string>();
+      // Report files: the subscription's report periods (a backfill takes those that start in its
+      // range); on-demand endpoints: windows of windowDays local days.
+      const schedule =
+        pipeline.def.kind === 'report'
+          ? (pipeline.reportSchedule ?? midnightDaily(pipeline.timeZone))
+          : undefined;
       if (options.range) {
-        windows = windowsBetween(shape, options.range.from, options.range.to);
+        windows = schedule
+          ? periodWindowsStartingOn(shape, schedule, options.range.from, options.range.to)
+          : windowsBetween(shape, options.range.from, options.range.to);
       } else {
-        const plan = planDueWindows(shape, {
+        const due = {
           startDate: pipeline.startDate,
           now: options.now(),
           readyAfterHours: pipeline.readyAfterHours,
           lookbackDays: pipeline.lookbackDays,
-        });
+        };
+        const plan = schedule ? planDuePeriodWindows(shape, schedule, due) : planDueWindows(shape, due);
         windows = plan.due;
         reload = plan.lookbackKeys;
       }

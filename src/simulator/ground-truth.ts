@@ -7,7 +7,7 @@
  *
  *  - `reports`: per subscription (active or deleted) and per report period whose start falls on a
  *    local date in [startDate, endDate] in the subscription's zone and that has been queued by now:
- *    its reportDate, status, the number of data rows and the sum of the definition's amount column
+ *    its reportDate and reportTime, status, the number of data rows and the sum of the definition's amount column
  *    (signed per reportPreferences) per currency, plus a cross-currency checksum total (3 places).
  *  - `onDemand`: for the UTC window [startDate 00:00Z, endDate+1 00:00Z), cut at the simulated now:
  *    row counts and amount sums per section of purchase-refund-details (viewBy requestDate,
@@ -23,7 +23,7 @@ import type { Window } from './on-demand.js';
 import { fieldGetter } from './report-fields.js';
 import { reportDefinition } from './report-layouts.js';
 import type { ReportStore } from './report-store.js';
-import { subscriptionPeriods } from './report-store.js';
+import { reportTimeOf, subscriptionPeriods } from './report-store.js';
 import { DAY_MS, addDays, isoInZone, localDate } from './time.js';
 
 export interface AmountSums {
@@ -36,6 +36,8 @@ export interface AmountSums {
 export interface GroundTruthReportDay {
   reportId: string;
   reportDate: string;
+  /** Local end time with offset (`hh:mm:ss±hh:mm`): with reportDate, names one of a day's reports. */
+  reportTime: string;
   reportStartTime: string;
   reportEndTime: string;
   status: string;
@@ -130,8 +132,8 @@ export function computeGroundTruth(
     for (const [start, end] of subscriptionPeriods(sub, lo, Math.min(hi, now))) {
       const day = localDate(start, sub.timezone);
       if (day < startDate || day > endDate) continue;
-      const r = store.byNameAndDate(organizationId, sub.reportName, localDate(end, sub.timezone));
-      if (!r || r.start !== start) continue;
+      const r = store.reportOfPeriod(sub, start, end);
+      if (r.queuedTime > now) continue;
       const amountGetter = fieldGetter(r.definition.amountField);
       const currencyGetter = fieldGetter(r.definition.currencyField);
       const tally = new MoneyTally();
@@ -145,6 +147,7 @@ export function computeGroundTruth(
       days.push({
         reportId: r.reportId,
         reportDate: r.reportDate,
+        reportTime: reportTimeOf(r),
         reportStartTime: isoInZone(r.start, r.timezone),
         reportEndTime: isoInZone(r.end, r.timezone),
         status: store.status(r),

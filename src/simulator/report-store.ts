@@ -4,7 +4,8 @@
  * A subscription generates one report per period (DAILY, WEEKLY on `startDay` 1 = Sunday,
  * MONTHLY on `startDay`, USER_DEFINED every `reportInterval`), periods starting at `startTime`
  * (HHMM) in the subscription's time zone, from the period that contains the moment the
- * subscription became active. A period's report is queued 5 minutes after the period ends, RUNNING
+ * subscription became active. USER_DEFINED reports are aligned at startTime every local day (the
+ * service does not document it): one per interval, the day's last one ending at the next startTime. A period's report is queued 5 minutes after the period ends, RUNNING
  * from 5 hours after the end, and ready (COMPLETED, or NO_DATA when it has no row) 6 hours after
  * the end — the documented "available within six hours". `reportDate` (downloads) is the local date
  * of the period end in the subscription's zone: for a midnight-to-midnight daily report of
@@ -21,7 +22,17 @@ import { fieldGetter } from './report-fields.js';
 import { ROW_SOURCE_RULES, reportDefinition } from './report-layouts.js';
 import type { ReportDefinitionLayout } from './report-layouts.js';
 import type { ReportFileSpec } from './report-writers.js';
-import { DAY_MS, HOUR_MS, addDays, daysInMonth, isoInZone, localDate, weekday, zonedTime } from './time.js';
+import {
+  DAY_MS,
+  HOUR_MS,
+  addDays,
+  daysInMonth,
+  isoInZone,
+  localDate,
+  parseIsoDateTime,
+  weekday,
+  zonedTime,
+} from './time.js';
 
 export const REPORT_FREQUENCIES = ['DAILY', 'WEEKLY', 'MONTHLY', 'USER_DEFINED'] as const;
 export type ReportFrequency = (typeof REPORT_FREQUENCIES)[number];
@@ -150,18 +161,17 @@ export function subscriptionPeriods(sub: SubscriptionRecord, lo: number, hi: num
     if (start < lo || start > hi) return;
     out.push([start, end]);
   };
-  if (sub.reportFrequency === 'USER_DEFINED') {
-    const interval = parseInterval(sub.reportInterval ?? '') ?? DAY_MS;
-    const anchor = zonedTime(localDate(sub.activeFrom, sub.timezone), h, m, sub.timezone);
-    const first = Math.max(Math.floor((lo - anchor) / interval), -1);
-    for (let k = first; anchor + k * interval <= hi; k++)
-      keep(anchor + k * interval, anchor + (k + 1) * interval);
-    return out;
-  }
   let date = addDays(localDate(lo, sub.timezone), -1);
   const last = addDays(localDate(hi, sub.timezone), 1);
   while (date <= last) {
-    if (isPeriodStart(sub, date)) {
+    if (sub.reportFrequency === 'USER_DEFINED') {
+      // Undocumented by the service: assumed aligned at startTime every local day, one report per
+      // interval, the day's last one ending at the next day's startTime.
+      const interval = parseInterval(sub.reportInterval ?? '') ?? DAY_MS;
+      const dayEnd = zonedTime(addDays(date, 1), h, m, sub.timezone);
+      for (let t = zonedTime(date, h, m, sub.timezone); t < dayEnd; t += interval)
+        keep(t, Math.min(t + interval, dayEnd));
+    } else if (isPeriodStart(sub, date)) {
       const next = nextPeriodDate(sub, date);
       keep(zonedTime(date, h, m, sub.timezone), zonedTime(next, h, m, sub.timezone));
     }
@@ -399,13 +409,29 @@ export class ReportStore {
     return undefined;
   }
 
-  /** The report of a subscription or one-time report by name and reportDate (latest one-time wins). */
-  byNameAndDate(org: string, reportName: string, reportDate: string): ReportInstance | undefined {
+  /** The report of a subscription's period (whether queued yet or not). */
+  reportOfPeriod(sub: SubscriptionRecord, start: number, end: number): ReportInstance {
+    return this.instanceOfPeriod(sub, start, end);
+  }
+
+  /**
+   * The report of a subscription or one-time report by name and reportDate (latest one-time wins),
+   * and by `reportTime` (`hh:mm:ss±hh:mm`, the local end time the search's download link carries)
+   * when given. Without reportTime on a day with several reports, the day's last report (the one
+   * ending latest on that date) is served: an assumption, the service does not document it.
+   */
+  byNameAndDate(
+    org: string,
+    reportName: string,
+    reportDate: string,
+    reportTime?: string,
+  ): ReportInstance | undefined {
+    const endsAt = (r: ReportInstance): boolean => reportTime === undefined || endsAtTime(r, reportTime);
     const now = this.deps.now();
     const adhoc = this.adhocReports(org)
       .filter((a) => a.reportName === reportName && a.createdAt <= now)
       .map((a) => this.instanceOfAdhoc(a))
-      .filter((r) => r.reportDate === reportDate)
+      .filter((r) => r.reportDate === reportDate && endsAt(r))
       .sort((x, y) => y.queuedTime - x.queuedTime);
     if (adhoc[0]) return adhoc[0];
     const around = Date.parse(`${reportDate}T00:00:00Z`);
@@ -414,7 +440,7 @@ export class ReportStore {
       const periods = subscriptionPeriods(sub, around - 33 * DAY_MS, around + 2 * DAY_MS);
       for (const [start, end] of periods.reverse()) {
         const r = this.instanceOfPeriod(sub, start, end);
-        if (r.reportDate === reportDate && r.queuedTime <= now) return r;
+        if (r.reportDate === reportDate && r.queuedTime <= now && endsAt(r)) return r;
       }
     }
     return undefined;
@@ -451,6 +477,24 @@ export class ReportStore {
   formatTime(ms: number, r: ReportInstance): string {
     return isoInZone(ms, r.timezone);
   }
+}
+
+/** `hh:mm:ss±hh:mm` of a report's end in its zone: the reportTime of its download link. */
+export function reportTimeOf(r: Pick<ReportInstance, 'end' | 'timezone'>): string {
+  return isoInZone(r.end, r.timezone).slice(11);
+}
+
+/**
+ * Whether a report ends at a reportTime: `hh:mm:ss` with an offset (the instant on the reportDate)
+ * or without one (the local time). A space stands for the offset's "+" (a link's literal plus,
+ * read as a form value).
+ */
+function endsAtTime(r: ReportInstance, reportTime: string): boolean {
+  const text = reportTime.replace(/ (\d{2}:?\d{2})$/, '+$1');
+  const local = reportTimeOf(r);
+  if (/^\d{2}:\d{2}:\d{2}$/.test(text)) return local.slice(0, 8) === text;
+  const at = parseIsoDateTime(`${r.reportDate}T${text}`);
+  return at === r.end;
 }
 
 export function firstRunStart(sub: SubscriptionRecord): number {

@@ -48,6 +48,7 @@ import {
   fileSpecOf,
   firstRunStart,
   parseInterval,
+  reportTimeOf,
 } from './report-store.js';
 import type {
   ReportFrequency,
@@ -628,8 +629,13 @@ const putPredefinedSubscription: Route = {
 const SEARCH_STATUSES = ['COMPLETED', 'PENDING', 'QUEUED', 'RUNNING', 'ERROR', 'NO_DATA'] as const;
 const SEARCH_FREQUENCIES = ['DAILY', 'WEEKLY', 'MONTHLY', 'USER_DEFINED', 'ADHOC'] as const;
 
+/**
+ * A search result's download link, as the service writes it (SPEC2020 example:
+ * `…?reportDate=2017-10-02&reportName=…&reportTime=10:00:00+05:00`): reportTime is the local end time
+ * of the report with its offset, the "+" written literally.
+ */
 function downloadHref(r: ReportInstance): string {
-  return `/reporting/v3/report-downloads?reportDate=${r.reportDate}&reportName=${encodeURIComponent(r.reportName)}`;
+  return `/reporting/v3/report-downloads?reportDate=${r.reportDate}&reportName=${encodeURIComponent(r.reportName)}&reportTime=${reportTimeOf(r)}`;
 }
 
 function searchItem(ctx: RouteContext, r: ReportInstance): Record<string, unknown> {
@@ -833,10 +839,15 @@ const downloadReport: Route = {
     const date = q.get('reportDate');
     if (date === null || date === '') issues.push({ field: 'reportDate', reason: 'MISSING_FIELD' });
     else if (!isValidDate(date)) issues.push({ field: 'reportDate', reason: 'INVALID_DATA' });
+    // reportTime (hh:mm:ss±hh:mm) picks one of a day's several reports; the SDK no longer sends
+    // it, the search result's link does.
+    const time = q.get('reportTime');
+    if (time !== null && !/^\d{2}:\d{2}:\d{2}([+\- ]\d{2}:?\d{2}|Z)?$/.test(time))
+      issues.push({ field: 'reportTime', reason: 'INVALID_DATA' });
     if (issues.length > 0) return invalidParams(issues);
     const o = orgFromQuery(ctx);
     if ('reply' in o) return o.reply;
-    const r = ctx.store.byNameAndDate(o.org.id, name!, date!);
+    const r = ctx.store.byNameAndDate(o.org.id, name!, date!, time ?? undefined);
     if (!r || ctx.store.status(r) !== 'COMPLETED') return notFoundBean(xml);
     const malformedRule = ctx.drawn.find((f) => f.kind === 'malformed-row');
     let malformed: MalformedRowFault | undefined;

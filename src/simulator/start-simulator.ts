@@ -47,6 +47,7 @@ import { reportDefinition } from './report-layouts.js';
 import { ReportStore } from './report-store.js';
 import type { SubscriptionRecord } from './report-store.js';
 import { matchRoute } from './reporting-routes.js';
+import { seedSubscriptionRecords } from './seed-subscriptions.js';
 import { ReportFileCache } from './report-cache.js';
 import { DAY_MS, isValidDate, utcDate, zonedTime } from './time.js';
 
@@ -85,8 +86,15 @@ export interface SimulatorOptions {
   credentials?: SimulatorCredentialOptions;
   /** Share of (organization, day) pairs without transactions (default 0.05). */
   quietDayRate?: number;
-  /** Install the default daily subscriptions (default true). */
+  /** Install the default daily subscriptions (default true; ignored when `subscriptions` is given). */
   defaultSubscriptions?: boolean;
+  /**
+   * Subscriptions that exist from startDate instead of the default ones: PUT report-subscriptions
+   * bodies, each with an optional organizationId (default: every organization); see
+   * seed-subscriptions.ts. `subscriptionsSource` names them in errors (the file they came from).
+   */
+  subscriptions?: readonly Record<string, unknown>[];
+  subscriptionsSource?: string;
   /**
    * Keep each report file once rendered (in a temporary directory removed on close) and serve
    * later downloads of it from disk, at file speed, as the real service does (default false;
@@ -274,7 +282,18 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const faults = new FaultPlan(seed, options.faults ? normaliseFaultRules(options.faults) : []);
   const store = new ReportStore({ dataset, faults, seed, now });
   const reportCache = options.cacheReports === true ? await ReportFileCache.create() : undefined;
-  if (options.defaultSubscriptions !== false) {
+  if (options.subscriptions) {
+    const records = seedSubscriptionRecords(options.subscriptions, {
+      source: options.subscriptionsSource ?? 'subscriptions',
+      organizations: orgIds,
+      startDate,
+      dataset,
+      faults,
+      seed,
+      now: now(),
+    });
+    for (const s of records) store.seedSubscription(s);
+  } else if (options.defaultSubscriptions !== false) {
     for (const org of orgIds) for (const s of defaultSubscriptions(org, startDate)) store.seedSubscription(s);
   }
 

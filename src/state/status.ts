@@ -4,7 +4,9 @@ import type { Db } from '../load/warehouse.js';
 export interface PipelineOrgStatus {
   pipeline: string;
   organizationId: string;
+  /** Key of the newest loaded window (a report pipeline's: its report period). */
   lastLoadedWindow: string | null;
+  lastLoadedStart: Date | null;
   lastLoadedEnd: Date | null;
   lagSeconds: number | null;
   windows: Record<string, number>;
@@ -41,9 +43,10 @@ export async function readStatus(
     pipeline: string;
     organization_id: string;
     window_key: string;
+    window_start: Date;
     window_end: Date;
   }>`
-    select distinct on (pipeline, organization_id) pipeline, organization_id, window_key, window_end
+    select distinct on (pipeline, organization_id) pipeline, organization_id, window_key, window_start, window_end
     from etl.windows where status in ('loaded', 'no_data')
     order by pipeline, organization_id, window_end desc`.execute(db);
   const problems = await sql<{
@@ -83,6 +86,7 @@ export async function readStatus(
         pipeline,
         organizationId,
         lastLoadedWindow: null,
+        lastLoadedStart: null,
         lastLoadedEnd: null,
         lagSeconds: null,
         windows: {},
@@ -98,6 +102,7 @@ export async function readStatus(
   for (const l of latest.rows) {
     const e = entry(l.pipeline, l.organization_id);
     e.lastLoadedWindow = l.window_key;
+    e.lastLoadedStart = new Date(l.window_start);
     e.lastLoadedEnd = new Date(l.window_end);
     e.lagSeconds = Math.max(0, Math.round((now.getTime() - e.lastLoadedEnd.getTime()) / 1000));
   }

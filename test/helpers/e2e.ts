@@ -68,6 +68,7 @@ export interface E2eWorld {
 
 export async function createE2eWorld(options: {
   prefix: string;
+  /** Simulator options over the e2e defaults, e.g. `subscriptions` instead of the default ones. */
   simulator?: SimulatorOptions;
   configExtra?: string;
 }): Promise<E2eWorld> {

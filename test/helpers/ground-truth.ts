@@ -13,9 +13,10 @@
  * What is compared (see src/simulator/ground-truth.ts for the shape of the truth):
  *
  *  - Report files: every DAILY report of the truth whose definition has a compared pipeline
- *    (default: the pipelines enabled out of the box). The report of the local day D (in the
- *    subscription's zone) is the rows of the definition's table with
- *    `_source = '<reportName>/<reportDate>'` (reportDate = D + 1). COMPLETED: the row count and
+ *    (default: the pipelines enabled out of the box), or with `reportNames` the reports of the named
+ *    subscription of any frequency. The report of a period is the rows of the definition's table
+ *    with `_source = '<reportName>/<reportDate>'` (reportDate = the local date of the period's end;
+ *    for a midnight-to-midnight day D, D + 1), `<reportDate>T<hh:mm>` (its end time) for USER_DEFINED. COMPLETED: the row count and
  *    the sum of the definition's amount column per currency column must be equal. NO_DATA or not
  *    yet available (QUEUED, RUNNING, stuck): no row may exist for that source.
  *  - On-demand endpoints: for each window of `onDemandWindowDays` UTC days (default 1) from
@@ -61,6 +62,11 @@ export interface CompareOptions {
   endDate: string;
   /** Pipeline names to compare (default: the pipelines enabled out of the box). */
   pipelines?: readonly string[];
+  /**
+   * The subscription each report pipeline loads (pipeline name → reportName): only its reports are
+   * compared, whatever their frequency. Default: every DAILY report of the pipeline's definition.
+   */
+  reportNames?: Readonly<Record<string, string>>;
   /** Days per on-demand window (the pipelines' windowDays; default 1). */
   onDemandWindowDays?: number;
   /** Unexpected `_source` values in compared tables are mismatches (default true). */
@@ -167,9 +173,16 @@ export async function compareWithGroundTruth(db: Queryable, options: CompareOpti
     const whole = await options.truth(org, options.startDate, options.endDate);
     for (const report of whole.reports) {
       const pipeline = reportByDefinition.get(report.reportDefinitionName);
-      if (!pipeline || report.reportFrequency.toUpperCase() !== 'DAILY') continue;
+      if (!pipeline) continue;
+      const named = options.reportNames?.[pipeline.name];
+      if (
+        named !== undefined ? report.reportName !== named : report.reportFrequency.toUpperCase() !== 'DAILY'
+      )
+        continue;
+      // Several reports a day (USER_DEFINED) are told apart by their end time.
+      const several = report.reportFrequency.toUpperCase() === 'USER_DEFINED';
       for (const day of report.days) {
-        const source = `${report.reportName}/${day.reportDate}`;
+        const source = `${report.reportName}/${day.reportDate}${several ? `T${day.reportTime.slice(0, 5)}` : ''}`;
         const table = pipeline.table.name;
         if (day.status !== 'COMPLETED') {
           expectations.push({ table, source, organizationId: org, rows: 0, sums: [] });

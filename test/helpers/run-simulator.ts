@@ -2,6 +2,7 @@
  * A minimal simulator process for measurements (no CLI, so the CLI's other imports do not count):
  *   node --import tsx test/helpers/run-simulator.ts '<SimulatorOptions as JSON>'
  * Prints the same "export CYBS_BASE_URL=…" line as `cybs-etl simulator`, then runs until SIGTERM.
+ * The options may carry `subscriptions` (PUT report-subscriptions bodies) instead of the defaults.
  */
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorOptions } from '../../src/simulator/start-simulator.js';

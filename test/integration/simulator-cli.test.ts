@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
 import { signedFetch } from '../helpers/cybs-sign.js';
@@ -47,5 +50,24 @@ describe('cybs-etl simulator (command line)', () => {
     const bad = await cli(['simulator', '--faults', 'download:explode']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('Unknown fault kind');
+  });
+
+  it('--subscriptions FILE: a bad entry is a usage error naming the file and the entry', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cybs-sim-subs-'));
+    try {
+      const file = join(dir, 'subscriptions.yaml');
+      await writeFile(
+        file,
+        '- reportName: Daily_0900\n  reportDefinitionName: TransactionRequestClass\n  reportFields: [Request.RequestID]\n' +
+          '  reportMimeType: text/csv\n  reportFrequency: DAILY\n  timezone: Asia/Kolkata\n  startTime: "9:00"\n',
+      );
+      const bad = await cli(['simulator', '--subscriptions', file]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain(
+        `${file}: subscription 1 ("Daily_0900"): the service would refuse it (startTime`,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
