@@ -5,6 +5,8 @@
  */
 import type { ReportSubscription, ReportSubscriptionRequest } from '../api/types.js';
 import type { SubscriptionDecl } from '../config/subscriptions-schema.js';
+import { isValidTimeZone } from '../pipeline/time-zones.js';
+import { startTimeInZone } from '../time/report-periods.js';
 
 /** The settings of one subscription that `apply` manages, normalised. */
 export interface SubscriptionSettings {
@@ -75,9 +77,13 @@ export function declaredSettings(decl: SubscriptionDecl): SubscriptionSettings {
  * `startTime` comes back as a date-time in the subscription's zone ("2017-10-01T10:10:10+05:00",
  * facts §2.3) or as HHMM; either way the local HHMM is what was declared.
  */
-export function startTimeOf(value: string | null | undefined): string {
+export function startTimeOf(value: string | null | undefined, timeZone?: string | null): string {
   if (!value) return '0000';
   if (/^\d{4}$/.test(value)) return value;
+  // The GET returns an instant; its HH:MM is read in the subscription's own zone, as the runtime
+  // plans its periods, so a time written in UTC or another offset shows no drift.
+  const zoned = timeZone && isValidTimeZone(timeZone) ? startTimeInZone(value, timeZone) : undefined;
+  if (zoned) return zoned;
   const m = /T(\d{2}):(\d{2})/.exec(value) ?? /^(\d{2}):(\d{2})/.exec(value);
   return m ? `${m[1]}${m[2]}` : value;
 }
@@ -100,7 +106,7 @@ export function liveSettings(live: ReportSubscription): SubscriptionSettings {
     reportFrequency: frequency,
     reportInterval: frequency === 'USER_DEFINED' ? (live.reportInterval ?? null) : null,
     timezone: live.timezone ?? '',
-    startTime: startTimeOf(live.startTime),
+    startTime: startTimeOf(live.startTime, live.timezone),
     startDay: usesStartDay(frequency) ? (live.startDay ?? 1) : null,
     reportFilters: sortedFilters(live.reportFilters as Record<string, string[]> | null | undefined),
     signedAmounts: live.reportPreferences?.signedAmounts === true,

@@ -280,6 +280,10 @@ describe('declared vs live settings', () => {
   it('reads the live startTime as local HHMM and ignores startDay of daily reports', () => {
     expect(startTimeOf('2017-10-01T10:10:10+05:00')).toBe('1010');
     expect(startTimeOf('0900')).toBe('0900');
+    // With the subscription's zone, the instant the GET returns is read there (audit #22).
+    expect(startTimeOf('2026-03-01T03:30:00Z', 'Asia/Kolkata')).toBe('0900');
+    expect(startTimeOf('2026-07-01T09:00:00-05:00', 'America/Chicago')).toBe('0900');
+    expect(startTimeOf('2026-07-01T14:00:00Z', 'America/Chicago')).toBe('0900');
     expect(liveSettings(live)).toEqual(declaredSettings(d!));
   });
 
