@@ -30,6 +30,7 @@
  */
 import { findReportDefinition, guessReportDefinition, resolveHeader } from '../catalog/index.js';
 import type { ResolvedField } from '../catalog/index.js';
+import { XML_RECORD_ATTRIBUTE_FIELDS, repeatedGroupOf } from '../catalog/child-tables.js';
 import { refuseFastPath } from '../load/fast-csv.js';
 import { canonicalCopyValue } from '../load/raw-text-copy.js';
 import type { RawCopyTextBody } from '../load/raw-text-copy.js';
@@ -153,6 +154,12 @@ function decodeEntities(text: string): string {
     from = ENTITY.lastIndex;
   }
   return out + text.slice(from);
+}
+
+/** The names a record's own attribute or leaf `name` may have in the catalog, in order (as on the per-row path). */
+function recordCandidates(recordName: string, name: string): string[] {
+  const alias = XML_RECORD_ATTRIBUTE_FIELDS[name];
+  return alias === undefined ? [`${recordName}.${name}`] : [alias, `${recordName}.${name}`];
 }
 
 /** What makes a value need a closer look (one test instead of several scans). */
@@ -423,7 +430,7 @@ class FastXmlScanner {
       if (slot.attrStamp === stamp) refuse('an attribute twice');
       slot.attrStamp = stamp;
       slot.leaf ??= {
-        index: this.columnOf(`/${attr}`, [`${recordName}.${attr}`], `${recordName}.${attr}`),
+        index: this.columnOf(`/${attr}`, recordCandidates(recordName, attr), `${recordName}.${attr}`),
         name: attr,
         next: undefined,
         stamp: 0,
@@ -526,6 +533,8 @@ class FastXmlScanner {
       } else {
         e = this.nameEnd(p + 1);
         const leafName = b.slice(p + 1, e);
+        if (repeatedGroupOf(name)?.item === leafName)
+          refuse('a repeated group (its items go to a child table)');
         entry = leaves.get(leafName);
         if (entry === undefined) {
           entry = {
@@ -587,7 +596,7 @@ class FastXmlScanner {
   private putRecordLeaf(slot: RecordName, name: string, value: string): void {
     const recordName = this.recordElement;
     slot.leaf ??= {
-      index: this.columnOf(`/${name}`, [`${recordName}.${name}`], `${recordName}.${name}`),
+      index: this.columnOf(`/${name}`, recordCandidates(recordName, name), `${recordName}.${name}`),
       name,
       next: undefined,
       stamp: 0,

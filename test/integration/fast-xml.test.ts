@@ -375,9 +375,27 @@ describe('fast XML path ≡ per-row path', () => {
     const bad = editRecords(simulatedPbd, (r, i) => (i === 3 ? setLeaf(r, 'Amount', '12,5.x') : r));
     await expectSame({ ...PBD, text: bad, windowKey: 'p2', rejectThreshold: 0.5 }, 'per-row');
     const sample = await readFile(`${SAMPLES}/legacy-docs-PaymentBatchDetailReport.excerpt.xml`, 'utf8');
-    // Its BatchDate is date-only: a timestamptz form only the per-row path reads (as on the CSV fast path).
-    await expectSame({ ...PBD, text: sample, windowKey: 's1', rejectThreshold: 1 }, 'per-row');
+    // Its BatchDate is date-only: the fast path sends the instant the per-row path reads (midnight UTC).
+    await expectSame({ ...PBD, text: sample, windowKey: 's1', rejectThreshold: 1 }, 'fast');
     const canonical = sample.replace('BatchDate="2001-08-16"', 'BatchDate="2001-08-16T00:00:00Z"');
     await expectSame({ ...PBD, text: canonical, windowKey: 's2', rejectThreshold: 1 }, 'fast');
+  });
+
+  it('reads the timestamp forms of real files (offsets, a space for T, milliseconds, no seconds, dates) as the per-row path does', async () => {
+    const forms = [
+      '2009-05-27T17:49:10+05:30',
+      '2008-09-10 21:46:41.765-08:00',
+      '2001-08-16T00:01-07:00',
+      '2024-02-29',
+      '2008-09-10T14:00:08-0800',
+    ];
+    const text = editRecords(simulated, (r, i) =>
+      r.replace(/TransactionDate="[^"]*"/, `TransactionDate="${forms[i % forms.length]!}"`),
+    );
+    await expectSame({ ...TR, text, windowKey: 't1' }, 'fast');
+    const bad = editRecords(text, (r, i) =>
+      i === 7 ? r.replace(/TransactionDate="[^"]*"/, 'TransactionDate="2009-02-30 10:00:00+01:00"') : r,
+    );
+    await expectSame({ ...TR, text: bad, windowKey: 't2', rejectThreshold: 0.5 }, 'per-row');
   });
 });

@@ -35,7 +35,8 @@ const TDR = `<?xml version="1.0" encoding="utf-8"?>
         <LineItem Number="0"><UnitPrice>1.50</UnitPrice><Quantity>2</Quantity><ProductName>A</ProductName></LineItem>
         <LineItem Number="1"><UnitPrice>2.00</UnitPrice><Quantity>1</Quantity><ProductName>B</ProductName></LineItem>
       </LineItems>
-      <PaymentMethod><Card><AccountSuffix>0004</AccountSuffix></Card></PaymentMethod>
+      <Custom><Inner><Leaf>0004</Leaf></Inner></Custom>
+      <Tags><Tag>a</Tag><Tag>b</Tag></Tags>
       <Note><![CDATA[a </Request> & b]]></Note>
       <Empty/>
     </Request>
@@ -45,7 +46,7 @@ const TDR = `<?xml version="1.0" encoding="utf-8"?>
 `;
 
 describe('XML reports: mapping', () => {
-  it('flattens groups, keeps the first repeated child and the whole set as JSON', async () => {
+  it('flattens groups, leaves line items to their child table, keeps the first of other repeated children and the whole set as JSON', async () => {
     const source = await open(TDR, 3);
     expect(source.metadata).toMatchObject({
       reportName: 'Transaction Request',
@@ -63,15 +64,9 @@ describe('XML reports: mapping', () => {
       merchant_reference_number: 'ref&1',
       bill_to_last_name: "O'Neil",
       bill_to_first_name: 'Zoë <Z>',
-      line_items_line_item_json: JSON.stringify([
-        { '@Number': '0', UnitPrice: '1.50', Quantity: '2', ProductName: 'A' },
-        { '@Number': '1', UnitPrice: '2.00', Quantity: '1', ProductName: 'B' },
-      ]),
-      line_items_number: 0,
-      line_items_unit_price: '1.50',
-      line_items_quantity: 2,
-      line_items_product_name: 'A',
-      payment_method_card_account_suffix: '0004',
+      custom_inner_leaf: '0004',
+      tags_tag_json: JSON.stringify(['a', 'b']),
+      tags_tag: 'a',
       request_note: 'a </Request> & b',
       request_empty: null,
     });
@@ -82,8 +77,9 @@ describe('XML reports: mapping', () => {
     });
     expect(records.map((r) => r.recordNumber)).toEqual([1, 2]);
     expect(source.unknownColumns.map((c) => c.sourceName)).toEqual([
-      'LineItems.LineItem_json',
-      'PaymentMethod.Card.AccountSuffix',
+      'Custom.Inner.Leaf',
+      'Tags.Tag_json',
+      'Tags.Tag',
       'Request.Note',
       'Request.Empty',
     ]);
