@@ -7,11 +7,10 @@ import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { CybsError, configError } from '../errors.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
-import type { LoadWindowResult } from '../load/load-window.js';
+import type { LoadWindowResult, TableLoadResult } from '../load/load-window.js';
 import { openCsvReport } from '../parse/csv-report.js';
-import { openXmlReport } from '../parse/xml-report.js';
-import type { RecordSource } from '../parse/records.js';
-import { collectColumns, toLoadSource, toRawLoadSource } from '../pipeline/record-source.js';
+import { toLoadSource, toRawLoadSource } from '../pipeline/record-source.js';
+import { openXmlFileTargets } from '../pipeline/xml-load-targets.js';
 import { finishRun, startRun } from '../state/runs.js';
 import type { CliContext } from './context.js';
 
@@ -74,14 +73,15 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const format = opts.format ?? (await sniffFormat(file));
         const fileName = basename(file);
         const parseOptions = { fileName, report: pipeline.reportDefinitionName };
-        const openFile = (): Promise<RecordSource> =>
+        // XML: the records and the items of their repeated groups (child tables), each reader
+        // reading the file once for its columns first (as for downloads).
+        const xml =
           format === 'xml'
-            ? openXmlReport(createReadStream(file), parseOptions)
-            : openCsvReport(createReadStream(file), parseOptions);
-        // XML columns are discovered while reading: a first pass collects them (as for downloads).
-        const columns = format === 'xml' ? await collectColumns(await openFile()) : undefined;
-        const records = await openFile();
-        const meta = records.metadata;
+            ? await openXmlFileTargets(pipeline, () => Promise.resolve(createReadStream(file)), parseOptions)
+            : undefined;
+        const records =
+          xml === undefined ? await openCsvReport(createReadStream(file), parseOptions) : undefined;
+        const meta = xml?.metadata ?? records!.metadata;
         const organizationId = opts.organizationId ?? meta.organizationId;
         if (!organizationId) {
           throw configError(`${fileName} does not name its organization; pass --organization-id.`);
@@ -117,16 +117,18 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         try {
           const fast = await loadFast();
           // The per-row reader opened for the metadata is used, or closed unused.
-          if (fast !== undefined) await (records.batches as AsyncGenerator).return?.(undefined);
+          if (fast !== undefined) await (records?.batches as AsyncGenerator | undefined)?.return?.(undefined);
           const result =
             fast ??
             (await loadWindow(warehouse, {
               window,
-              targets: [{ table: pipeline.table, source: toLoadSource(records, source, columns) }],
+              targets: xml?.targets(source) ?? [
+                { table: pipeline.table, source: toLoadSource(records!, source) },
+              ],
               runId,
               logger,
             }));
-          const t = result.tables[0]!;
+          const [t, ...children] = result.tables as [TableLoadResult, ...TableLoadResult[]];
           await finishRun(warehouse.db, runId, {
             status: 'succeeded',
             counts: {
@@ -139,9 +141,16 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
           });
           ctx.io.stdout.write(
             `Imported ${fileName} into ${t.table} (organization ${organizationId}): ` +
-              `${result.rowsLoaded} rows loaded (${t.inserted} new, ${t.updated} updated, ${t.unchanged} unchanged, ${t.deleted} removed), ` +
+              `${t.staged} rows loaded (${t.inserted} new, ${t.updated} updated, ${t.unchanged} unchanged, ${t.deleted} removed), ` +
               `${t.rejected} rejected${t.rejected > 0 ? ' (see etl.rejects)' : ''}` +
-              `${t.columnsAdded.length > 0 ? `; columns added: ${t.columnsAdded.join(', ')}` : ''}.\n`,
+              `${t.columnsAdded.length > 0 ? `; columns added: ${t.columnsAdded.join(', ')}` : ''}` +
+              children
+                .map(
+                  (c) =>
+                    `; ${c.table}: ${c.staged} rows (${c.inserted} new, ${c.updated} updated, ${c.unchanged} unchanged, ${c.deleted} removed), ${c.rejected} rejected`,
+                )
+                .join('') +
+              '.\n',
           );
         } catch (error) {
           await finishRun(warehouse.db, runId, { status: 'failed', error: (error as Error).message });

@@ -37,6 +37,7 @@ import {
   toRawXmlLoadSource,
 } from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
+import { emptyChildTargets, openXmlFileTargets, xmlTableSources } from './xml-load-targets.js';
 
 export interface ExecutorDeps {
   warehouse: Warehouse;
@@ -230,11 +231,10 @@ async function executeReportWindow(
   const { previous, expected } = lastLoad(task.state.fingerprint, declaration);
   // Whether the table still holds what the last load left, asked while the file downloads: when it
   // does not, a re-load of even the same file cannot be recognised, and need not wait for its end.
+  const tables = found.format === 'xml' ? xmlTableSources(def, source) : [{ table: def.table, source }];
   const tablesAsLeft =
     expected && previous && deps.warehouse.kind === 'postgres'
-      ? tablesHoldWhatWasLeft(deps.warehouse, refOf(task), [{ table: def.table, source }], previous).catch(
-          () => true,
-        )
+      ? tablesHoldWhatWasLeft(deps.warehouse, refOf(task), tables, previous).catch(() => true)
       : undefined;
   const expectation = expected ? { digest: expected, tablesAsLeft } : undefined;
   return withDownloadedBytes(deps, task, params, fileName, readSize, expectation, async (bytes) => {
@@ -470,17 +470,9 @@ async function loadXmlFile(
     const fast = await loadXmlFast(deps, task, def, bytes, fileName, source, sourceRef, file);
     if (fast !== undefined) return fast;
   }
-  // The per-row path: columns are discovered while reading, so the file is read twice.
-  const columns = await collectColumns(await openXmlReport(await bytes.complete(), options));
-  const records = await openXmlReport(await bytes.complete(), options);
-  return commitWindow(
-    deps,
-    task,
-    [{ table: def.table, source: toLoadSource(records, source, columns) }],
-    sourceRef,
-    false,
-    file,
-  );
+  // The per-row path: the records, and the items of their repeated groups in the child tables.
+  const xml = await openXmlFileTargets(def, () => bytes.complete(), options);
+  return commitWindow(deps, task, xml.targets(source), sourceRef, false, file);
 }
 
 /**
@@ -511,7 +503,10 @@ async function loadXmlFast(
       return await commitWindow(
         deps,
         task,
-        [{ table: def.table, source: toRawXmlLoadSource(report, source, open) }],
+        [
+          { table: def.table, source: toRawXmlLoadSource(report, source, open) },
+          ...emptyChildTargets(def, source),
+        ],
         sourceRef,
         false,
         file,
