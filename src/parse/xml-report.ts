@@ -76,7 +76,7 @@ export interface OpenXmlReportOptions extends OpenReportOptions {
 }
 
 /** The record key that rows of a repeated group carry. */
-const REQUEST_ID_FIELD = 'Request.RequestID';
+export const REQUEST_ID_FIELD = 'Request.RequestID';
 
 type XmlNode = string | { [key: string]: unknown };
 
@@ -159,10 +159,15 @@ export function xmlReportMetadata(
 }
 
 /** Open an XML report: reads up to the first batch, then streams typed batches record by record. */
+/** The records of an XML report, and which repeated groups had items among the records read so far. */
+export interface XmlRecordSource extends RecordSource {
+  repeatedGroupsSeen(): ReadonlySet<XmlRepeatedGroupName>;
+}
+
 export async function openXmlReport(
   input: ReportInput,
   options: OpenXmlReportOptions,
-): Promise<RecordSource> {
+): Promise<XmlRecordSource> {
   const fileName = options.fileName;
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   const maxChars = options.maxBatchChars ?? DEFAULT_MAX_BATCH_CHARS;
@@ -352,6 +357,7 @@ export async function openXmlReport(
   };
 
   /** A record's own children, less the items of its repeated groups (they go to child tables). */
+  const groupsSeen = new Set<XmlRepeatedGroupName>();
   const ownChildren = (root: { [key: string]: unknown }): [string, XmlNode[]][] => {
     const out: [string, XmlNode[]][] = [];
     for (const child of Object.keys(root)) {
@@ -365,6 +371,7 @@ export async function openXmlReport(
       // The container without its items; kept only when something else is left in it.
       const rest = nodes.flatMap((node): XmlNode[] => {
         if (typeof node === 'string') return [node];
+        if (node[repeated.item] !== undefined) groupsSeen.add(repeated.name);
         const copy: { [key: string]: unknown } = { ...node };
         delete copy[repeated.item];
         const left = Object.keys(copy).some((k) => k !== TEXT || !isBlank(copy[k]));
@@ -528,5 +535,6 @@ export async function openXmlReport(
     unknownColumns: set.unknownColumns,
     batches: batches(),
     summary: () => summaryOf(builder),
+    repeatedGroupsSeen: () => groupsSeen,
   };
 }

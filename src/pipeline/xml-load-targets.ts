@@ -5,10 +5,11 @@
  * the same tables from a file.
  */
 import { XML_REPEATED_GROUPS } from '../catalog/child-tables.js';
+import type { XmlRepeatedGroupName } from '../catalog/child-tables.js';
 import type { LoadWindowTarget } from '../load/load-window.js';
 import type { LoadBatch, LoadSource, TableDecl } from '../load/table-spec.js';
-import type { ColumnSpec, ReportInput, ReportMetadata } from '../parse/records.js';
-import { openXmlReport } from '../parse/xml-report.js';
+import type { RecordBatch, RecordSource, ReportInput, ReportMetadata } from '../parse/records.js';
+import { REQUEST_ID_FIELD, openXmlReport } from '../parse/xml-report.js';
 import type { OpenXmlReportOptions } from '../parse/xml-report.js';
 import { collectColumns, declaredColumns, toLoadSource, toSourceColumn } from './record-source.js';
 
@@ -26,7 +27,7 @@ export interface XmlFileTargets {
 }
 
 /** The child tables of `def` in the order of the repeated groups. */
-function childTablesOf(def: XmlReportTables): { name: string; table: TableDecl }[] {
+function childTablesOf(def: XmlReportTables): { name: XmlRepeatedGroupName; table: TableDecl }[] {
   return XML_REPEATED_GROUPS.flatMap((group) => {
     const table = def.childTables?.[group.name];
     return table === undefined ? [] : [{ name: group.name, table }];
@@ -36,41 +37,88 @@ function childTablesOf(def: XmlReportTables): { name: string; table: TableDecl }
 /**
  * The per-row targets of an XML file: each reader first reads the file once to learn its
  * columns (XML columns are discovered while reading), then once to load; a child table's reader
- * opens the file only when the loader reaches that table. `open` gives the file from its start.
+ * opens the file only when the loader reaches that table, and only when the records' first read
+ * met items of its group. `open` gives the file from its start.
+ *
+ * With `keep` (a one-time report's share of one window), the records are the ones `keep.records`
+ * lets through, and the items the ones of those records (by request id, collected while the
+ * records load, which comes first: one id per kept record is held); the items' rejects are kept
+ * when `keep.rejects` says so.
  */
 export async function openXmlFileTargets(
   def: XmlReportTables,
   open: () => Promise<ReportInput>,
   options: OpenXmlReportOptions,
+  keep?: { records: (records: RecordSource) => RecordSource; rejects: boolean },
 ): Promise<XmlFileTargets> {
-  const columns = await collectColumns(await openXmlReport(await open(), options));
-  const records = await openXmlReport(await open(), options);
-  const children: { table: TableDecl; columns: ColumnSpec[]; options: OpenXmlReportOptions }[] = [];
+  const scan = await openXmlReport(await open(), options);
+  const columns = await collectColumns(scan);
+  const seen = scan.repeatedGroupsSeen();
+  const opened = await openXmlReport(await open(), options);
+  const keptIds = new Set<string>();
+  const records = keep === undefined ? opened : collectRequestIds(keep.records(opened), keptIds);
+  const children: ((source: string) => LoadWindowTarget)[] = [];
   for (const { name, table } of childTablesOf(def)) {
-    const childOptions = { ...options, repeatedGroup: name as OpenXmlReportOptions['repeatedGroup'] };
-    children.push({
+    // A group the file has no items of: an empty source (no more reading of the file).
+    if (!seen.has(name)) {
+      children.push((source) => emptyTarget(table, source));
+      continue;
+    }
+    const childOptions = { ...options, repeatedGroup: name };
+    const childColumns = await collectColumns(await openXmlReport(await open(), childOptions));
+    children.push((source) => ({
       table,
-      columns: await collectColumns(await openXmlReport(await open(), childOptions)),
-      options: childOptions,
-    });
+      source: {
+        source,
+        columns: childColumns.map(toSourceColumn),
+        batches: (async function* (): AsyncGenerator<LoadBatch> {
+          const items = await openXmlReport(await open(), childOptions);
+          for await (const batch of toLoadSource(items, source, childColumns).batches) {
+            if (keep === undefined) yield batch;
+            else
+              yield {
+                // The request id is an item's first value.
+                records: batch.records.filter((r) => keptIds.has(String(r.values[0]))),
+                rejects: keep.rejects ? batch.rejects : [],
+              };
+          }
+        })(),
+      },
+    }));
   }
   return {
     metadata: records.metadata,
     targets: (source) => [
       { table: def.table, source: toLoadSource(records, source, columns) },
-      ...children.map((child): LoadWindowTarget => ({
-        table: child.table,
-        source: {
-          source,
-          columns: child.columns.map(toSourceColumn),
-          batches: (async function* (): AsyncGenerator<LoadBatch> {
-            const items = await openXmlReport(await open(), child.options);
-            yield* toLoadSource(items, source, child.columns).batches;
-          })(),
-        },
-      })),
+      ...children.map((child) => child(source)),
     ],
   };
+}
+
+/** `records` as they are, the request id of each one passing into `ids`. */
+function collectRequestIds(records: RecordSource, ids: Set<string>): RecordSource {
+  return {
+    ...records,
+    batches: (async function* (): AsyncGenerator<RecordBatch> {
+      for await (const batch of records.batches) {
+        const index = records.columns.findIndex(
+          (c) => c.field.kind === 'catalog' && c.field.id === REQUEST_ID_FIELD,
+        );
+        if (index >= 0) for (const r of batch.records) ids.add(String(r.values[index]));
+        yield batch;
+      }
+    })(),
+  };
+}
+
+/** An empty source for `table`: a load of it removes the rows an earlier load of the source left. */
+function emptyTarget(table: TableDecl, source: string): LoadWindowTarget {
+  const empty: LoadSource = {
+    source,
+    columns: declaredColumns(table),
+    batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
+  };
+  return { table, source: empty };
 }
 
 /**
@@ -79,14 +127,7 @@ export async function openXmlFileTargets(
  * source left are removed as the records' are.
  */
 export function emptyChildTargets(def: XmlReportTables, source: string): LoadWindowTarget[] {
-  return childTablesOf(def).map(({ table }) => {
-    const empty: LoadSource = {
-      source,
-      columns: declaredColumns(table),
-      batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
-    };
-    return { table, source: empty };
-  });
+  return childTablesOf(def).map(({ table }) => emptyTarget(table, source));
 }
 
 /** The tables (and source) a window loads from an XML file, in the order the targets have them. */

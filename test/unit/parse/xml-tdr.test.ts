@@ -135,6 +135,7 @@ describe('Transaction Detail XML (tdr_1_6, killbill)', () => {
     // merchant-defined field (name="mdd1") is not a value.
     const names = source.columns.map((c) => `${c.column} ${c.sourceName}`).join('\n');
     expect(names).not.toMatch(/json|application|line_item|ApplicationRepl|LineItem|\.name\b/i);
+    expect([...source.repeatedGroupsSeen()].sort()).toEqual(['application_reply', 'line_item']);
   });
 
   it.skipIf(!catalogComplete)(
@@ -290,6 +291,7 @@ describe('repeated groups', () => {
   it('leaves no trace of the items in the records, and declares each group once', async () => {
     const source = await openText(XML);
     const { records } = await collect(source);
+    expect([...source.repeatedGroupsSeen()].sort()).toEqual(['application_reply', 'line_item']);
     expect(source.columns.map((c) => c.column)).toEqual(['request_id']);
     expect(records).toHaveLength(3);
     expect(new Set(XML_REPEATED_GROUPS.map((g) => g.container)).size).toBe(XML_REPEATED_GROUPS.length);
@@ -310,6 +312,22 @@ const TIMESTAMPS: [string, string][] = [
   ['2001-08-16', '2001-08-16T00:00:00.000Z'],
   ['2023-10-11T04:15:21Z', '2023-10-11T04:15:21.000Z'],
 ];
+
+describe('DOCTYPE', () => {
+  it('is never read for entities: an external entity stays text, nothing is fetched', async () => {
+    const xml = `<?xml version="1.0"?>
+<!DOCTYPE Report SYSTEM "https://ebctest.cybersource.com/ebctest/reports/dtd/tdr_1_6.dtd" [
+  <!ENTITY xxe SYSTEM "file:///etc/passwd">
+  <!ENTITY remote SYSTEM "https://attacker.example/x">
+]>
+<Report Name="Transaction Detail"><Requests><Request RequestID="1" MerchantReferenceNumber="&xxe;"><BillTo><City>&remote;</City></BillTo></Request></Requests></Report>`;
+    const source = await openText(xml);
+    const { records } = await collect(source);
+    expect(rowsOf(source, records)).toEqual([
+      { request_id: '1', merchant_reference_number: '&xxe;', bill_to_city: '&remote;' },
+    ]);
+  });
+});
 
 describe('timestamps in every form of the real files', () => {
   it('reads each into its UTC instant, and the fast path sends exactly that instant', async () => {
