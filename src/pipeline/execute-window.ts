@@ -21,7 +21,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { openCsvReport } from '../parse/csv-report.js';
 import { NEW_COLUMN_REASON, openRawXmlReport } from '../parse/xml-fast.js';
-import { openXmlReport } from '../parse/xml-report.js';
+import type { RecordSource } from '../parse/records.js';
 import { completeWindow } from '../state/windows.js';
 import { declarationDigest, lastLoad, loaderId } from './fingerprint.js';
 import type { WindowFingerprint } from './fingerprint.js';
@@ -29,13 +29,7 @@ import { addDays } from './time-zones.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 import { OnDemandSpools } from './on-demand-spools.js';
 import { makeSpoolDir } from './spool-dirs.js';
-import {
-  collectColumns,
-  declaredColumns,
-  toLoadSource,
-  toRawLoadSource,
-  toRawXmlLoadSource,
-} from './record-source.js';
+import { declaredColumns, toLoadSource, toRawLoadSource, toRawXmlLoadSource } from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
 import { emptyChildTargets, openXmlFileTargets, xmlTableSources } from './xml-load-targets.js';
 
@@ -400,16 +394,18 @@ async function executeOneTimeWindow(
   const options = { fileName: basename(result.path), report: def.reportDefinitionName };
   const field = PERIOD_FIELDS[def.reportDefinitionName]!;
   const keepRejects = result.start.getTime() === task.window.start.getTime();
-  const open = () =>
-    result.format === 'xml'
-      ? openXmlReport(createReadStream(result.path), options)
-      : openCsvReport(createReadStream(result.path), options);
-  const columns = result.format === 'xml' ? await collectColumns(await open()) : undefined;
-  const records = filterToWindow(await open(), field, task.window, keepRejects);
+  const inWindow = (records: RecordSource) => filterToWindow(records, field, task.window, keepRejects);
+  if (result.format === 'xml') {
+    // The window's records, and the items of those records in the child tables.
+    const open = () => Promise.resolve(createReadStream(result.path));
+    const xml = await openXmlFileTargets(def, open, options, { records: inWindow, rejects: keepRejects });
+    return commitWindow(deps, task, xml.targets(source), sourceRef, false);
+  }
+  const records = inWindow(await openCsvReport(createReadStream(result.path), options));
   return commitWindow(
     deps,
     task,
-    [{ table: def.table, source: toLoadSource(records, source, columns) }],
+    [{ table: def.table, source: toLoadSource(records, source) }],
     sourceRef,
     false,
   );

@@ -17,6 +17,7 @@ import { migrateToLatest } from '../../src/load/migrate.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
 import { openRawXmlReport } from '../../src/parse/xml-fast.js';
+import { PERIOD_FIELDS, filterToWindow } from '../../src/extract/one-time-reports.js';
 import { openXmlFileTargets } from '../../src/pipeline/xml-load-targets.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
@@ -186,6 +187,38 @@ describe('XML child tables', () => {
       records: await rows('transaction_request', 'request_id, transaction_date::text, _source'),
       replies: await replies(),
     }).toEqual(before);
+  });
+
+  it('a one-time report’s share of a window: the records of the window, and only their items', async () => {
+    // Two requests a day apart, in one file (a one-time report covers several windows).
+    const second = killbill
+      .match(/<Request [\s\S]*<\/Request>/)![0]
+      .replace(`RequestID="${REQUEST_ID}"`, 'RequestID="9999999999999999999999"')
+      .replace('RequestDate="2009-05-27T17:49:10+05:30"', 'RequestDate="2009-05-28T17:49:10+05:30"')
+      .replace('<Quantity>1</Quantity>', '<Quantity>one</Quantity>');
+    const text = killbill.replace('</Requests>', `${second}\n</Requests>`);
+    const day = { start: new Date('2009-05-27T00:00:00Z'), end: new Date('2009-05-28T00:00:00Z') };
+    const xml = await openXmlFileTargets(
+      pipeline,
+      () => Promise.resolve(bytes(text)),
+      { fileName: 'k.xml', report: REPORT },
+      { records: (r) => filterToWindow(r, PERIOD_FIELDS[REPORT]!, day, false), rejects: false },
+    );
+    const result = await loadWindow(warehouse, {
+      window: { pipeline: pipeline.name, organizationId: 'ok_go', windowKey: 'w4' },
+      targets: xml.targets('src:w4'),
+      runId: null,
+    });
+    expect(result.tables.map((t) => [t.table, t.staged, t.rejected])).toEqual([
+      ['cybs.transaction_request', 1, 0],
+      ['cybs.transaction_request_application_reply', 3, 0],
+      ['cybs.transaction_request_line_item', 1, 0],
+    ]);
+    const ids = await sql<{ request_id: string }>`
+      select distinct request_id from cybs.transaction_request_application_reply where _source = 'src:w4'`.execute(
+      warehouse.db,
+    );
+    expect(ids.rows).toEqual([{ request_id: REQUEST_ID }]);
   });
 
   it('the fast XML path refuses the layout, so the per-row path loads its items', async () => {
