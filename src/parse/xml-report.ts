@@ -21,9 +21,9 @@
  *    are `<Group>.<Attr>`, except labels (`<MerchantDefinedData><field1 name="mdd1">`: left out);
  *  - element order does not matter;
  *  - the items of a repeated group (`<ApplicationReplies><ApplicationReply>`, `<LineItems><LineItem>`,
- *    src/catalog/child-tables.ts) are not columns of the record: with `repeatedGroup` the reader
- *    yields them instead, one row per item (the record's request id, the item's number, its fields),
- *    numbered as their record, for the group's child table;
+ *    src/catalog/child-tables.ts) that has a child table (`childTables`) are not columns of the
+ *    record: with `repeatedGroup` the reader yields them instead, one row per item (the record's
+ *    request id, the item's number, its fields), numbered as their record;
  *  - other repeated elements (`<Tags><Tag>a</Tag><Tag>b</Tag>`): the FIRST occurrence fills the
  *    typed columns, and all occurrences are also kept, as a JSON array, in an unknown text column
  *    named after the path + `_json` (`tags_tag_json`), so nothing is lost;
@@ -73,6 +73,12 @@ export interface OpenXmlReportOptions extends OpenReportOptions {
    * record (the rows of a child table).
    */
   repeatedGroup?: XmlRepeatedGroupName;
+  /**
+   * The repeated groups whose items are loaded into child tables (read with `repeatedGroup`): they
+   * are left out of the records. The items of other groups stay in the records (the first item's
+   * fields and all items as JSON), so nothing is lost where a table has no child tables.
+   */
+  childTables?: readonly XmlRepeatedGroupName[];
 }
 
 /** The record key that rows of a repeated group carry. */
@@ -358,20 +364,24 @@ export async function openXmlReport(
 
   /** A record's own children, less the items of its repeated groups (they go to child tables). */
   const groupsSeen = new Set<XmlRepeatedGroupName>();
+  const itemsElsewhere = new Set<XmlRepeatedGroupName>(options.childTables ?? []);
   const ownChildren = (root: { [key: string]: unknown }): [string, XmlNode[]][] => {
     const out: [string, XmlNode[]][] = [];
     for (const child of Object.keys(root)) {
       if (child === ATTRS || child === TEXT) continue;
       const nodes = root[child] as XmlNode[];
       const repeated = repeatedGroupOf(child);
-      if (repeated === undefined) {
+      if (repeated !== undefined) {
+        for (const node of nodes)
+          if (typeof node !== 'string' && node[repeated.item] !== undefined) groupsSeen.add(repeated.name);
+      }
+      if (repeated === undefined || !itemsElsewhere.has(repeated.name)) {
         out.push([child, nodes]);
         continue;
       }
       // The container without its items; kept only when something else is left in it.
       const rest = nodes.flatMap((node): XmlNode[] => {
         if (typeof node === 'string') return [node];
-        if (node[repeated.item] !== undefined) groupsSeen.add(repeated.name);
         const copy: { [key: string]: unknown } = { ...node };
         delete copy[repeated.item];
         const left = Object.keys(copy).some((k) => k !== TEXT || !isBlank(copy[k]));

@@ -51,6 +51,8 @@ export async function openXmlFileTargets(
   options: OpenXmlReportOptions,
   keep?: { records: (records: RecordSource) => RecordSource; rejects: boolean },
 ): Promise<XmlFileTargets> {
+  const tables = childTablesOf(def);
+  options = { ...options, childTables: tables.map((t) => t.name) };
   const scan = await openXmlReport(await open(), options);
   const columns = await collectColumns(scan);
   const seen = scan.repeatedGroupsSeen();
@@ -58,7 +60,7 @@ export async function openXmlFileTargets(
   const keptIds = new Set<string>();
   const records = keep === undefined ? opened : collectRequestIds(keep.records(opened), keptIds);
   const children: ((source: string) => LoadWindowTarget)[] = [];
-  for (const { name, table } of childTablesOf(def)) {
+  for (const { name, table } of tables) {
     // A group the file has no items of: an empty source (no more reading of the file).
     if (!seen.has(name)) {
       children.push((source) => emptyTarget(table, source));

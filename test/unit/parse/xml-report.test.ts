@@ -36,7 +36,6 @@ const TDR = `<?xml version="1.0" encoding="utf-8"?>
         <LineItem Number="1"><UnitPrice>2.00</UnitPrice><Quantity>1</Quantity><ProductName>B</ProductName></LineItem>
       </LineItems>
       <Custom><Inner><Leaf>0004</Leaf></Inner></Custom>
-      <Tags><Tag>a</Tag><Tag>b</Tag></Tags>
       <Note><![CDATA[a </Request> & b]]></Note>
       <Empty/>
     </Request>
@@ -46,7 +45,7 @@ const TDR = `<?xml version="1.0" encoding="utf-8"?>
 `;
 
 describe('XML reports: mapping', () => {
-  it('flattens groups, leaves line items to their child table, keeps the first of other repeated children and the whole set as JSON', async () => {
+  it('flattens groups, keeps the first repeated child and the whole set as JSON', async () => {
     const source = await open(TDR, 3);
     expect(source.metadata).toMatchObject({
       reportName: 'Transaction Request',
@@ -64,9 +63,15 @@ describe('XML reports: mapping', () => {
       merchant_reference_number: 'ref&1',
       bill_to_last_name: "O'Neil",
       bill_to_first_name: 'Zoë <Z>',
+      line_items_line_item_json: JSON.stringify([
+        { '@Number': '0', UnitPrice: '1.50', Quantity: '2', ProductName: 'A' },
+        { '@Number': '1', UnitPrice: '2.00', Quantity: '1', ProductName: 'B' },
+      ]),
+      line_items_number: 0,
+      line_items_unit_price: '1.50',
+      line_items_quantity: 2,
+      line_items_product_name: 'A',
       custom_inner_leaf: '0004',
-      tags_tag_json: JSON.stringify(['a', 'b']),
-      tags_tag: 'a',
       request_note: 'a </Request> & b',
       request_empty: null,
     });
@@ -77,12 +82,27 @@ describe('XML reports: mapping', () => {
     });
     expect(records.map((r) => r.recordNumber)).toEqual([1, 2]);
     expect(source.unknownColumns.map((c) => c.sourceName)).toEqual([
+      'LineItems.LineItem_json',
       'Custom.Inner.Leaf',
-      'Tags.Tag_json',
-      'Tags.Tag',
       'Request.Note',
       'Request.Empty',
     ]);
+  });
+
+  it('leaves the items of a group with a child table out of the records', async () => {
+    const source = await openXmlReport(chunked(TDR, 3), { fileName: 'test.xml', childTables: ['line_item'] });
+    const { records } = await collect(source);
+    expect(rowsOf(source, records)[0]).toEqual({
+      request_id: '1234567890123456789012',
+      transaction_date: '2024-01-01T18:00:00.000Z',
+      merchant_reference_number: 'ref&1',
+      bill_to_last_name: "O'Neil",
+      bill_to_first_name: 'Zoë <Z>',
+      custom_inner_leaf: '0004',
+      request_note: 'a </Request> & b',
+      request_empty: null,
+    });
+    expect([...source.repeatedGroupsSeen()]).toEqual(['line_item']);
   });
 
   it('applies enclosing attributes to records and lists columns found later as new', async () => {

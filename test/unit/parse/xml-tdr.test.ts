@@ -18,10 +18,14 @@ import { chunked, collect, rowsOf, samplesDir } from './helpers.js';
 const KILLBILL = 'transaction-detail-tdr_1_6.killbill-excerpt.xml';
 const REPORT = 'TransactionRequestClass';
 
+/** Both repeated groups go to child tables, as for the Transaction Request table. */
+const CHILD_TABLES = XML_REPEATED_GROUPS.map((g) => g.name);
+
 const openSample = (options: Partial<OpenXmlReportOptions> = {}) =>
   openXmlReport(createReadStream(join(samplesDir, KILLBILL), { highWaterMark: 64 }), {
     fileName: KILLBILL,
     report: REPORT,
+    childTables: CHILD_TABLES,
     ...options,
   });
 
@@ -51,7 +55,12 @@ const TDR_1_3 = `<?xml version="1.0" encoding="UTF-8"?>
 `;
 
 const openText = (text: string, options: Partial<OpenXmlReportOptions> = {}) =>
-  openXmlReport(chunked(text, 13), { fileName: 't.xml', report: REPORT, ...options });
+  openXmlReport(chunked(text, 13), {
+    fileName: 't.xml',
+    report: REPORT,
+    childTables: CHILD_TABLES,
+    ...options,
+  });
 
 /**
  * Every value of the killbill file outside its repeated groups, by the catalog field that
@@ -208,6 +217,17 @@ describe('Transaction Detail XML (tdr_1_6, killbill)', () => {
       },
     ]);
     expect(items.unknownColumns).toEqual([]);
+  });
+
+  it('keeps the items in the records (first item typed, all as JSON) for a table without child tables', async () => {
+    const source = await openSample({ childTables: [] });
+    const { records } = await collect(source);
+    const [row] = rowsOf(source, records);
+    expect(row).toMatchObject({
+      line_items_number: 0,
+      line_items_unit_price: '2.00',
+    });
+    expect(JSON.parse(row!.application_replies_application_reply_json as string)).toHaveLength(3);
   });
 
   it('finds the period field of a one-time report in it (no EXTRACT_ONE_TIME_NO_PERIOD_FIELD)', async () => {
