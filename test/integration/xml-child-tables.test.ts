@@ -3,9 +3,11 @@
  * tables, loaded in the window's transaction with their records (the real killbill `tdr_1_6`
  * file): a re-run duplicates nothing, a re-load replaces the items of the records it writes (also
  * the ones another source had left for them), a load that fails half-way leaves everything as it
- * was, and the fast XML path leaves such files to the per-row path.
+ * was, and the fast XML path leaves such files to the per-row path. On PostgreSQL and on PGlite.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,21 +29,31 @@ const REPORT = 'TransactionRequestClass';
 const pipeline = REPORT_PIPELINES.find((p) => p.reportDefinitionName === REPORT)!;
 const REQUEST_ID = '2434465504100167904567';
 
-let db: TestDatabase;
+let db: TestDatabase | undefined;
+let dir: string | undefined;
 let warehouse: Warehouse;
 let killbill = '';
 
-beforeAll(async () => {
-  db = await createTestDatabase('xmlchild');
-  warehouse = await openWarehouse({ url: db.url, path: '' });
+/** The warehouse of one describe.each run: PostgreSQL, or PGlite (embedded) in a temp folder. */
+async function openKind(kind: string): Promise<void> {
+  if (kind === 'postgres') {
+    db = await createTestDatabase('xmlchild');
+    warehouse = await openWarehouse({ url: db.url, path: '' });
+  } else {
+    dir = await mkdtemp(join(tmpdir(), 'cybs-xmlchild-'));
+    warehouse = await openWarehouse({ path: join(dir, 'warehouse') });
+  }
   await migrateToLatest(warehouse.db);
   killbill = await readFile(SAMPLE, 'utf8');
-});
+}
 
-afterAll(async () => {
+async function closeKind(): Promise<void> {
   await warehouse?.close();
   await db?.drop();
-});
+  if (dir) await rm(dir, { recursive: true, force: true });
+  db = undefined;
+  dir = undefined;
+}
 
 const bytes = (text: string) => Readable.from([Buffer.from(text, 'utf8')]);
 
@@ -86,7 +98,10 @@ const fewerReplies = (text: string) =>
     .replace(/<ApplicationReply Name="ics_decision">[\s\S]*?<\/ApplicationReply>/, '')
     .replace('Score = 84', 'Score = 85');
 
-describe('XML child tables', () => {
+describe.each(['postgres', 'pglite'])('XML child tables on %s', (kind) => {
+  beforeAll(() => openKind(kind));
+  afterAll(closeKind);
+
   it('loads the records and their items in one window; a re-run duplicates nothing', async () => {
     const first = await load(killbill, 'w1');
     expect(first.tables.map((t) => [t.table, t.inserted])).toEqual([
