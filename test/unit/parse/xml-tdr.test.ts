@@ -283,6 +283,34 @@ describe('Transaction Detail XML (tdr_1_3 layout)', () => {
   });
 });
 
+describe('Transaction Detail XML (tdr_1_5 layout, an eCheck)', () => {
+  // The Magento module's mock: <PaymentMethod><Check> instead of <Card>.
+  const CHECK = `<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE Report SYSTEM "https://ebctest.cybersource.com/ebctest/reports/dtd/tdr_1_5.dtd">
+<Report xmlns="https://ebctest.cybersource.com/ebctest/reports/dtd/tdr_1_5.dtd" Name="Transaction Detail" Version="1.5" MerchantID="m15" ReportStartDate="2017-02-23 15:51:07.460+00:00" ReportEndDate="2017-02-23 15:51:07.460+00:00">
+  <Requests>
+    <Request MerchantReferenceNumber="15" RequestDate="2017-02-01T00:28:59+00:00" RequestID="1500000000000000000001" SubscriptionID="" Source="SOAP Toolkit API" TransactionReferenceNumber="T15">
+      <PaymentMethod><Check><AccountSuffix>4100</AccountSuffix><CheckNumber /></Check></PaymentMethod>
+      <ApplicationReplies><ApplicationReply Name="ics_ecp_debit"><RCode>1</RCode><RFlag>SOK</RFlag></ApplicationReply></ApplicationReplies>
+      <PaymentData><Amount>37.00</Amount></PaymentData>
+    </Request>
+  </Requests>
+</Report>`;
+
+  it('never lands a check’s account suffix in a card column', async () => {
+    const source = await openText(CHECK);
+    const { records, rejects } = await collect(source);
+    expect(rejects).toEqual([]);
+    const suffix = source.columns.find((c) => c.sourceName.endsWith('AccountSuffix'))!;
+    expect(suffix.field.kind === 'catalog' ? suffix.field.id : suffix.sourceName).toMatch(/Check/);
+    expect(rowsOf(source, records)[0]).toMatchObject({
+      [suffix.column]: '4100',
+      transaction_date: '2017-02-01T00:28:59.000Z',
+      amount: '37.00',
+    });
+  });
+});
+
 describe('repeated groups', () => {
   const XML = `<Report Name="Transaction Detail" MerchantID="m"><Requests>
     <Request RequestID="r1"><LineItems><LineItem><Quantity>1</Quantity></LineItem><LineItem><Quantity>x</Quantity></LineItem><LineItem><Quantity>3</Quantity></LineItem></LineItems></Request>
