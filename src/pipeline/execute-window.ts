@@ -29,9 +29,9 @@ import { addDays } from './time-zones.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 import { OnDemandSpools } from './on-demand-spools.js';
 import { makeSpoolDir } from './spool-dirs.js';
-import { declaredColumns, toLoadSource, toRawLoadSource, toRawXmlLoadSource } from './record-source.js';
+import { declaredColumns, toLoadSource, toRawLoadSource } from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
-import { emptyChildTargets, openXmlFileTargets, xmlTableSources } from './xml-load-targets.js';
+import { openRawXmlTargets, openXmlFileTargets, xmlTableSources } from './xml-load-targets.js';
 
 export interface ExecutorDeps {
   warehouse: Warehouse;
@@ -489,24 +489,21 @@ async function loadXmlFast(
 ): Promise<WindowResult | undefined> {
   for (const discoverColumns of [false, true]) {
     try {
-      const open = () =>
-        openRawXmlReport(() => bytes.read(), {
-          fileName,
-          report: def.reportDefinitionName,
-          discoverColumns,
-        });
-      const report = await open();
-      return await commitWindow(
-        deps,
-        task,
-        [
-          { table: def.table, source: toRawXmlLoadSource(report, source, open) },
-          ...emptyChildTargets(def, source),
-        ],
-        sourceRef,
-        false,
-        file,
-      );
+      // The child tables' lines are spooled while the records load (see openRawXmlTargets).
+      return await withTempDir(async (dir) => {
+        const targets = await openRawXmlTargets(
+          def,
+          (childTables) =>
+            openRawXmlReport(() => bytes.read(), {
+              fileName,
+              report: def.reportDefinitionName,
+              discoverColumns,
+              childTables,
+            }),
+          dir,
+        );
+        return commitWindow(deps, task, targets(source), sourceRef, false, file);
+      });
     } catch (error) {
       if (!isFastPathRefusal(error)) throw error;
       const reason = (error as Error).message;

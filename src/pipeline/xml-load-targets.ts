@@ -10,8 +10,16 @@ import type { LoadWindowTarget } from '../load/load-window.js';
 import type { LoadBatch, LoadSource, TableDecl } from '../load/table-spec.js';
 import type { RecordBatch, RecordSource, ReportInput, ReportMetadata } from '../parse/records.js';
 import { REQUEST_ID_FIELD, openXmlReport } from '../parse/xml-report.js';
+import type { FastXmlChildTable, RawXmlReport } from '../parse/xml-fast.js';
 import type { OpenXmlReportOptions } from '../parse/xml-report.js';
-import { collectColumns, declaredColumns, toLoadSource, toSourceColumn } from './record-source.js';
+import { join } from 'node:path';
+import {
+  collectColumns,
+  declaredColumns,
+  toLoadSource,
+  toRawXmlLoadSource,
+  toSourceColumn,
+} from './record-source.js';
 
 /** A report pipeline's tables, as far as an XML file is concerned. */
 export interface XmlReportTables {
@@ -124,12 +132,47 @@ function emptyTarget(table: TableDecl, source: string): LoadWindowTarget {
 }
 
 /**
- * The child tables' targets of a file that has no repeated items (one the fast XML path loads,
- * which refuses files with them): empty sources, so that the items an earlier load of the same
- * source left are removed as the records' are.
+ * The fast path's targets of an XML file (src/parse/xml-fast.ts): the records' COPY text lines,
+ * then each child table's, which the scanner spools (in `dir`) while the records load and which
+ * are complete by the time the loader reaches the child tables. `open` reads the file again (a
+ * first load that meets a key already there reads it twice): the child tables read the spools of
+ * the last read.
  */
-export function emptyChildTargets(def: XmlReportTables, source: string): LoadWindowTarget[] {
-  return childTablesOf(def).map(({ table }) => emptyTarget(table, source));
+export async function openRawXmlTargets(
+  def: XmlReportTables,
+  open: (childTables: FastXmlChildTable[]) => Promise<RawXmlReport>,
+  dir: string,
+): Promise<(source: string) => LoadWindowTarget[]> {
+  let reads = 0;
+  const childTables = childTablesOf(def).map(({ name, table }): FastXmlChildTable => ({
+    group: name,
+    columns: declaredColumns(table),
+    spoolPath: () => join(dir, `${name}-${++reads}.copy`),
+  }));
+  let latest = await open(childTables);
+  const reopen = async () => (latest = await open(childTables));
+  const first = latest;
+  return (source) => [
+    { table: def.table, source: toRawXmlLoadSource(first, source, reopen) },
+    ...childTables.map((child, i): LoadWindowTarget => {
+      const table = childTablesOf(def)[i]!.table;
+      const current = () => latest.children.find((c) => c.group === child.group)!;
+      return {
+        table,
+        source: {
+          source,
+          get columns() {
+            return current().columns();
+          },
+          batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
+          get rawCopyText() {
+            return current().body();
+          },
+          reopenRawCopyText: () => Promise.resolve(current().body()),
+        },
+      };
+    }),
+  ];
 }
 
 /** The tables (and source) a window loads from an XML file, in the order the targets have them. */

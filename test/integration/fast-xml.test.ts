@@ -331,13 +331,21 @@ describe('fast XML path ≡ per-row path', () => {
       ['spaces', (r) => setLeaf(r, 'City', '  padded  ')],
       ['html', (r) => setLeaf(r, 'City', 'a&nbsp;b')],
       ['attribute on a leaf', (r) => r.replace('<City>', '<City lang="fr">')],
-      ['deeper', (r) => r.replace('<BillTo>', '<BillTo><Inner><Name>x</Name></Inner>')],
+      ['deeper', (r) => r.replace('<BillTo>', '<BillTo><Inner><Deeper><Name>x</Name></Deeper></Inner>')],
     ];
     let k = 0;
     for (const [, edit] of cases) {
       const text = editRecords(simulated, (r, i) => (i === 5 ? edit(r) : r));
       await expectSame({ ...TR, text, windowKey: `w5_${k++}`, rejectThreshold: 0.5 }, 'per-row');
     }
+    // Groups two levels deep (`<PaymentMethod><Card><AccountSuffix>`) are the real layout's.
+    const twoLevels = editRecords(simulated, (r, i) =>
+      i === 5 ? r.replace('<BillTo>', '<BillTo><Inner><Name>x</Name></Inner>') : r,
+    );
+    await expectSame(
+      { ...TR, text: twoLevels, windowKey: `w5_${k++}`, rejectThreshold: 0.5 },
+      'fast-after-discovery',
+    );
   });
 
   it('leaves malformed and truncated files to the per-row path, which fails them the same way', async () => {
