@@ -9,14 +9,22 @@
  * refuses (`LOAD_FAST_PATH_REFUSED`) and the caller loads the file through the per-row path. It
  * reads only the plain layout CyberSource writes, and refuses everything else rather than risk a
  * difference:
- *  - prolog: an optional BOM, whitespace and one `<?xml …?>` declaration (no comment, DOCTYPE or
- *    processing instruction anywhere);
+ *  - prolog: an optional BOM, whitespace, one `<?xml …?>` declaration and a DOCTYPE that only
+ *    names its DTD (Transaction Detail files; skipped, never read: one with an internal subset
+ *    refuses); no comment or processing instruction anywhere;
  *  - elements enclosing the records (`<Requests>`, `<Batches><Batch BatchID=…>`): attributes read
  *    exactly as the per-row scanner reads them (inherited as `Element.Attribute`);
- *  - a record (`<Request a="…">`, not self-closing) holds leaves (`<Name>text</Name>`, `<Name/>`)
- *    and groups of leaves (`<Group><Field>…</Field></Group>`), without attributes on them, without
+ *  - a record (`<Request a="…">`, not self-closing) holds leaves (`<Name>text</Name>`, `<Name/>`),
+ *    groups of leaves (`<Group><Field>…</Field></Group>`) and groups of such groups
+ *    (`<PaymentMethod><Card><AccountSuffix>`), without attributes on them but the label of a
+ *    merchant-defined field (`<field1 name="mdd1">`, left out as on the per-row path), without
  *    any name twice in one parent (repeated elements become a JSON column on the per-row path),
  *    without namespace prefixes, CDATA, comments, or text beside child elements;
+ *  - the items of a repeated group with a child table (`childTables`: `<ApplicationReplies>
+ *    <ApplicationReply Name="ics_auth"><RCode>…`, `<LineItems><LineItem Number="0">…`): each item
+ *    a COPY text line of the child table's declared columns (the record's RequestID attribute,
+ *    the item's number, its attributes and leaves, every one a column the table declares), spooled
+ *    while the records are read; a repeated group without a child table refuses;
  *  - values: no carriage return, tab or line break in attributes, no carriage return in text, no
  *    leading or trailing whitespace, only the five XML entities and character references (no NUL);
  *  - well-formed: end tags match, nothing after the root, the file ends after it;
