@@ -7,10 +7,12 @@ import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { CybsError, configError } from '../errors.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
-import type { LoadWindowResult, TableLoadResult } from '../load/load-window.js';
+import type { LoadWindowResult, LoadWindowTarget, TableLoadResult } from '../load/load-window.js';
 import { openCsvReport } from '../parse/csv-report.js';
 import { toLoadSource, toRawLoadSource } from '../pipeline/record-source.js';
-import { openXmlFileTargets } from '../pipeline/xml-load-targets.js';
+import { loadXmlFast, openXmlFileTargets } from '../pipeline/xml-load-targets.js';
+import { openRawXmlReport } from '../parse/xml-fast.js';
+import { openXmlReport } from '../parse/xml-report.js';
 import { finishRun, startRun } from '../state/runs.js';
 import type { CliContext } from './context.js';
 
@@ -73,15 +75,12 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const format = opts.format ?? (await sniffFormat(file));
         const fileName = basename(file);
         const parseOptions = { fileName, report: pipeline.reportDefinitionName };
-        // XML: the records and the items of their repeated groups (child tables), each reader
-        // reading the file once for its columns first (as for downloads).
-        const xml =
-          format === 'xml'
-            ? await openXmlFileTargets(pipeline, () => Promise.resolve(createReadStream(file)), parseOptions)
-            : undefined;
-        const records =
-          xml === undefined ? await openCsvReport(createReadStream(file), parseOptions) : undefined;
-        const meta = xml?.metadata ?? records!.metadata;
+        // The file's first records, for its metadata (and, for CSV, the per-row path's records).
+        const records = await (format === 'xml' ? openXmlReport : openCsvReport)(
+          createReadStream(file),
+          parseOptions,
+        );
+        const meta = records.metadata;
         const organizationId = opts.organizationId ?? meta.organizationId;
         if (!organizationId) {
           throw configError(`${fileName} does not name its organization; pass --organization-id.`);
@@ -92,9 +91,23 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const logger = await ctx.logger();
         const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
         const window = { pipeline: pipeline.name, organizationId, windowKey: source };
-        /** CSV on PostgreSQL: the fast path (as for downloads); undefined when it refuses the file. */
+        /** On PostgreSQL: the fast path (as for downloads); undefined when it refuses the file. */
         const loadFast = async (): Promise<LoadWindowResult | undefined> => {
-          if (format !== 'csv' || warehouse.kind !== 'postgres') return undefined;
+          if (warehouse.kind !== 'postgres') return undefined;
+          if (format === 'xml') {
+            return loadXmlFast(
+              pipeline,
+              ({ discoverColumns, childTables }) =>
+                openRawXmlReport(() => createReadStream(file, { highWaterMark: 64 * 1024 }), {
+                  ...parseOptions,
+                  discoverColumns,
+                  childTables,
+                }),
+              (targets) => loadWindow(warehouse, { window, targets: targets(source), runId, logger }),
+              (reason) =>
+                logger.info({ file: fileName, reason }, 'XML fast path refused; importing record by record'),
+            );
+          }
           const openRaw = () =>
             openRawCsvReport(createReadStream(file, { highWaterMark: 256 * 1024 }), parseOptions);
           try {
@@ -116,18 +129,23 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         };
         try {
           const fast = await loadFast();
-          // The per-row reader opened for the metadata is used, or closed unused.
-          if (fast !== undefined) await (records?.batches as AsyncGenerator | undefined)?.return?.(undefined);
+          // The per-row reader opened for the metadata is used (CSV), or closed unused.
+          if (fast !== undefined || format === 'xml')
+            await (records.batches as AsyncGenerator).return?.(undefined);
+          // XML: the records and the items of their repeated groups (child tables), each reader
+          // reading the file once for its columns first (as for downloads).
+          const perRowTargets = async (): Promise<LoadWindowTarget[]> =>
+            format === 'xml'
+              ? (
+                  await openXmlFileTargets(
+                    pipeline,
+                    () => Promise.resolve(createReadStream(file)),
+                    parseOptions,
+                  )
+                ).targets(source)
+              : [{ table: pipeline.table, source: toLoadSource(records, source) }];
           const result =
-            fast ??
-            (await loadWindow(warehouse, {
-              window,
-              targets: xml?.targets(source) ?? [
-                { table: pipeline.table, source: toLoadSource(records!, source) },
-              ],
-              runId,
-              logger,
-            }));
+            fast ?? (await loadWindow(warehouse, { window, targets: await perRowTargets(), runId, logger }));
           const [t, ...children] = result.tables as [TableLoadResult, ...TableLoadResult[]];
           await finishRun(warehouse.db, runId, {
             status: 'succeeded',

@@ -20,7 +20,7 @@ import type { Warehouse } from '../load/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { openCsvReport } from '../parse/csv-report.js';
-import { NEW_COLUMN_REASON, openRawXmlReport } from '../parse/xml-fast.js';
+import { openRawXmlReport } from '../parse/xml-fast.js';
 import type { RecordSource } from '../parse/records.js';
 import { completeWindow } from '../state/windows.js';
 import { declarationDigest, lastLoad, loaderId } from './fingerprint.js';
@@ -31,7 +31,7 @@ import { OnDemandSpools } from './on-demand-spools.js';
 import { makeSpoolDir } from './spool-dirs.js';
 import { declaredColumns, toLoadSource, toRawLoadSource } from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
-import { openRawXmlTargets, openXmlFileTargets, xmlTableSources } from './xml-load-targets.js';
+import { loadXmlFast, openXmlFileTargets, xmlTableSources } from './xml-load-targets.js';
 
 export interface ExecutorDeps {
   warehouse: Warehouse;
@@ -463,59 +463,28 @@ async function loadXmlFile(
 ): Promise<WindowResult> {
   const options = { fileName, report: def.reportDefinitionName };
   if (deps.warehouse.kind === 'postgres') {
-    const fast = await loadXmlFast(deps, task, def, bytes, fileName, source, sourceRef, file);
+    // The fast path: records and items straight to COPY, PostgreSQL casting and checking set-wise.
+    const fast = await loadXmlFast(
+      def,
+      ({ discoverColumns, childTables }) =>
+        openRawXmlReport(() => bytes.read(), {
+          fileName,
+          report: def.reportDefinitionName,
+          discoverColumns,
+          childTables,
+        }),
+      (targets) => commitWindow(deps, task, targets(source), sourceRef, false, file),
+      (reason) =>
+        deps.logger.info(
+          { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason },
+          'XML fast path refused; loading the file record by record',
+        ),
+    );
     if (fast !== undefined) return fast;
   }
   // The per-row path: the records, and the items of their repeated groups in the child tables.
   const xml = await openXmlFileTargets(def, () => bytes.complete(), options);
   return commitWindow(deps, task, xml.targets(source), sourceRef, false, file);
-}
-
-/**
- * The fast XML path (PostgreSQL): one hand-written pass turns records into COPY text lines of raw
- * values, PostgreSQL casts and checks them set-wise. Its columns come from the first records; a
- * column first seen later makes it read the file once more to collect all columns first.
- * Undefined when it refuses the file (its transaction rolled back): the per-row path loads it.
- */
-async function loadXmlFast(
-  deps: ExecutorDeps,
-  task: WindowTask,
-  def: ReportPipelineDef,
-  bytes: DownloadedBytes,
-  fileName: string,
-  source: string,
-  sourceRef: string,
-  file: FileLoad,
-): Promise<WindowResult | undefined> {
-  for (const discoverColumns of [false, true]) {
-    try {
-      // The child tables' lines are spooled while the records load (see openRawXmlTargets).
-      return await withTempDir(async (dir) => {
-        const targets = await openRawXmlTargets(
-          def,
-          (childTables) =>
-            openRawXmlReport(() => bytes.read(), {
-              fileName,
-              report: def.reportDefinitionName,
-              discoverColumns,
-              childTables,
-            }),
-          dir,
-        );
-        return commitWindow(deps, task, targets(source), sourceRef, false, file);
-      });
-    } catch (error) {
-      if (!isFastPathRefusal(error)) throw error;
-      const reason = (error as Error).message;
-      if (!discoverColumns && reason.includes(NEW_COLUMN_REASON)) continue;
-      deps.logger.info(
-        { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason },
-        'XML fast path refused; loading the file record by record',
-      );
-      return undefined;
-    }
-  }
-  return undefined;
 }
 
 async function executeOnDemandWindow(

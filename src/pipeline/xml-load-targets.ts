@@ -10,7 +10,11 @@ import type { LoadWindowTarget } from '../load/load-window.js';
 import type { LoadBatch, LoadSource, TableDecl } from '../load/table-spec.js';
 import type { RecordBatch, RecordSource, ReportInput, ReportMetadata } from '../parse/records.js';
 import { REQUEST_ID_FIELD, openXmlReport } from '../parse/xml-report.js';
+import { NEW_COLUMN_REASON } from '../parse/xml-fast.js';
 import type { FastXmlChildTable, RawXmlReport } from '../parse/xml-fast.js';
+import { isFastPathRefusal } from '../load/fast-csv.js';
+import { makeSpoolDir } from './spool-dirs.js';
+import { rm } from 'node:fs/promises';
 import type { OpenXmlReportOptions } from '../parse/xml-report.js';
 import { join } from 'node:path';
 import {
@@ -173,6 +177,41 @@ export async function openRawXmlTargets(
       };
     }),
   ];
+}
+
+/**
+ * Load an XML file by the fast path (PostgreSQL): `load` gets the window's targets (records and
+ * child tables, their spools in a temporary directory removed afterwards) and loads them. A
+ * column first seen after the first records makes it read the file once more, collecting the
+ * columns first. Undefined when the fast path refuses the file (the load rolled back; `refused`
+ * hears why): the per-row path loads it then.
+ */
+export async function loadXmlFast<T>(
+  def: XmlReportTables,
+  open: (options: { discoverColumns: boolean; childTables: FastXmlChildTable[] }) => Promise<RawXmlReport>,
+  load: (targets: (source: string) => LoadWindowTarget[]) => Promise<T>,
+  refused: (reason: string) => void,
+): Promise<T | undefined> {
+  for (const discoverColumns of [false, true]) {
+    const dir = await makeSpoolDir('xml');
+    try {
+      const targets = await openRawXmlTargets(
+        def,
+        (childTables) => open({ discoverColumns, childTables }),
+        dir,
+      );
+      return await load(targets);
+    } catch (error) {
+      if (!isFastPathRefusal(error)) throw error;
+      const reason = (error as Error).message;
+      if (!discoverColumns && reason.includes(NEW_COLUMN_REASON)) continue;
+      refused(reason);
+      return undefined;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+  return undefined;
 }
 
 /** The tables (and source) a window loads from an XML file, in the order the targets have them. */
