@@ -6,7 +6,7 @@
 import { REPORT_DEFINITIONS } from '../src/catalog/index.js';
 import { definePipeline } from '../src/pipeline/define-pipeline.js';
 import type { OnDemandPipelineDef, PipelineDef, ReportPipelineDef } from '../src/pipeline/define-pipeline.js';
-import { onDemandTables, reportTable } from './tables.js';
+import { onDemandTables, reportChildTables, reportTable } from './tables.js';
 
 /** Subscription report names of the pipelines enabled out of the box (a merchant's usual daily reports). */
 export const DEFAULT_REPORT_NAMES: Record<string, string> = {
@@ -21,20 +21,22 @@ export const ENABLED_BY_DEFAULT = new Set([
   'ConversionDetailClass',
 ]);
 
-export const REPORT_PIPELINES: readonly ReportPipelineDef[] = REPORT_DEFINITIONS.map((def) =>
-  definePipeline({
+export const REPORT_PIPELINES: readonly ReportPipelineDef[] = REPORT_DEFINITIONS.map((def) => {
+  const table = reportTable(def.name);
+  return definePipeline({
     kind: 'report',
     name: def.table,
     description: `${def.title}, from the daily subscription report${def.verified ? '' : ` (unverified: ${def.note ?? 'not in the SDK id table'})`}`,
     reportDefinitionName: def.name,
     defaultReportName: DEFAULT_REPORT_NAMES[def.name] ?? `${def.name.replace(/Class$/, '')}Report_Daily`,
     defaultFormat: 'csv',
-    table: reportTable(def.name),
+    table,
+    childTables: reportChildTables(table),
     defaultSchedule: { cron: '0 7 * * *', timezone: 'UTC' },
     defaultLookbackDays: 0,
     enabledByDefault: ENABLED_BY_DEFAULT.has(def.name),
-  }),
-);
+  });
+});
 
 const onDemand = (
   name: string,

@@ -3,7 +3,8 @@
  * and grow by schema evolution (typed from the catalog) as reports bring more fields; on-demand
  * tables have every field of their section.
  */
-import { findField, findReportDefinition, sectionsOf } from '../src/catalog/index.js';
+import { fieldsOfGroup, findField, findReportDefinition, sectionsOf } from '../src/catalog/index.js';
+import { XML_REPEATED_GROUPS, childTableName } from '../src/catalog/child-tables.js';
 import type { OnDemandEndpoint, ReportDefinition } from '../src/catalog/index.js';
 import type { ColumnDecl, TableDecl } from '../src/load/table-spec.js';
 
@@ -93,6 +94,37 @@ export function onDemandTables(endpoint: OnDemandEndpoint): Record<string, Table
       keyDescription: requestKeyed
         ? 'organization and request id: the section has one item per request'
         : `organization, ${SOURCE_ROW_KEY_DESCRIPTION}`,
+    };
+  }
+  return out;
+}
+
+/**
+ * The child tables of a report table whose rows are requests (keyed by request id): one per
+ * repeated group of the XML records (src/catalog/child-tables.ts), with the request id, the
+ * item's number and every field of the group's catalog group, keyed by the two. Reports whose
+ * rows are events, fees or fundings (keyed by source and row) have no such groups.
+ */
+export function reportChildTables(parent: TableDecl): Record<string, TableDecl> {
+  const out: Record<string, TableDecl> = {};
+  const requestId = fieldColumn('Request.RequestID');
+  if (parent.naturalKey.join() !== ['_organization_id', requestId.name].join()) return out;
+  for (const group of XML_REPEATED_GROUPS) {
+    const number: ColumnDecl =
+      group.numberField === undefined
+        ? { name: group.numberColumn, pgType: 'integer', description: group.numberDescription }
+        : fieldColumn(group.numberField);
+    const fields = fieldsOfGroup(group.group)
+      .map((f) => fieldColumn(f.id))
+      .filter((c) => c.name !== number.name && c.name !== requestId.name);
+    out[group.name] = {
+      schema: parent.schema,
+      name: childTableName(parent.name, group),
+      description: `${group.title} of cybs.${parent.name}, from the ${group.container}/${group.item} elements of XML reports, loaded by cybs-etl with their records.`,
+      columns: [requestId, number, ...fields],
+      naturalKey: ['_organization_id', requestId.name, number.name],
+      keyDescription: `organization, request id and the item's number: one row per ${group.item} of a request`,
+      parent: { table: parent.name, key: [requestId.name] },
     };
   }
   return out;

@@ -8,11 +8,12 @@ import { PIPELINE_NAME_ALIASES, REPORT_DEFINITION_ALIASES, findReportDefinition 
 import { CybsError, configError } from '../errors.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
-import type { LoadWindowResult } from '../load/load-window.js';
+import type { LoadWindowResult, LoadWindowTarget, TableLoadResult } from '../load/load-window.js';
 import { openCsvReport } from '../parse/csv-report.js';
+import { toLoadSource, toRawLoadSource } from '../pipeline/record-source.js';
+import { loadXmlFast, openXmlFileTargets } from '../pipeline/xml-load-targets.js';
+import { openRawXmlReport } from '../parse/xml-fast.js';
 import { openXmlReport } from '../parse/xml-report.js';
-import type { RecordSource } from '../parse/records.js';
-import { collectColumns, toLoadSource, toRawLoadSource } from '../pipeline/record-source.js';
 import { finishRun, startRun } from '../state/runs.js';
 import type { CliContext } from './context.js';
 
@@ -77,13 +78,11 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const format = opts.format ?? (await sniffFormat(file));
         const fileName = basename(file);
         const parseOptions = { fileName, report: pipeline.reportDefinitionName };
-        const openFile = (): Promise<RecordSource> =>
-          format === 'xml'
-            ? openXmlReport(createReadStream(file), parseOptions)
-            : openCsvReport(createReadStream(file), parseOptions);
-        // XML columns are discovered while reading: a first pass collects them (as for downloads).
-        const columns = format === 'xml' ? await collectColumns(await openFile()) : undefined;
-        const records = await openFile();
+        // The file's first records, for its metadata (and, for CSV, the per-row path's records).
+        const records = await (format === 'xml' ? openXmlReport : openCsvReport)(
+          createReadStream(file),
+          parseOptions,
+        );
         const meta = records.metadata;
         const organizationId = opts.organizationId ?? meta.organizationId;
         if (!organizationId) {
@@ -100,9 +99,23 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         }
         const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
         const window = { pipeline: pipeline.name, organizationId, windowKey: source };
-        /** CSV on PostgreSQL: the fast path (as for downloads); undefined when it refuses the file. */
+        /** On PostgreSQL: the fast path (as for downloads); undefined when it refuses the file. */
         const loadFast = async (): Promise<LoadWindowResult | undefined> => {
-          if (format !== 'csv' || warehouse.kind !== 'postgres') return undefined;
+          if (warehouse.kind !== 'postgres') return undefined;
+          if (format === 'xml') {
+            return loadXmlFast(
+              pipeline,
+              ({ discoverColumns, childTables }) =>
+                openRawXmlReport(() => createReadStream(file, { highWaterMark: 64 * 1024 }), {
+                  ...parseOptions,
+                  discoverColumns,
+                  childTables,
+                }),
+              (targets) => loadWindow(warehouse, { window, targets: targets(source), runId, logger }),
+              (reason) =>
+                logger.info({ file: fileName, reason }, 'XML fast path refused; importing record by record'),
+            );
+          }
           const openRaw = () =>
             openRawCsvReport(createReadStream(file, { highWaterMark: 256 * 1024 }), parseOptions);
           try {
@@ -124,17 +137,24 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         };
         try {
           const fast = await loadFast();
-          // The per-row reader opened for the metadata is used, or closed unused.
-          if (fast !== undefined) await (records.batches as AsyncGenerator).return?.(undefined);
+          // The per-row reader opened for the metadata is used (CSV), or closed unused.
+          if (fast !== undefined || format === 'xml')
+            await (records.batches as AsyncGenerator).return?.(undefined);
+          // XML: the records and the items of their repeated groups (child tables), each reader
+          // reading the file once for its columns first (as for downloads).
+          const perRowTargets = async (): Promise<LoadWindowTarget[]> =>
+            format === 'xml'
+              ? (
+                  await openXmlFileTargets(
+                    pipeline,
+                    () => Promise.resolve(createReadStream(file)),
+                    parseOptions,
+                  )
+                ).targets(source)
+              : [{ table: pipeline.table, source: toLoadSource(records, source) }];
           const result =
-            fast ??
-            (await loadWindow(warehouse, {
-              window,
-              targets: [{ table: pipeline.table, source: toLoadSource(records, source, columns) }],
-              runId,
-              logger,
-            }));
-          const t = result.tables[0]!;
+            fast ?? (await loadWindow(warehouse, { window, targets: await perRowTargets(), runId, logger }));
+          const [t, ...children] = result.tables as [TableLoadResult, ...TableLoadResult[]];
           await finishRun(warehouse.db, runId, {
             status: 'succeeded',
             counts: {
@@ -147,9 +167,16 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
           });
           ctx.io.stdout.write(
             `Imported ${fileName} into ${t.table} (organization ${organizationId}): ` +
-              `${result.rowsLoaded} rows loaded (${t.inserted} new, ${t.updated} updated, ${t.unchanged} unchanged, ${t.deleted} removed), ` +
+              `${t.staged} rows loaded (${t.inserted} new, ${t.updated} updated, ${t.unchanged} unchanged, ${t.deleted} removed), ` +
               `${t.rejected} rejected${t.rejected > 0 ? ' (see etl.rejects)' : ''}` +
-              `${t.columnsAdded.length > 0 ? `; columns added: ${t.columnsAdded.join(', ')}` : ''}.\n`,
+              `${t.columnsAdded.length > 0 ? `; columns added: ${t.columnsAdded.join(', ')}` : ''}` +
+              children
+                .map(
+                  (c) =>
+                    `; ${c.table}: ${c.staged} rows (${c.inserted} new, ${c.updated} updated, ${c.unchanged} unchanged, ${c.deleted} removed), ${c.rejected} rejected`,
+                )
+                .join('') +
+              '.\n',
           );
         } catch (error) {
           await finishRun(warehouse.db, runId, { status: 'failed', error: (error as Error).message });

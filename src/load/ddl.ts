@@ -100,6 +100,17 @@ export function validateTableDecl(decl: TableDecl): void {
   if (new Set(decl.naturalKey).size !== decl.naturalKey.length) {
     throw invalidDecl(`${where}: the natural key names a column twice.`);
   }
+  if (decl.parent !== undefined) {
+    const { table, key } = decl.parent;
+    assertIdentifier(table, where);
+    // Its rows are found by the records' key (a prefix of the natural key after the organization).
+    const prefix = decl.naturalKey.slice(1, 1 + key.length);
+    if (key.some((k, i) => !seen.has(k) || prefix[i] !== k) || decl.naturalKey.length <= key.length + 1) {
+      throw invalidDecl(
+        `${where}: a child table's natural key must be the organization, the key of ${table} (${key.join(', ')}) and the item's number.`,
+      );
+    }
+  }
 }
 
 function invalidDecl(message: string): CybsError {

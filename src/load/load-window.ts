@@ -376,6 +376,7 @@ export async function loadWindow(
         }
         for (const [index, target] of targets.entries()) {
           const tableResult = await loadTarget(ctx, trx, target, index);
+          tableResult.deleted += await deleteItemsLeftBehind(trx, target, targets, options);
           tables.push(tableResult);
           loaded.push({ decl: target.table, source: target.source.source });
           log?.debug({ ...tableResult }, 'table merged');
@@ -1512,6 +1513,44 @@ async function isFirstLoad(
 }
 
 /** Whether the table has a row of this source (one probe of an index on `_source_key`). */
+/**
+ * A child table (TableDecl.parent) loaded with its records: the items that other sources left for
+ * the records this load wrote (a record now owned by this source, whose items another source had
+ * loaded) are deleted, so a record's items are the ones of the source that last wrote it. The
+ * records' target must come first. Records keyed by source and row own their items already.
+ * Returns the rows deleted.
+ */
+async function deleteItemsLeftBehind(
+  trx: Db,
+  target: LoadWindowTarget,
+  targets: readonly LoadWindowTarget[],
+  options: LoadWindowOptions,
+): Promise<number> {
+  const { table: decl, source } = target;
+  const parent = decl.parent;
+  if (parent === undefined || parent.key.length === 0) return 0;
+  const records = targets.find(
+    (t) =>
+      t.table.schema === decl.schema && t.table.name === parent.table && t.source.source === source.source,
+  );
+  if (records === undefined) return 0;
+  const { organizationId } = options.window;
+  const child = sql.id(decl.schema, decl.name);
+  const owner = sql.id(records.table.schema, records.table.name);
+  const sameRecord = sql.join(
+    parent.key.map((k) => sql`${sql.id('p', k)} = ${sql.id('c', k)}`),
+    sql` and `,
+  );
+  // From the source's records (found by `_source_key`) to their items (the child's key index
+  // starts with the records' key), never over the whole child table.
+  const result = await sql`
+    delete from ${child} as c using ${owner} as p
+     where ${ofSource(organizationId, source.source, 'p')}
+       and ${sameRecord} and c."_organization_id" = p."_organization_id"
+       and c."_source_key" is distinct from p."_source_key"`.execute(trx);
+  return Number(result.numAffectedRows ?? 0n);
+}
+
 function sourceHasRows(decl: TableDecl, organizationId: string, source: LoadSource): RawBuilder<boolean> {
   return sql<boolean>`exists (select 1 from ${sql.id(decl.schema, decl.name)}
                                where ${ofSource(organizationId, source.source)})`;

@@ -55,6 +55,14 @@ export interface TableDecl {
   naturalKey: string[];
   /** One sentence saying why this key identifies a row (shown in COMMENT ON TABLE and docs). */
   keyDescription: string;
+  /**
+   * A child table (the repeated items of a record, e.g. its line items): the table of the records
+   * (same schema) and the data columns of that table's natural key that this table's rows carry
+   * (`request_id`; none when the records are keyed by source and row, which the child rows share).
+   * Loaded in the same window as the records, from the same source: the items of a record the load
+   * writes replace the ones other sources had left for it.
+   */
+  parent?: { table: string; key: readonly string[] };
 }
 
 export type LoadValue = string | number | boolean | null;

@@ -29,8 +29,22 @@ import { CybsError } from '../errors.js';
 import { EXPECTED_FORM, coercerFor, truncateForMessage, unknownColumnName } from '../catalog/index.js';
 import type { Coercer, OnDemandField, PgType, ResolvedField, TypedValue } from '../catalog/index.js';
 
-/** What a column comes from: a catalog field, an unknown header, or an on-demand section field. */
-export type ColumnField = ResolvedField | OnDemandField;
+/**
+ * A column the reader makes itself, with no name in the file or the catalog (the position of an
+ * XML repeated item: `reply_number`).
+ */
+export interface DerivedField {
+  readonly kind: 'derived';
+  readonly column: string;
+  readonly pgType: PgType;
+  readonly description: string | undefined;
+}
+
+/**
+ * What a column comes from: a catalog field, an unknown header, an on-demand section field, or a
+ * column the reader derives.
+ */
+export type ColumnField = ResolvedField | OnDemandField | DerivedField;
 
 export type ReportFormat = 'csv' | 'xml' | 'json';
 

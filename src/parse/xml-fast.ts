@@ -9,14 +9,22 @@
  * refuses (`LOAD_FAST_PATH_REFUSED`) and the caller loads the file through the per-row path. It
  * reads only the plain layout CyberSource writes, and refuses everything else rather than risk a
  * difference:
- *  - prolog: an optional BOM, whitespace and one `<?xml …?>` declaration (no comment, DOCTYPE or
- *    processing instruction anywhere);
+ *  - prolog: an optional BOM, whitespace, one `<?xml …?>` declaration and a DOCTYPE that only
+ *    names its DTD (Transaction Detail files; skipped, never read: one with an internal subset
+ *    refuses); no comment or processing instruction anywhere;
  *  - elements enclosing the records (`<Requests>`, `<Batches><Batch BatchID=…>`): attributes read
  *    exactly as the per-row scanner reads them (inherited as `Element.Attribute`);
- *  - a record (`<Request a="…">`, not self-closing) holds leaves (`<Name>text</Name>`, `<Name/>`)
- *    and groups of leaves (`<Group><Field>…</Field></Group>`), without attributes on them, without
+ *  - a record (`<Request a="…">`, not self-closing) holds leaves (`<Name>text</Name>`, `<Name/>`),
+ *    groups of leaves (`<Group><Field>…</Field></Group>`) and groups of such groups
+ *    (`<PaymentMethod><Card><AccountSuffix>`), without attributes on them but the label of a
+ *    merchant-defined field (`<field1 name="mdd1">`, left out as on the per-row path), without
  *    any name twice in one parent (repeated elements become a JSON column on the per-row path),
  *    without namespace prefixes, CDATA, comments, or text beside child elements;
+ *  - the items of a repeated group with a child table (`childTables`: `<ApplicationReplies>
+ *    <ApplicationReply Name="ics_auth"><RCode>…`, `<LineItems><LineItem Number="0">…`): each item
+ *    a COPY text line of the child table's declared columns (the record's RequestID attribute,
+ *    the item's number, its attributes and leaves, every one a column the table declares), spooled
+ *    while the records are read; a repeated group without a child table refuses;
  *  - values: no carriage return, tab or line break in attributes, no carriage return in text, no
  *    leading or trailing whitespace, only the five XML entities and character references (no NUL);
  *  - well-formed: end tags match, nothing after the root, the file ends after it;
@@ -28,23 +36,69 @@
  * emitted, and a column first seen later refuses with {@link NEW_COLUMN_REASON}; the caller then
  * opens the file again with `discoverColumns` (one extra pass that only collects columns).
  */
-import { findReportDefinition, guessReportDefinition, resolveHeader } from '../catalog/index.js';
-import type { ResolvedField } from '../catalog/index.js';
+import {
+  PG_TYPES,
+  findField,
+  findReportDefinition,
+  guessReportDefinition,
+  resolveHeader,
+} from '../catalog/index.js';
+import type { PgType, ResolvedField } from '../catalog/index.js';
+import {
+  XML_LABEL_ATTRIBUTES,
+  XML_RECORD_ATTRIBUTE_FIELDS,
+  XML_REPEATED_GROUPS,
+  repeatedGroupOf,
+} from '../catalog/child-tables.js';
+import type { XmlRepeatedGroup, XmlRepeatedGroupName } from '../catalog/child-tables.js';
 import { refuseFastPath } from '../load/fast-csv.js';
 import { canonicalCopyValue } from '../load/raw-text-copy.js';
 import type { RawCopyTextBody } from '../load/raw-text-copy.js';
 import { ColumnSet } from './records.js';
 import type { ColumnSpec, ReportMetadata } from './records.js';
 import { localName, parseAttributes } from './xml-scanner.js';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { once } from 'node:events';
 import { xmlReportMetadata } from './xml-report.js';
 
 export const NEW_COLUMN_REASON = 'a record has a column the records before it did not have';
+
+/** The record key the items of a repeated group carry. */
+const REQUEST_ID = 'Request.RequestID';
 
 export interface RawXmlReport {
   metadata: ReportMetadata;
   columns: ColumnSpec[];
   unknownColumns: ColumnSpec[];
   body: RawCopyTextBody;
+  /**
+   * The items of each repeated group with a child table (`childTables`), as COPY text lines of
+   * that table's columns, then the record number: written to their spool while `body` is read,
+   * complete once it is exhausted (and only then are `columns` and `body` of a child final).
+   */
+  children: RawXmlChild[];
+}
+
+/** A child table's declared columns and where the fast path spools its lines. */
+export interface FastXmlChildTable {
+  group: XmlRepeatedGroupName;
+  columns: readonly ChildColumn[];
+  /** A new file for each read of the report (a read may be abandoned half-way). */
+  spoolPath: () => string;
+}
+
+export interface ChildColumn {
+  name: string;
+  pgType: string;
+  description?: string;
+}
+
+export interface RawXmlChild {
+  group: XmlRepeatedGroupName;
+  /** The child table's columns the items had (as the per-row path finds them), in declared order. */
+  columns(): ChildColumn[];
+  /** The items' lines (of `columns()`, then the record number), read from the spool. */
+  body(): RawCopyTextBody;
 }
 
 export interface OpenRawXmlOptions {
@@ -53,6 +107,8 @@ export interface OpenRawXmlOptions {
   recordElement?: string;
   /** Read the whole file once first to collect every column (when a column appears late). */
   discoverColumns?: boolean;
+  /** The repeated groups whose items go to child tables (others refuse, as the per-row path keeps them). */
+  childTables?: readonly FastXmlChildTable[];
 }
 
 type Chunks = AsyncIterable<Uint8Array | string>;
@@ -87,10 +143,29 @@ interface RecordName {
   leaf: LeafSlot | undefined;
   /** Leaves of the group `<name>`. */
   group: Map<string, LeafSlot> | undefined;
+  /** Leaves of the groups one level down (`<sub>/<leaf>`). */
+  subgroups: Map<string, LeafSlot> | undefined;
   /** Record number that last saw this child element. */
   stamp: number;
   /** Record number that last saw this attribute. */
   attrStamp: number;
+}
+
+/** The state of one repeated group's child table while a report is read. */
+interface ItemGroup {
+  spec: XmlRepeatedGroup;
+  columns: readonly { name: string; pgType: PgType }[];
+  /** Column of an item's leaf or attribute name (-1: not a column of the table: refuse). */
+  byName: Map<string, number>;
+  keyIndex: number;
+  numberIndex: number;
+  /** Columns some item had (the per-row path's columns are the ones it meets). */
+  seen: boolean[];
+  /** Values of the items of the record being read. */
+  pending: (string | undefined)[][];
+  /** Lines not yet written to the spool. */
+  lines: string[];
+  count: number;
 }
 
 interface Container {
@@ -155,6 +230,12 @@ function decodeEntities(text: string): string {
   return out + text.slice(from);
 }
 
+/** The names a record's own attribute or leaf `name` may have in the catalog, in order (as on the per-row path). */
+function recordCandidates(recordName: string, name: string): string[] {
+  const alias = XML_RECORD_ATTRIBUTE_FIELDS[name];
+  return alias === undefined ? [`${recordName}.${name}`] : [alias, `${recordName}.${name}`];
+}
+
 /** What makes a value need a closer look (one test instead of several scans). */
 const LEAF_SPECIAL = /[\r&]/;
 const ATTRIBUTE_SPECIAL = /[\n\r\t<&]/;
@@ -212,14 +293,56 @@ class FastXmlScanner {
   private values: (string | undefined)[] = [];
   /** The record's first child last time (a guess, checked). */
   private firstChild: RecordName | undefined;
+  /** Repeated groups with a child table, by container element. */
+  readonly itemGroups = new Map<string, ItemGroup>();
 
   constructor(
     private readonly fileName: string,
     private readonly recordElement: string,
     private readonly givenDefinition: string | undefined,
-  ) {}
+    childTables: readonly FastXmlChildTable[] = [],
+  ) {
+    for (const child of childTables) {
+      const spec = XML_REPEATED_GROUPS.find((g) => g.name === child.group)!;
+      const columns = child.columns.map((c) => {
+        if (!(PG_TYPES as readonly string[]).includes(c.pgType))
+          refuse(`child column ${c.name} has type ${c.pgType}`);
+        return { name: c.name, pgType: c.pgType as PgType };
+      });
+      const indexOf = (name: string) => columns.findIndex((c) => c.name === name);
+      const numberColumn =
+        spec.numberField === undefined ? spec.numberColumn : findField(spec.numberField)!.column;
+      this.itemGroups.set(spec.container, {
+        spec,
+        columns,
+        byName: new Map(),
+        keyIndex: indexOf(findField(REQUEST_ID)!.column),
+        numberIndex: indexOf(numberColumn),
+        seen: columns.map(() => false),
+        pending: [],
+        lines: [],
+        count: 0,
+      });
+    }
+  }
+
+  /** Lines of the child tables' items since the last call, by group. */
+  takeItemLines(): Map<XmlRepeatedGroupName, string[]> {
+    const out = new Map<XmlRepeatedGroupName, string[]>();
+    for (const group of this.itemGroups.values()) {
+      out.set(group.spec.name, group.lines);
+      group.lines = [];
+    }
+    return out;
+  }
 
   reset(): void {
+    for (const group of this.itemGroups.values()) {
+      group.seen.fill(false);
+      group.pending = [];
+      group.lines = [];
+      group.count = 0;
+    }
     this.buf = '';
     this.pos = 0;
     this.ended = false;
@@ -254,7 +377,8 @@ class FastXmlScanner {
       const resolved = resolveHeader(candidate, this.resolveOptions);
       if (resolved.kind === 'catalog') {
         field = resolved;
-        name = candidate;
+        // A path the catalog knows (`PaymentMethod/Card/AccountSuffix`) is named by its field id.
+        name = candidate.includes('/') ? resolved.id : candidate;
         break;
       }
     }
@@ -320,7 +444,18 @@ class FastXmlScanner {
         continue;
       }
       this.declAllowed = false;
-      if (c1 === 33 /* ! */) refuse('a comment, CDATA section or DOCTYPE');
+      if (c1 === 33 /* ! */) {
+        // A DOCTYPE before the root naming its DTD (Transaction Detail files): skipped, never read.
+        // One with an internal subset (entity declarations) is left to the per-row path.
+        if (this.rootSeen || !b.startsWith('<!DOCTYPE', p)) refuse('a comment, CDATA section or DOCTYPE');
+        const gt = b.indexOf('>', p);
+        if (gt < 0) return this.more(p);
+        const declaration = b.slice(p, gt);
+        if (declaration.includes('[') || declaration.includes('<', 1))
+          refuse('a DOCTYPE with an internal subset');
+        this.pos = gt + 1;
+        continue;
+      }
       if (c1 === 47 /* / */) {
         const gt = b.indexOf('>', p);
         if (gt < 0) return this.more(p);
@@ -400,6 +535,7 @@ class FastXmlScanner {
     const values = this.values;
     for (let i = 0; i < values.length; i++) values[i] = undefined;
     const recordName = this.recordElement;
+    let requestId: string | undefined;
     // Attributes of the record.
     let p = nameEnd;
     for (;;) {
@@ -419,11 +555,12 @@ class FastXmlScanner {
       const vEnd = b.indexOf(quote === 34 ? '"' : "'", e + 2);
       if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
       const value = attributeValue(b.slice(e + 2, vEnd));
+      if (attr === 'RequestID') requestId = value;
       const slot = this.recordNameOf(attr);
       if (slot.attrStamp === stamp) refuse('an attribute twice');
       slot.attrStamp = stamp;
       slot.leaf ??= {
-        index: this.columnOf(`/${attr}`, [`${recordName}.${attr}`], `${recordName}.${attr}`),
+        index: this.columnOf(`/${attr}`, recordCandidates(recordName, attr), `${recordName}.${attr}`),
         name: attr,
         next: undefined,
         stamp: 0,
@@ -475,7 +612,15 @@ class FastXmlScanner {
       }
       // A group: only whitespace before its first child.
       for (let i = e + 1; i < lt; i++) if (!isSpace(b.charCodeAt(i))) refuse('text beside child elements');
-      p = this.group(slot, name, lt, close, stamp);
+      const items = this.itemGroups.get(name);
+      p = items === undefined ? this.group(slot, name, lt, close, stamp) : this.items(items, lt, close);
+    }
+    for (const group of this.itemGroups.values()) {
+      if (group.pending.length === 0) continue;
+      if (requestId === undefined || requestId === '')
+        return refuse('items of a record without a RequestID attribute');
+      if (out !== undefined) for (const item of group.pending) this.itemLine(group, item, requestId, n);
+      group.pending = [];
     }
     // Attributes of the enclosing elements, after the record's own (as on the per-row path).
     const container = this.stack[this.stack.length - 1]!;
@@ -506,10 +651,16 @@ class FastXmlScanner {
     out.push(`${line}${n}\n`);
   }
 
-  /** The children of group `<name>` (its first child's `<` at `p`); the index after `</name>`. */
+  /**
+   * The children of group `<name>` (its first child's `<` at `p`): leaves, the label attribute
+   * the layout allows on them (`<field1 name="mdd1">`, left out), and groups of leaves one level
+   * down (`<PaymentMethod><Card><AccountSuffix>`); the index after `</name>`.
+   */
   private group(slot: RecordName, name: string, p: number, close: number, stamp: number): number {
     const b = this.buf;
     const leaves = (slot.group ??= new Map());
+    const label = XML_LABEL_ATTRIBUTES[name];
+    const repeated = repeatedGroupOf(name);
     let guess = slot.firstLeaf;
     let previous: LeafSlot | undefined;
     for (;;) {
@@ -526,8 +677,19 @@ class FastXmlScanner {
       } else {
         e = this.nameEnd(p + 1);
         const leafName = b.slice(p + 1, e);
+        if (repeated?.item === leafName) refuse('a repeated group (its items go to a child table)');
         entry = leaves.get(leafName);
         if (entry === undefined) {
+          // A group one level down, not a leaf: its leaves are columns, it is not one.
+          const start = b.charCodeAt(e) === 62 ? b.indexOf('<', e + 1) : -1;
+          if (start >= 0 && start < close && b.charCodeAt(start + 1) !== 47) {
+            for (let i = e + 1; i < start; i++)
+              if (!isSpace(b.charCodeAt(i))) refuse('text beside child elements');
+            p = this.subgroup(slot, name, leafName, start, close, stamp);
+            previous = undefined;
+            guess = undefined;
+            continue;
+          }
           entry = {
             name: leafName,
             index: this.columnOf(
@@ -549,22 +711,200 @@ class FastXmlScanner {
       if (entry.stamp === stamp) refuse('a repeated element');
       entry.stamp = stamp;
       const c = b.charCodeAt(e);
-      let value: string;
-      if (c === 47) {
-        if (b.charCodeAt(e + 1) !== 62) refuse('an unusual empty element');
-        value = '';
-        p = e + 2;
-      } else {
-        if (c !== 62) refuse('attributes on an element inside a record');
-        const lt = b.indexOf('<', e + 1);
-        if (lt < 0 || lt > close || b.charCodeAt(lt + 1) !== 47)
-          refuse('elements nested deeper than a group');
-        const after = afterEndTag(b, leaf, lt);
-        value = leafValue(b.slice(e + 1, lt));
-        p = after;
-      }
-      if (this.values[entry.index] === undefined) this.values[entry.index] = value;
+      if (c !== 62 && c !== 47)
+        e = this.labelEnd(e, label ?? refuse('attributes on an element inside a record'), close);
+      const read = this.leafAt(leaf, e, close, 'elements nested deeper than a group');
+      p = read.end;
+      if (this.values[entry.index] === undefined) this.values[entry.index] = read.value;
     }
+  }
+
+  /**
+   * The value of leaf `<name>` whose start tag ends at `e` (`/>` or `>`, then text and `</name>`)
+   * and the index after it; `deeper` is the refusal when an element comes instead of the text.
+   */
+  private leafAt(name: string, e: number, close: number, deeper: string): { value: string; end: number } {
+    const b = this.buf;
+    const c = b.charCodeAt(e);
+    if (c === 47) {
+      if (b.charCodeAt(e + 1) !== 62) refuse('an unusual empty element');
+      return { value: '', end: e + 2 };
+    }
+    if (c !== 62) refuse('attributes on an element inside a record');
+    const lt = b.indexOf('<', e + 1);
+    if (lt < 0 || lt > close || b.charCodeAt(lt + 1) !== 47) refuse(deeper);
+    return { value: leafValue(b.slice(e + 1, lt)), end: afterEndTag(b, name, lt) };
+  }
+
+  /** After the label attribute `label` of a leaf whose name ends at `e`: the index of its `>` or `/>`. */
+  private labelEnd(e: number, label: string, close: number): number {
+    const b = this.buf;
+    const q = this.skipSpace(e);
+    if (q === e) refuse('attributes on an element inside a record');
+    const ae = this.nameEnd(q);
+    if (b.slice(q, ae) !== label || b.charCodeAt(ae) !== 61)
+      refuse('attributes on an element inside a record');
+    const quote = b.charCodeAt(ae + 1);
+    if (quote !== 34 && quote !== 39) refuse('an unusual attribute');
+    const vEnd = b.indexOf(quote === 34 ? '"' : "'", ae + 2);
+    if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
+    const r = this.skipSpace(vEnd + 1);
+    const c = b.charCodeAt(r);
+    if (c !== 62 && c !== 47) refuse('attributes on an element inside a record');
+    return r;
+  }
+
+  /** The leaves of `<sub>` inside `<name>` (its first child's `<` at `p`); the index after `</sub>`. */
+  private subgroup(
+    slot: RecordName,
+    name: string,
+    sub: string,
+    p: number,
+    close: number,
+    stamp: number,
+  ): number {
+    const b = this.buf;
+    const leaves = (slot.subgroups ??= new Map());
+    for (;;) {
+      p = this.skipSpace(p);
+      if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
+      if (b.charCodeAt(p + 1) === 47) return afterEndTag(b, sub, p);
+      const e = this.nameEnd(p + 1);
+      const leafName = b.slice(p + 1, e);
+      const key = `${sub}/${leafName}`;
+      let entry = leaves.get(key);
+      if (entry === undefined) {
+        entry = {
+          name: leafName,
+          index: this.columnOf(
+            `/${name}/${sub}/${leafName}`,
+            [`${name}/${sub}/${leafName}`, `${sub}.${leafName}`],
+            `${name}.${sub}.${leafName}`,
+          ),
+          next: undefined,
+          stamp: 0,
+        };
+        leaves.set(key, entry);
+      }
+      if (entry.stamp === stamp) refuse('a repeated element');
+      entry.stamp = stamp;
+      const read = this.leafAt(leafName, e, close, 'elements nested deeper than two groups');
+      p = read.end;
+      if (this.values[entry.index] === undefined) this.values[entry.index] = read.value;
+    }
+  }
+
+  /**
+   * The items of a repeated group with a child table (`<ApplicationReplies>`, its first child's
+   * `<` at `p`): each `<ApplicationReply Name="…">` with leaves becomes pending values of a row of
+   * the child table (the record's request id is added when the record ends); the index after the
+   * container's end tag.
+   */
+  private items(group: ItemGroup, p: number, close: number): number {
+    const b = this.buf;
+    const { container, item, numberAttribute } = group.spec;
+    if (group.pending.length > 0) refuse('a repeated element');
+    for (;;) {
+      p = this.skipSpace(p);
+      if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
+      if (b.charCodeAt(p + 1) === 47) return afterEndTag(b, container, p);
+      const e = this.nameEnd(p + 1);
+      if (b.slice(p + 1, e) !== item) refuse(`an element other than ${item} in ${container}`);
+      const values: (string | undefined)[] = new Array<string | undefined>(group.columns.length);
+      const position = group.pending.length;
+      values[group.numberIndex] = numberAttribute === undefined ? String(position + 1) : String(position);
+      // Attributes.
+      let q = e;
+      let selfClosing = false;
+      for (;;) {
+        const r = this.skipSpace(q);
+        const c = b.charCodeAt(r);
+        if (c === 62) {
+          q = r + 1;
+          break;
+        }
+        if (c === 47 && b.charCodeAt(r + 1) === 62) {
+          q = r + 2;
+          selfClosing = true;
+          break;
+        }
+        if (r === q || r >= close) refuse('an unusual item start tag');
+        const ae = this.nameEnd(r);
+        const attr = b.slice(r, ae);
+        if (b.charCodeAt(ae) !== 61) refuse('an unusual attribute');
+        const quote = b.charCodeAt(ae + 1);
+        if (quote !== 34 && quote !== 39) refuse('an unusual attribute');
+        const vEnd = b.indexOf(quote === 34 ? '"' : "'", ae + 2);
+        if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
+        const value = attributeValue(b.slice(ae + 2, vEnd));
+        const index = attr === numberAttribute ? group.numberIndex : this.itemColumn(group, attr);
+        if (attr !== numberAttribute && values[index] !== undefined) refuse('an attribute twice');
+        values[index] = value;
+        q = vEnd + 1;
+      }
+      group.pending.push(values);
+      if (selfClosing) {
+        p = q;
+        continue;
+      }
+      // Leaves.
+      for (;;) {
+        q = this.skipSpace(q);
+        if (q >= close || b.charCodeAt(q) !== 60) refuse('text beside child elements');
+        if (b.charCodeAt(q + 1) === 47) {
+          q = afterEndTag(b, item, q);
+          break;
+        }
+        const le = this.nameEnd(q + 1);
+        const leaf = b.slice(q + 1, le);
+        const index = this.itemColumn(group, leaf);
+        if (values[index] !== undefined && index !== group.numberIndex) refuse('a repeated element');
+        const read = this.leafAt(leaf, le, close, 'elements nested deeper than an item');
+        values[index] ??= read.value;
+        q = read.end;
+      }
+      p = q;
+    }
+  }
+
+  /** The child table column of an item's leaf or attribute `name`, resolved as the per-row path does. */
+  private itemColumn(group: ItemGroup, name: string): number {
+    let index = group.byName.get(name);
+    if (index === undefined) {
+      const resolved = resolveHeader(`${group.spec.group}.${name}`, this.resolveOptions);
+      index = resolved.kind === 'catalog' ? group.columns.findIndex((c) => c.name === resolved.column) : -1;
+      if (index === group.keyIndex || index === group.numberIndex) index = -1;
+      group.byName.set(name, index);
+    }
+    if (index < 0) refuse(`an item field its child table does not declare (${group.spec.item}/${name})`);
+    return index;
+  }
+
+  /** One item's COPY text line: the child table's columns, then the record number. */
+  private itemLine(
+    group: ItemGroup,
+    values: (string | undefined)[],
+    requestId: string,
+    recordNumber: number,
+  ): void {
+    values[group.keyIndex] = requestId;
+    let line = '';
+    for (let i = 0; i < group.columns.length; i++) {
+      const value = values[i];
+      if (value !== undefined) group.seen[i] = true;
+      if (value === undefined || value === '') line += '\\N\t';
+      else {
+        const type = group.columns[i]!.pgType;
+        if (type === 'text') line += `${copyField(value)}\t`;
+        else {
+          const canonical = canonicalCopyValue(type, value);
+          if (canonical === undefined) refuse('an item value the per-row path must type or reject');
+          line += `${canonical}\t`;
+        }
+      }
+    }
+    group.lines.push(`${line}${recordNumber}\n`);
+    group.count++;
   }
 
   private recordNameOf(name: string): RecordName {
@@ -576,6 +916,7 @@ class FastXmlScanner {
         firstLeaf: undefined,
         leaf: undefined,
         group: undefined,
+        subgroups: undefined,
         stamp: 0,
         attrStamp: 0,
       };
@@ -587,7 +928,7 @@ class FastXmlScanner {
   private putRecordLeaf(slot: RecordName, name: string, value: string): void {
     const recordName = this.recordElement;
     slot.leaf ??= {
-      index: this.columnOf(`/${name}`, [`${recordName}.${name}`], `${recordName}.${name}`),
+      index: this.columnOf(`/${name}`, recordCandidates(recordName, name), `${recordName}.${name}`),
       name,
       next: undefined,
       stamp: 0,
@@ -607,7 +948,7 @@ export async function openRawXmlReport(
 ): Promise<RawXmlReport> {
   const given = options.report === undefined ? undefined : findReportDefinition(options.report);
   const recordElement = options.recordElement ?? given?.xmlRecordElement ?? 'Request';
-  const scanner = new FastXmlScanner(options.fileName, recordElement, given?.name);
+  const scanner = new FastXmlScanner(options.fileName, recordElement, given?.name, options.childTables);
   const guard = <T>(fn: () => T): T => {
     try {
       return fn();
@@ -639,6 +980,30 @@ export async function openRawXmlReport(
     });
     scanner.reset();
   }
+
+  // The child tables' lines go to their spools as the records are read.
+  const spools = (options.childTables ?? []).map((child) => {
+    const path = child.spoolPath();
+    return { child, path, out: createWriteStream(path, { encoding: 'utf8' }), complete: false };
+  });
+  const writeItems = async (): Promise<void> => {
+    const lines = scanner.takeItemLines();
+    for (const spool of spools) {
+      const some = lines.get(spool.child.group);
+      if (some === undefined || some.length === 0) continue;
+      if (!spool.out.write(some.join(''))) await once(spool.out, 'drain');
+    }
+  };
+  const closeSpools = async (complete: boolean): Promise<void> => {
+    for (const spool of spools) {
+      if (spool.out.closed) continue;
+      if (complete) {
+        spool.out.end();
+        await once(spool.out, 'close');
+        spool.complete = true;
+      } else spool.out.destroy();
+    }
+  };
 
   // Read until the first record is complete (metadata, and the columns of that record).
   const iterator = text(open())[Symbol.asyncIterator]();
@@ -683,6 +1048,7 @@ export async function openRawXmlReport(
         }
       }
       records += head.length;
+      await writeItems();
       if (head.length > 0) yield head.join('');
       let out: string[] = [];
       let chars = 0;
@@ -708,6 +1074,7 @@ export async function openRawXmlReport(
           });
           for (let i = before; i < out.length; i++) chars += out[i]!.length;
         }
+        await writeItems();
         if (chars >= CHUNK_CHARS || (done && out.length > 0)) {
           records += out.length;
           yield flush();
@@ -717,15 +1084,68 @@ export async function openRawXmlReport(
         records += out.length;
         yield flush();
       }
+      await closeSpools(true);
     } finally {
       if (!done) await iterator.return?.(undefined);
+      await closeSpools(false);
     }
   }
+
+  const children = spools.map((spool): RawXmlChild => {
+    const group = [...scanner.itemGroups.values()].find((g) => g.spec.name === spool.child.group)!;
+    const complete = (): void => {
+      if (!spool.complete) throw refuseFastPath('the child table lines were read before the records were');
+    };
+    /** Declared columns the items had: the request id and the item's number always. */
+    const kept = (): number[] =>
+      group.columns.flatMap((_, i) =>
+        group.seen[i] === true || i === group.keyIndex || i === group.numberIndex ? [i] : [],
+      );
+    return {
+      group: spool.child.group,
+      columns: () => {
+        complete();
+        return kept().map((i) => spool.child.columns[i]!);
+      },
+      body: () => {
+        complete();
+        const keep = kept();
+        return {
+          chunks: readSpool(spool.path, keep.length === group.columns.length ? undefined : keep),
+          records: () => group.count,
+        };
+      },
+    };
+  });
 
   return {
     metadata: scanner.metadata,
     columns: scanner.set.columns,
     unknownColumns: scanner.set.unknownColumns,
     body: { chunks: chunks(), records: () => records },
+    children,
   };
+}
+
+/** A spool's COPY text lines, whole lines per chunk; with `keep`, only those fields (and the last). */
+async function* readSpool(path: string, keep: readonly number[] | undefined): AsyncGenerator<string> {
+  let rest = '';
+  for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 64 * 1024 })) {
+    const text = rest + (chunk as string);
+    const end = text.lastIndexOf('\n') + 1;
+    rest = text.slice(end);
+    if (end === 0) continue;
+    const whole = text.slice(0, end);
+    if (keep === undefined) {
+      yield whole;
+      continue;
+    }
+    let out = '';
+    for (const line of whole.slice(0, -1).split('\n')) {
+      const fields = line.split('\t');
+      out += `${keep.map((i) => fields[i]).join('\t')}\t${fields[fields.length - 1]}\n`;
+    }
+    yield out;
+  }
+  if (rest !== '') throw refuseFastPath('a child table spool ends inside a line');
 }

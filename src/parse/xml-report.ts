@@ -12,14 +12,22 @@
  *  - attributes of the other enclosing elements apply to every record inside them, named
  *    `Element.Attribute` (`<Batch BatchID BatchDate>` → `Batch.BatchID`, `Batch.BatchDate`);
  *  - the record's attributes and direct leaf children are `Request.<Name>`, resolved through the
- *    catalog (so `Request/Amount` → `PaymentData.Amount`, `Request@RequestID` → `Request.RequestID`);
+ *    catalog (so `Request/Amount` → `PaymentData.Amount`, `Request@RequestID` → `Request.RequestID`),
+ *    except the ones the Transaction Detail layout names otherwise (src/catalog/child-tables.ts:
+ *    `Request@RequestDate` → `Request.TransactionDate`);
  *  - nested groups flatten to `Group.Field` (`<BillTo><FirstName>` → `BillTo.FirstName`); deeper
- *    leaves try `<parent>.<Leaf>`, then `<top group>.<Leaf>`, else stay unknown under their full
- *    path (`PaymentMethod.Card.AccountSuffix`); attributes of a group element are `<Group>.<Attr>`;
+ *    leaves try their path as the catalog names it (`PaymentMethod/Card/AccountSuffix` →
+ *    `PaymentMethod.AccountSuffix`), then `<parent>.<Leaf>`, else stay unknown under their full path
+ *    (so `PaymentMethod/Check/AccountSuffix` never lands in the card's column); attributes of a group element
+ *    are `<Group>.<Attr>`, except labels (`<MerchantDefinedData><field1 name="mdd1">`: left out);
  *  - element order does not matter;
- *  - repeated elements (`<LineItems><LineItem>…</LineItem><LineItem>…`): the FIRST occurrence fills
- *    the typed columns, and all occurrences are also kept, as a JSON array, in an unknown text column
- *    named after the path + `_json` (`line_items_line_item_json`), so nothing is lost;
+ *  - the items of a repeated group (`<ApplicationReplies><ApplicationReply>`, `<LineItems><LineItem>`,
+ *    src/catalog/child-tables.ts) that has a child table (`childTables`) are not columns of the
+ *    record: with `repeatedGroup` the reader yields them instead, one row per item (the record's
+ *    request id, the item's number, its fields), numbered as their record;
+ *  - other repeated elements (`<Tags><Tag>a</Tag><Tag>b</Tag>`): the FIRST occurrence fills the
+ *    typed columns, and all occurrences are also kept, as a JSON array, in an unknown text column
+ *    named after the path + `_json` (`tags_tag_json`), so nothing is lost;
  *  - a record's own values win over inherited ones.
  * Columns are discovered while reading: `columns` grows, and each batch lists its `newColumns`. The
  * first batch is read when the report is opened, so `columns` is already populated then.
@@ -35,6 +43,13 @@ import {
   resolveHeader,
 } from '../catalog/index.js';
 import type { ResolvedField, TypedValue } from '../catalog/index.js';
+import {
+  XML_LABEL_ATTRIBUTES,
+  XML_RECORD_ATTRIBUTE_FIELDS,
+  XML_REPEATED_GROUPS,
+  repeatedGroupOf,
+} from '../catalog/child-tables.js';
+import type { XmlRepeatedGroup, XmlRepeatedGroupName } from '../catalog/child-tables.js';
 import { toReadable } from './csv-report.js';
 import {
   BatchBuilder,
@@ -53,7 +68,22 @@ import type { ScannedRecord } from './xml-scanner.js';
 export interface OpenXmlReportOptions extends OpenReportOptions {
   /** Local name of the record element; default: the report definition's, else `Request`. */
   recordElement?: string;
+  /**
+   * Read the items of this repeated group (src/catalog/child-tables.ts) instead of the records:
+   * one row per item, with the record's request id and the item's number first, numbered as its
+   * record (the rows of a child table).
+   */
+  repeatedGroup?: XmlRepeatedGroupName;
+  /**
+   * The repeated groups whose items are loaded into child tables (read with `repeatedGroup`): they
+   * are left out of the records. The items of other groups stay in the records (the first item's
+   * fields and all items as JSON), so nothing is lost where a table has no child tables.
+   */
+  childTables?: readonly XmlRepeatedGroupName[];
 }
+
+/** The record key that rows of a repeated group carry. */
+export const REQUEST_ID_FIELD = 'Request.RequestID';
 
 type XmlNode = string | { [key: string]: unknown };
 
@@ -136,10 +166,15 @@ export function xmlReportMetadata(
 }
 
 /** Open an XML report: reads up to the first batch, then streams typed batches record by record. */
+/** The records of an XML report, and which repeated groups had items among the records read so far. */
+export interface XmlRecordSource extends RecordSource {
+  repeatedGroupsSeen(): ReadonlySet<XmlRepeatedGroupName>;
+}
+
 export async function openXmlReport(
   input: ReportInput,
   options: OpenXmlReportOptions,
-): Promise<RecordSource> {
+): Promise<XmlRecordSource> {
   const fileName = options.fileName;
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   const maxChars = options.maxBatchChars ?? DEFAULT_MAX_BATCH_CHARS;
@@ -198,7 +233,8 @@ export async function openXmlReport(
       const resolved = resolveHeader(candidate, resolveOptions);
       if (resolved.kind === 'catalog') {
         field = resolved;
-        name = candidate;
+        // A path the catalog knows (`PaymentMethod/Card/AccountSuffix`) is named by its field id.
+        name = candidate.includes('/') ? resolved.id : candidate;
         break;
       }
     }
@@ -207,6 +243,30 @@ export async function openXmlReport(
     pathColumns.set(pathKey, index);
     return index;
   };
+
+  // A repeated group's rows start with the record's key and the item's number.
+  const childGroup =
+    options.repeatedGroup === undefined
+      ? undefined
+      : XML_REPEATED_GROUPS.find((g) => g.name === options.repeatedGroup);
+  let keyIndex = -1;
+  let numberIndex = -1;
+  if (childGroup !== undefined) {
+    keyIndex = columnOf('^key', [REQUEST_ID_FIELD], REQUEST_ID_FIELD);
+    numberIndex =
+      childGroup.numberField === undefined
+        ? set.add(
+            {
+              kind: 'derived',
+              column: childGroup.numberColumn,
+              pgType: 'integer',
+              description: childGroup.numberDescription,
+            },
+            childGroup.numberColumn,
+            true,
+          )
+        : columnOf('^number', [childGroup.numberField], childGroup.numberField);
+  }
 
   /**
    * Parse a group of records in one fast-xml-parser call (its per-call set-up dominates the cost of a
@@ -242,74 +302,156 @@ export async function openXmlReport(
     });
   }
 
-  function flattenRecord(
-    record: ScannedRecord,
-    root: XmlNode,
-  ): { texts: (string | undefined)[]; chars: number } {
-    const texts: (string | undefined)[] = [];
-    let chars = 0;
-    const put = (index: number, value: string): void => {
-      if (texts[index] === undefined) {
-        texts[index] = value;
-        chars += value.length;
+  interface Flat {
+    texts: (string | undefined)[];
+    chars: number;
+  }
+  const put = (flat: Flat, index: number, value: string): void => {
+    if (flat.texts[index] === undefined) {
+      flat.texts[index] = value;
+      flat.chars += value.length;
+    }
+  };
+  const recordName = recordElement;
+  const leaf = (flat: Flat, prefix: string, groups: readonly string[], name: string, value: string): void => {
+    const pathKey = `${prefix}/${name}`;
+    let index = pathColumns.get(pathKey);
+    if (index === undefined) {
+      const alias = groups.length === 0 ? XML_RECORD_ATTRIBUTE_FIELDS[name] : undefined;
+      const candidates =
+        groups.length === 0
+          ? [...(alias === undefined ? [] : [alias]), `${recordName}.${name}`]
+          : [`${groups.join('/')}/${name}`, `${groups[groups.length - 1]}.${name}`];
+      const fallback = groups.length === 0 ? `${recordName}.${name}` : `${groups.join('.')}.${name}`;
+      index = columnOf(pathKey, candidates, fallback);
+    }
+    put(flat, index, value);
+  };
+  const visit = (
+    flat: Flat,
+    prefix: string,
+    groups: readonly string[],
+    name: string,
+    nodes: XmlNode[],
+  ): void => {
+    if (nodes.length > 1) {
+      const path = [...groups, name].join('.');
+      const index = columnOf(`${prefix}/${name}[]`, [], `${path}_json`);
+      put(flat, index, JSON.stringify(plain(nodes)));
+    }
+    const first = nodes[0];
+    if (first === undefined) return;
+    if (typeof first === 'string') {
+      leaf(flat, prefix, groups, name, first);
+      return;
+    }
+    const attrs = first[ATTRS] as Record<string, string> | undefined;
+    const children = Object.keys(first).filter((k) => k !== ATTRS && k !== TEXT);
+    if (children.length === 0) {
+      const text = first[TEXT];
+      leaf(flat, prefix, groups, name, typeof text === 'string' ? text : '');
+      if (attrs !== undefined) {
+        const inner = [...groups, name];
+        const label = XML_LABEL_ATTRIBUTES[groups[groups.length - 1] ?? ''];
+        for (const [k, v] of Object.entries(attrs))
+          if (k !== label) leaf(flat, `${prefix}/${name}`, inner, k, v);
       }
-    };
-    const recordName = recordElement;
-    const leaf = (prefix: string, groups: readonly string[], name: string, value: string): void => {
-      const pathKey = `${prefix}/${name}`;
-      let index = pathColumns.get(pathKey);
-      if (index === undefined) {
-        const candidates =
-          groups.length === 0
-            ? [`${recordName}.${name}`]
-            : [`${groups[groups.length - 1]}.${name}`, `${groups[0]}.${name}`];
-        const fallback = groups.length === 0 ? `${recordName}.${name}` : `${groups.join('.')}.${name}`;
-        index = columnOf(pathKey, candidates, fallback);
+      return;
+    }
+    const inner = [...groups, name];
+    const innerPrefix = `${prefix}/${name}`;
+    if (attrs !== undefined) for (const [k, v] of Object.entries(attrs)) leaf(flat, innerPrefix, inner, k, v);
+    for (const child of children) visit(flat, innerPrefix, inner, child, first[child] as XmlNode[]);
+  };
+
+  /** A record's own children, less the items of its repeated groups (they go to child tables). */
+  const groupsSeen = new Set<XmlRepeatedGroupName>();
+  const itemsElsewhere = new Set<XmlRepeatedGroupName>(options.childTables ?? []);
+  const ownChildren = (root: { [key: string]: unknown }): [string, XmlNode[]][] => {
+    const out: [string, XmlNode[]][] = [];
+    for (const child of Object.keys(root)) {
+      if (child === ATTRS || child === TEXT) continue;
+      const nodes = root[child] as XmlNode[];
+      const repeated = repeatedGroupOf(child);
+      if (repeated !== undefined) {
+        for (const node of nodes)
+          if (typeof node !== 'string' && node[repeated.item] !== undefined) groupsSeen.add(repeated.name);
       }
-      put(index, value);
-    };
-    const visit = (prefix: string, groups: readonly string[], name: string, nodes: XmlNode[]): void => {
-      if (nodes.length > 1) {
-        const path = [...groups, name].join('.');
-        const index = columnOf(`${prefix}/${name}[]`, [], `${path}_json`);
-        put(index, JSON.stringify(plain(nodes)));
+      if (repeated === undefined || !itemsElsewhere.has(repeated.name)) {
+        out.push([child, nodes]);
+        continue;
       }
-      const first = nodes[0];
-      if (first === undefined) return;
-      if (typeof first === 'string') {
-        leaf(prefix, groups, name, first);
-        return;
-      }
-      const attrs = first[ATTRS] as Record<string, string> | undefined;
-      const children = Object.keys(first).filter((k) => k !== ATTRS && k !== TEXT);
-      if (children.length === 0) {
-        const text = first[TEXT];
-        leaf(prefix, groups, name, typeof text === 'string' ? text : '');
-        if (attrs !== undefined) {
-          const inner = [...groups, name];
-          for (const [k, v] of Object.entries(attrs)) leaf(`${prefix}/${name}`, inner, k, v);
-        }
-        return;
-      }
-      const inner = [...groups, name];
-      const innerPrefix = `${prefix}/${name}`;
-      if (attrs !== undefined) for (const [k, v] of Object.entries(attrs)) leaf(innerPrefix, inner, k, v);
-      for (const child of children) visit(innerPrefix, inner, child, first[child] as XmlNode[]);
-    };
+      // The container without its items; kept only when something else is left in it.
+      const rest = nodes.flatMap((node): XmlNode[] => {
+        if (typeof node === 'string') return [node];
+        const copy: { [key: string]: unknown } = { ...node };
+        delete copy[repeated.item];
+        const left = Object.keys(copy).some((k) => k !== TEXT || !isBlank(copy[k]));
+        return left || node[repeated.item] === undefined ? [copy] : [];
+      });
+      if (rest.length > 0) out.push([child, rest]);
+    }
+    return out;
+  };
+
+  function flattenRecord(record: ScannedRecord, root: XmlNode): Flat {
+    const flat: Flat = { texts: [], chars: 0 };
     if (typeof root !== 'string') {
       const attrs = root[ATTRS] as Record<string, string> | undefined;
-      if (attrs !== undefined) for (const [k, v] of Object.entries(attrs)) leaf('', [], k, v);
-      for (const child of Object.keys(root)) {
-        if (child === ATTRS || child === TEXT) continue;
-        visit('', [], child, root[child] as XmlNode[]);
-      }
+      if (attrs !== undefined) for (const [k, v] of Object.entries(attrs)) leaf(flat, '', [], k, v);
+      for (const [child, nodes] of ownChildren(root)) visit(flat, '', [], child, nodes);
     }
     for (const [name, value] of record.inherited) {
       const dot = name.indexOf('.');
       const index = columnOf(`^${name}`, [name], name);
-      if (dot > 0) put(index, value);
+      if (dot > 0) put(flat, index, value);
     }
-    return { texts, chars };
+    return flat;
+  }
+
+  /** The record's key as the child rows carry it: its `RequestID` attribute or leaf. */
+  const requestIdOf = (root: { [key: string]: unknown }): string | undefined => {
+    const attr = (root[ATTRS] as Record<string, string> | undefined)?.RequestID;
+    if (attr !== undefined) return attr;
+    const node = (root.RequestID as XmlNode[] | undefined)?.[0];
+    if (typeof node === 'string') return node;
+    const text = node?.[TEXT];
+    return typeof text === 'string' ? text : undefined;
+  };
+
+  /** One row per item of the record's repeated group `childGroup`, in document order. */
+  function flattenItems(root: XmlNode, repeated: XmlRepeatedGroup): Flat[] {
+    if (typeof root === 'string') return [];
+    const requestId = requestIdOf(root);
+    const flats: Flat[] = [];
+    const prefix = `/${repeated.container}/${repeated.item}`;
+    for (const container of (root[repeated.container] as XmlNode[] | undefined) ?? []) {
+      if (typeof container === 'string') continue;
+      const items = (container[repeated.item] as XmlNode[] | undefined) ?? [];
+      for (const item of items) {
+        const flat: Flat = { texts: [], chars: 0 };
+        if (requestId !== undefined) put(flat, keyIndex, requestId);
+        const attrs =
+          typeof item === 'string' ? undefined : (item[ATTRS] as Record<string, string> | undefined);
+        const numberText =
+          repeated.numberAttribute === undefined
+            ? String(flats.length + 1)
+            : (attrs?.[repeated.numberAttribute] ?? String(flats.length));
+        put(flat, numberIndex, numberText);
+        if (typeof item === 'string') leaf(flat, prefix, [repeated.group], repeated.item, item);
+        else {
+          if (attrs !== undefined)
+            for (const [k, v] of Object.entries(attrs))
+              if (k !== repeated.numberAttribute) leaf(flat, prefix, [repeated.group], k, v);
+          for (const child of Object.keys(item)) {
+            if (child === ATTRS || child === TEXT) continue;
+            visit(flat, prefix, [repeated.group], child, item[child] as XmlNode[]);
+          }
+        }
+        flats.push(flat);
+      }
+    }
+    return flats;
   }
 
   const scanned = scan();
@@ -336,40 +478,47 @@ export async function openXmlReport(
     const nodes = parseGroup(group);
     for (let g = 0; g < group.length; g++) {
       const record = group[g]!;
-      const flat = flattenRecord(record, nodes[g]!);
-      const { texts } = flat;
-      const width = set.columns.length;
-      const values: TypedValue[] = new Array<TypedValue>(width);
-      let bad = -1;
-      for (let i = 0; i < width; i++) {
-        const text = texts[i];
-        if (text === undefined) {
-          values[i] = null;
-          continue;
-        }
-        const typed = set.coercers[i]!(text);
-        if (typed === INVALID) {
-          bad = i;
-          break;
-        }
-        values[i] = typed;
+      const flats =
+        childGroup === undefined ? [flattenRecord(record, nodes[g]!)] : flattenItems(nodes[g]!, childGroup);
+      for (const flat of flats) {
+        typeRow(record, flat);
+        if (builder.full) yield builder.take();
       }
-      if (bad >= 0) {
-        builder.rejects.push(
-          invalidValueReject(
-            fileName,
-            'record',
-            record.recordNumber,
-            record.text,
-            set.columns[bad]!,
-            texts[bad]!,
-          ),
-        );
-      } else {
-        builder.records.push({ recordNumber: record.recordNumber, values });
-        builder.chars += flat.chars;
+    }
+  }
+
+  function typeRow(record: ScannedRecord, flat: Flat): void {
+    const { texts } = flat;
+    const width = set.columns.length;
+    const values: TypedValue[] = new Array<TypedValue>(width);
+    let bad = -1;
+    for (let i = 0; i < width; i++) {
+      const text = texts[i];
+      if (text === undefined) {
+        values[i] = null;
+        continue;
       }
-      if (builder.full) yield builder.take();
+      const typed = set.coercers[i]!(text);
+      if (typed === INVALID) {
+        bad = i;
+        break;
+      }
+      values[i] = typed;
+    }
+    if (bad >= 0) {
+      builder.rejects.push(
+        invalidValueReject(
+          fileName,
+          'record',
+          record.recordNumber,
+          record.text,
+          set.columns[bad]!,
+          texts[bad]!,
+        ),
+      );
+    } else {
+      builder.records.push({ recordNumber: record.recordNumber, values });
+      builder.chars += flat.chars;
     }
   }
 
@@ -398,5 +547,6 @@ export async function openXmlReport(
     unknownColumns: set.unknownColumns,
     batches: batches(),
     summary: () => summaryOf(builder),
+    repeatedGroupsSeen: () => groupsSeen,
   };
 }

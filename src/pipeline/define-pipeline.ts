@@ -13,6 +13,11 @@ export interface ReportPipelineDef {
   /** Format the subscription usually delivers; the actual format comes from the report's MIME type. */
   defaultFormat: 'csv' | 'xml';
   table: TableDecl;
+  /**
+   * Child tables of `table`, by repeated group (src/catalog/child-tables.ts): the items of an XML
+   * report's records (application replies, line items), loaded with the records.
+   */
+  childTables?: Readonly<Record<string, TableDecl>>;
   defaultSchedule: { cron: string; timezone: string };
   /** Windows re-loaded on each nightly run unless config says otherwise. */
   defaultLookbackDays: number;
@@ -45,5 +50,7 @@ export function definePipeline<T extends PipelineDef>(def: T): T {
 
 /** Every table a pipeline writes. */
 export function pipelineTables(def: PipelineDef): TableDecl[] {
-  return def.kind === 'report' ? [def.table] : Object.values(def.tables);
+  return def.kind === 'report'
+    ? [def.table, ...Object.values(def.childTables ?? {})]
+    : Object.values(def.tables);
 }

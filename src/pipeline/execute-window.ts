@@ -20,8 +20,8 @@ import type { Warehouse } from '../load/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { openCsvReport } from '../parse/csv-report.js';
-import { NEW_COLUMN_REASON, openRawXmlReport } from '../parse/xml-fast.js';
-import { openXmlReport } from '../parse/xml-report.js';
+import { openRawXmlReport } from '../parse/xml-fast.js';
+import type { RecordSource } from '../parse/records.js';
 import { completeWindow } from '../state/windows.js';
 import { midnightDaily } from '../time/report-periods.js';
 import { declarationDigest, lastLoad, loaderId } from './fingerprint.js';
@@ -29,14 +29,9 @@ import type { WindowFingerprint } from './fingerprint.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 import { OnDemandSpools } from './on-demand-spools.js';
 import { makeSpoolDir } from './spool-dirs.js';
-import {
-  collectColumns,
-  declaredColumns,
-  toLoadSource,
-  toRawLoadSource,
-  toRawXmlLoadSource,
-} from './record-source.js';
+import { declaredColumns, toLoadSource, toRawLoadSource } from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
+import { loadXmlFast, openXmlFileTargets, xmlTableSources } from './xml-load-targets.js';
 
 export interface ExecutorDeps {
   warehouse: Warehouse;
@@ -236,11 +231,10 @@ async function executeReportWindow(
   const { previous, expected } = lastLoad(task.state.fingerprint, declaration);
   // Whether the table still holds what the last load left, asked while the file downloads: when it
   // does not, a re-load of even the same file cannot be recognised, and need not wait for its end.
+  const tables = found.format === 'xml' ? xmlTableSources(def, source) : [{ table: def.table, source }];
   const tablesAsLeft =
     expected && previous && deps.warehouse.kind === 'postgres'
-      ? tablesHoldWhatWasLeft(deps.warehouse, refOf(task), [{ table: def.table, source }], previous).catch(
-          () => true,
-        )
+      ? tablesHoldWhatWasLeft(deps.warehouse, refOf(task), tables, previous).catch(() => true)
       : undefined;
   const expectation = expected ? { digest: expected, tablesAsLeft } : undefined;
   return withDownloadedBytes(deps, task, params, fileName, readSize, expectation, async (bytes) => {
@@ -406,16 +400,18 @@ async function executeOneTimeWindow(
   const options = { fileName: basename(result.path), report: def.reportDefinitionName };
   const field = PERIOD_FIELDS[def.reportDefinitionName]!;
   const keepRejects = result.start.getTime() === task.window.start.getTime();
-  const open = () =>
-    result.format === 'xml'
-      ? openXmlReport(createReadStream(result.path), options)
-      : openCsvReport(createReadStream(result.path), options);
-  const columns = result.format === 'xml' ? await collectColumns(await open()) : undefined;
-  const records = filterToWindow(await open(), field, task.window, keepRejects);
+  const inWindow = (records: RecordSource) => filterToWindow(records, field, task.window, keepRejects);
+  if (result.format === 'xml') {
+    // The window's records, and the items of those records in the child tables.
+    const open = () => Promise.resolve(createReadStream(result.path));
+    const xml = await openXmlFileTargets(def, open, options, { records: inWindow, rejects: keepRejects });
+    return commitWindow(deps, task, xml.targets(source), sourceRef, false);
+  }
+  const records = inWindow(await openCsvReport(createReadStream(result.path), options));
   return commitWindow(
     deps,
     task,
-    [{ table: def.table, source: toLoadSource(records, source, columns) }],
+    [{ table: def.table, source: toLoadSource(records, source) }],
     sourceRef,
     false,
   );
@@ -473,67 +469,28 @@ async function loadXmlFile(
 ): Promise<WindowResult> {
   const options = { fileName, report: def.reportDefinitionName };
   if (deps.warehouse.kind === 'postgres') {
-    const fast = await loadXmlFast(deps, task, def, bytes, fileName, source, sourceRef, file);
-    if (fast !== undefined) return fast;
-  }
-  // The per-row path: columns are discovered while reading, so the file is read twice.
-  const columns = await collectColumns(await openXmlReport(await bytes.complete(), options));
-  const records = await openXmlReport(await bytes.complete(), options);
-  return commitWindow(
-    deps,
-    task,
-    [{ table: def.table, source: toLoadSource(records, source, columns) }],
-    sourceRef,
-    false,
-    file,
-  );
-}
-
-/**
- * The fast XML path (PostgreSQL): one hand-written pass turns records into COPY text lines of raw
- * values, PostgreSQL casts and checks them set-wise. Its columns come from the first records; a
- * column first seen later makes it read the file once more to collect all columns first.
- * Undefined when it refuses the file (its transaction rolled back): the per-row path loads it.
- */
-async function loadXmlFast(
-  deps: ExecutorDeps,
-  task: WindowTask,
-  def: ReportPipelineDef,
-  bytes: DownloadedBytes,
-  fileName: string,
-  source: string,
-  sourceRef: string,
-  file: FileLoad,
-): Promise<WindowResult | undefined> {
-  for (const discoverColumns of [false, true]) {
-    try {
-      const open = () =>
+    // The fast path: records and items straight to COPY, PostgreSQL casting and checking set-wise.
+    const fast = await loadXmlFast(
+      def,
+      ({ discoverColumns, childTables }) =>
         openRawXmlReport(() => bytes.read(), {
           fileName,
           report: def.reportDefinitionName,
           discoverColumns,
-        });
-      const report = await open();
-      return await commitWindow(
-        deps,
-        task,
-        [{ table: def.table, source: toRawXmlLoadSource(report, source, open) }],
-        sourceRef,
-        false,
-        file,
-      );
-    } catch (error) {
-      if (!isFastPathRefusal(error)) throw error;
-      const reason = (error as Error).message;
-      if (!discoverColumns && reason.includes(NEW_COLUMN_REASON)) continue;
-      deps.logger.info(
-        { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason },
-        'XML fast path refused; loading the file record by record',
-      );
-      return undefined;
-    }
+          childTables,
+        }),
+      (targets) => commitWindow(deps, task, targets(source), sourceRef, false, file),
+      (reason) =>
+        deps.logger.info(
+          { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason },
+          'XML fast path refused; loading the file record by record',
+        ),
+    );
+    if (fast !== undefined) return fast;
   }
-  return undefined;
+  // The per-row path: the records, and the items of their repeated groups in the child tables.
+  const xml = await openXmlFileTargets(def, () => bytes.complete(), options);
+  return commitWindow(deps, task, xml.targets(source), sourceRef, false, file);
 }
 
 async function executeOnDemandWindow(

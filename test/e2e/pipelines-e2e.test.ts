@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PIPELINES } from '../../pipelines/index.js';
+import { pipelineTables } from '../../src/pipeline/define-pipeline.js';
 import { addDays } from '../../src/pipeline/time-zones.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
@@ -210,7 +212,10 @@ describe('pipelines end to end (simulator → CLI → PostgreSQL)', () => {
     expect(rows.filter((row) => row.enabled === 'yes')).toHaveLength(9);
     const ddl = await runCli(['pipelines', '--sql']);
     expect(ddl.code).toBe(0);
-    expect(ddl.stdout.match(/create table if not exists/gi)).toHaveLength(26 + 12);
+    expect(ddl.stdout.match(/create table if not exists/gi)).toHaveLength(
+      PIPELINES.flatMap((p) => pipelineTables(p)).length,
+    );
+    expect(ddl.stdout).toContain('"cybs"."transaction_request_application_reply"');
     expect(ddl.stdout).toContain('"cybs"."purchase_refund_fee_funding"');
     expect(ddl.stdout).toMatch(/comment on column "cybs"\."transaction_request"\."amount"/i);
   });

@@ -331,13 +331,21 @@ describe('fast XML path ≡ per-row path', () => {
       ['spaces', (r) => setLeaf(r, 'City', '  padded  ')],
       ['html', (r) => setLeaf(r, 'City', 'a&nbsp;b')],
       ['attribute on a leaf', (r) => r.replace('<City>', '<City lang="fr">')],
-      ['deeper', (r) => r.replace('<BillTo>', '<BillTo><Inner><Name>x</Name></Inner>')],
+      ['deeper', (r) => r.replace('<BillTo>', '<BillTo><Inner><Deeper><Name>x</Name></Deeper></Inner>')],
     ];
     let k = 0;
     for (const [, edit] of cases) {
       const text = editRecords(simulated, (r, i) => (i === 5 ? edit(r) : r));
       await expectSame({ ...TR, text, windowKey: `w5_${k++}`, rejectThreshold: 0.5 }, 'per-row');
     }
+    // Groups two levels deep (`<PaymentMethod><Card><AccountSuffix>`) are the real layout's.
+    const twoLevels = editRecords(simulated, (r, i) =>
+      i === 5 ? r.replace('<BillTo>', '<BillTo><Inner><Name>x</Name></Inner>') : r,
+    );
+    await expectSame(
+      { ...TR, text: twoLevels, windowKey: `w5_${k++}`, rejectThreshold: 0.5 },
+      'fast-after-discovery',
+    );
   });
 
   it('leaves malformed and truncated files to the per-row path, which fails them the same way', async () => {
@@ -375,9 +383,27 @@ describe('fast XML path ≡ per-row path', () => {
     const bad = editRecords(simulatedPbd, (r, i) => (i === 3 ? setLeaf(r, 'Amount', '12,5.x') : r));
     await expectSame({ ...PBD, text: bad, windowKey: 'p2', rejectThreshold: 0.5 }, 'per-row');
     const sample = await readFile(`${SAMPLES}/legacy-docs-PaymentBatchDetailReport.excerpt.xml`, 'utf8');
-    // Its BatchDate is date-only: a timestamptz form only the per-row path reads (as on the CSV fast path).
-    await expectSame({ ...PBD, text: sample, windowKey: 's1', rejectThreshold: 1 }, 'per-row');
+    // Its BatchDate is date-only: the fast path sends the instant the per-row path reads (midnight UTC).
+    await expectSame({ ...PBD, text: sample, windowKey: 's1', rejectThreshold: 1 }, 'fast');
     const canonical = sample.replace('BatchDate="2001-08-16"', 'BatchDate="2001-08-16T00:00:00Z"');
     await expectSame({ ...PBD, text: canonical, windowKey: 's2', rejectThreshold: 1 }, 'fast');
+  });
+
+  it('reads the timestamp forms of real files (offsets, a space for T, milliseconds, no seconds, dates) as the per-row path does', async () => {
+    const forms = [
+      '2009-05-27T17:49:10+05:30',
+      '2008-09-10 21:46:41.765-08:00',
+      '2001-08-16T00:01-07:00',
+      '2024-02-29',
+      '2008-09-10T14:00:08-0800',
+    ];
+    const text = editRecords(simulated, (r, i) =>
+      r.replace(/TransactionDate="[^"]*"/, `TransactionDate="${forms[i % forms.length]!}"`),
+    );
+    await expectSame({ ...TR, text, windowKey: 't1' }, 'fast');
+    const bad = editRecords(text, (r, i) =>
+      i === 7 ? r.replace(/TransactionDate="[^"]*"/, 'TransactionDate="2009-02-30 10:00:00+01:00"') : r,
+    );
+    await expectSame({ ...TR, text: bad, windowKey: 't2', rejectThreshold: 0.5 }, 'per-row');
   });
 });

@@ -167,6 +167,9 @@ describe('tableDdl', () => {
       { naturalKey: ['_organization_id', 'missing'] },
       { naturalKey: ['_organization_id', '_loaded_at'] },
       { columns: [{ name: 'x'.repeat(64), pgType: 'text' }], naturalKey: ['_organization_id'] },
+      // A child table must carry its records' key columns, and have a key of its own beyond them.
+      { parent: { table: 'transaction_request', key: ['missing'] } },
+      { parent: { table: 'transaction_request', key: ['request_id'] } },
     ];
     for (const change of invalid) {
       expect(() => validateTableDecl({ ...decl, ...change }), JSON.stringify(change)).toThrow(

@@ -205,6 +205,8 @@ describe('sample report files', () => {
       'rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-2025.csv',
       'legacy-docs-PaymentBatchDetailReport.csv',
       'legacy-docs-PaymentBatchDetailReport.excerpt.xml',
+      // Read in xml-tdr.test.ts.
+      'transaction-detail-tdr_1_6.killbill-excerpt.xml',
       'error-404-resource-notfound.report-downloads.xml',
       'purchase-refund-details-200.spec-example.json',
       'net-fundings-200.spec-example.json',

@@ -35,7 +35,7 @@ const TDR = `<?xml version="1.0" encoding="utf-8"?>
         <LineItem Number="0"><UnitPrice>1.50</UnitPrice><Quantity>2</Quantity><ProductName>A</ProductName></LineItem>
         <LineItem Number="1"><UnitPrice>2.00</UnitPrice><Quantity>1</Quantity><ProductName>B</ProductName></LineItem>
       </LineItems>
-      <PaymentMethod><Card><AccountSuffix>0004</AccountSuffix></Card></PaymentMethod>
+      <Custom><Inner><Leaf>0004</Leaf></Inner></Custom>
       <Note><![CDATA[a </Request> & b]]></Note>
       <Empty/>
     </Request>
@@ -71,7 +71,7 @@ describe('XML reports: mapping', () => {
       line_items_unit_price: '1.50',
       line_items_quantity: 2,
       line_items_product_name: 'A',
-      payment_method_account_suffix: '0004',
+      custom_inner_leaf: '0004',
       request_note: 'a </Request> & b',
       request_empty: null,
     });
@@ -83,9 +83,26 @@ describe('XML reports: mapping', () => {
     expect(records.map((r) => r.recordNumber)).toEqual([1, 2]);
     expect(source.unknownColumns.map((c) => c.sourceName)).toEqual([
       'LineItems.LineItem_json',
+      'Custom.Inner.Leaf',
       'Request.Note',
       'Request.Empty',
     ]);
+  });
+
+  it('leaves the items of a group with a child table out of the records', async () => {
+    const source = await openXmlReport(chunked(TDR, 3), { fileName: 'test.xml', childTables: ['line_item'] });
+    const { records } = await collect(source);
+    expect(rowsOf(source, records)[0]).toEqual({
+      request_id: '1234567890123456789012',
+      transaction_date: '2024-01-01T18:00:00.000Z',
+      merchant_reference_number: 'ref&1',
+      bill_to_last_name: "O'Neil",
+      bill_to_first_name: 'Zoë <Z>',
+      custom_inner_leaf: '0004',
+      request_note: 'a </Request> & b',
+      request_empty: null,
+    });
+    expect([...source.repeatedGroupsSeen()]).toEqual(['line_item']);
   });
 
   it('applies enclosing attributes to records and lists columns found later as new', async () => {
