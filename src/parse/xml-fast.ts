@@ -984,24 +984,32 @@ export async function openRawXmlReport(
   // The child tables' lines go to their spools as the records are read.
   const spools = (options.childTables ?? []).map((child) => {
     const path = child.spoolPath();
-    return { child, path, out: createWriteStream(path, { encoding: 'utf8' }), complete: false };
+    const out = createWriteStream(path, { encoding: 'utf8' });
+    const spool = { child, path, out, complete: false, error: undefined as Error | undefined };
+    // A failed write, or one still in flight when a read that broke off destroys the spool, is
+    // the spool's error (thrown where its lines are written or completed), never an unhandled event.
+    out.on('error', (error) => (spool.error ??= error));
+    return spool;
   });
   const writeItems = async (): Promise<void> => {
     const lines = scanner.takeItemLines();
     for (const spool of spools) {
       const some = lines.get(spool.child.group);
       if (some === undefined || some.length === 0) continue;
+      if (spool.error !== undefined) throw spool.error;
       if (!spool.out.write(some.join(''))) await once(spool.out, 'drain');
     }
   };
   const closeSpools = async (complete: boolean): Promise<void> => {
     for (const spool of spools) {
+      if (complete && spool.error !== undefined) throw spool.error;
       if (spool.out.closed) continue;
-      if (complete) {
-        spool.out.end();
-        await once(spool.out, 'close');
-        spool.complete = true;
-      } else spool.out.destroy();
+      const closed = new Promise<void>((resolve) => spool.out.once('close', () => resolve()));
+      if (complete) spool.out.end();
+      else spool.out.destroy();
+      await closed;
+      if (complete && spool.error !== undefined) throw spool.error;
+      spool.complete = complete;
     }
   };
 
