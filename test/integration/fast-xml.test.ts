@@ -1,10 +1,13 @@
 /**
  * The fast XML path (one hand-written pass → COPY text lines of raw values → set-wise casts)
- * against the per-row reference path (openXmlReport read twice → toLoadSource): the same table
- * contents, etl.rejects, etl.schema_changes and load result, on the XML sample and on simulator
- * data with bad records and unusual XML mixed in. The fast path either loads a file itself (reading
- * it a second time when a column first appears after the first records) or refuses it, and then the
- * per-row path loads it (as the executor does); each case also says which of the two it expects.
+ * against the per-row reference path (openXmlReport read twice → toLoadSource), both loading the
+ * tables the window executor loads from an XML file (src/pipeline/xml-load-targets.ts: the
+ * records' table and the child tables of their application replies and line items): the same
+ * contents of every table, etl.rejects, etl.schema_changes and load result, on the XML sample and
+ * on simulator data (the Transaction Detail layout) with bad records and unusual XML mixed in. The
+ * fast path either loads a file itself (reading it a second time when a column first appears
+ * after the first records) or refuses it, and then the per-row path loads it (as the executor
+ * does); each case also says which of the two it expects.
  */
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
@@ -13,15 +16,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { createReportingClient } from '../../src/api/reporting-client.js';
 import { parseConfig } from '../../src/config/load-config.js';
-import { isFastPathRefusal } from '../../src/load/fast-csv.js';
 import { loadWindow } from '../../src/load/load-window.js';
 import type { LoadWindowResult } from '../../src/load/load-window.js';
 import { migrateToLatest } from '../../src/load/migrate.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
-import { NEW_COLUMN_REASON, openRawXmlReport } from '../../src/parse/xml-fast.js';
-import { openXmlReport } from '../../src/parse/xml-report.js';
-import { collectColumns, toLoadSource, toRawXmlLoadSource } from '../../src/pipeline/record-source.js';
+import type { TableDecl } from '../../src/load/table-spec.js';
+import { openRawXmlReport } from '../../src/parse/xml-fast.js';
+import { loadXmlFast, openXmlFileTargets } from '../../src/pipeline/xml-load-targets.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
@@ -122,16 +124,17 @@ const describeError = (error: unknown): Outcome => ({
   error: `${(error as { code?: string }).code}: ${(error as Error).message}`,
 });
 
-/** The reference: the per-row path, the file read twice (columns first). */
+/** The reference: the executor's per-row path (records and child tables, each file read twice). */
 async function perRow(side: Side, c: LoadCase): Promise<Outcome> {
-  const p = pipelineOf(c.report);
   try {
-    const options = { fileName: 'f.xml', report: c.report };
-    const columns = await collectColumns(await openXmlReport(chunksOf(c.text, 1000), options));
-    const records = await openXmlReport(chunksOf(c.text, 1000), options);
+    const xml = await openXmlFileTargets(
+      pipelineOf(c.report),
+      () => Promise.resolve(chunksOf(c.text, 1000)),
+      { fileName: 'f.xml', report: c.report },
+    );
     const result = await loadWindow(side.warehouse, {
       ...windowOptions(c),
-      targets: [{ table: p.table, source: toLoadSource(records, `src:${c.windowKey}`, columns) }],
+      targets: xml.targets(`src:${c.windowKey}`),
     });
     return { result };
   } catch (error) {
@@ -141,42 +144,66 @@ async function perRow(side: Side, c: LoadCase): Promise<Outcome> {
 
 type Path = 'fast' | 'fast-after-discovery' | 'per-row';
 
-/** The executor's order: the fast path (again with column discovery if needed), else per-row. */
-async function fastFirst(side: Side, c: LoadCase): Promise<{ outcome: Outcome; path: Path }> {
-  const p = pipelineOf(c.report);
-  for (const discoverColumns of [false, true]) {
-    try {
-      const open = () =>
-        openRawXmlReport(() => chunksOf(c.text, 997), {
+/**
+ * The executor's order (loadXmlFast, as src/pipeline/execute-window.ts calls it): the fast path
+ * with the child tables' spools (again with column discovery if needed), else per-row.
+ */
+async function fastFirst(
+  side: Side,
+  c: LoadCase,
+): Promise<{ outcome: Outcome; path: Path; reason?: string }> {
+  let discovered = false;
+  let reason: string | undefined;
+  try {
+    const result = await loadXmlFast(
+      pipelineOf(c.report),
+      ({ discoverColumns, childTables }) => {
+        discovered = discoverColumns;
+        return openRawXmlReport(() => chunksOf(c.text, 997), {
           fileName: 'f.xml',
           report: c.report,
           discoverColumns,
+          childTables,
         });
-      const report = await open();
-      const result = await loadWindow(side.warehouse, {
-        ...windowOptions(c),
-        targets: [{ table: p.table, source: toRawXmlLoadSource(report, `src:${c.windowKey}`, open) }],
-      });
-      return { outcome: { result }, path: discoverColumns ? 'fast-after-discovery' : 'fast' };
-    } catch (error) {
-      if (!isFastPathRefusal(error)) return { outcome: describeError(error), path: 'fast' };
-      if (!discoverColumns && (error as Error).message.includes(NEW_COLUMN_REASON)) continue;
-      break;
-    }
+      },
+      (targets) =>
+        loadWindow(side.warehouse, { ...windowOptions(c), targets: targets(`src:${c.windowKey}`) }),
+      (why) => (reason = why),
+    );
+    if (result !== undefined)
+      return { outcome: { result }, path: discovered ? 'fast-after-discovery' : 'fast' };
+  } catch (error) {
+    return { outcome: describeError(error), path: discovered ? 'fast-after-discovery' : 'fast' };
   }
-  return { outcome: await perRow(side, c), path: 'per-row' };
+  return { outcome: await perRow(side, c), path: 'per-row', reason };
 }
 
-async function snapshot(side: Side, table: string): Promise<unknown> {
+/** The tables a window of the report loads: the records' table, then its child tables. */
+const tablesOf = (report: string): TableDecl[] => {
+  const p = pipelineOf(report);
+  return [p.table, ...Object.values(p.childTables ?? {})];
+};
+
+async function snapshot(side: Side, report: string): Promise<unknown> {
   const run = async (text: string) => (await sql.raw(text).execute(side.warehouse.db)).rows;
-  const rows = await run(
-    // `_source_key` as the organization and source it numbers (the numbers themselves depend on the
-    // order in which each side's database first met its sources).
-    `select to_jsonb(t) - '_loaded_at' - '_run_id' - '_source_key'
-              || jsonb_build_object('_source_key', (select jsonb_build_array(k.organization_id, k.source)
-                                                      from etl.sources k where k.source_key = t._source_key)) as row
-       from cybs.${table} t order by _organization_id, _source, _source_row`,
-  );
+  const tables: Record<string, unknown> = {};
+  for (const { name: table } of tablesOf(report)) {
+    const exists = await run(`select to_regclass('cybs.${table}') is not null as e`);
+    if (!(exists[0] as { e: boolean }).e) continue;
+    const rows = await run(
+      // `_source_key` as the organization and source it numbers (the numbers themselves depend on
+      // the order in which each side's database first met its sources).
+      `select to_jsonb(t) - '_loaded_at' - '_run_id' - '_source_key'
+                || jsonb_build_object('_source_key', (select jsonb_build_array(k.organization_id, k.source)
+                                                        from etl.sources k where k.source_key = t._source_key)) as row
+         from cybs.${table} t order by _organization_id, _source, _source_row, to_jsonb(t)::text`,
+    );
+    const columns = await run(
+      `select column_name, data_type, ordinal_position from information_schema.columns
+        where table_schema = 'cybs' and table_name = '${table}' order by ordinal_position`,
+    );
+    tables[table] = { rows, columns };
+  }
   const rejects = await run(
     `select pipeline, organization_id, window_key, source, record_number, raw_text, error_code, message, run_id
        from etl.rejects order by window_key, record_number, error_code, message`,
@@ -185,19 +212,24 @@ async function snapshot(side: Side, table: string): Promise<unknown> {
     `select table_schema, table_name, column_name, column_type, change, source, pipeline
        from etl.schema_changes order by table_name, column_name`,
   );
-  const columns = await run(
-    `select column_name, data_type, ordinal_position from information_schema.columns
-      where table_schema = 'cybs' and table_name = '${table}' order by ordinal_position`,
-  );
-  return { rows, rejects, changes, columns };
+  return { tables, rejects, changes };
 }
 
 async function expectSame(c: LoadCase, expected: Path): Promise<void> {
   const ref = await perRow(reference, c);
   const got = await fastFirst(fast, c);
-  expect(got.path).toBe(expected);
+  // The refusal's reason shows when the path is not the expected one.
+  expect(got.path, got.reason).toBe(expected);
   expect(got.outcome).toEqual(ref);
-  expect(await snapshot(fast, c.table)).toEqual(await snapshot(reference, c.table));
+  expect(await snapshot(fast, c.report)).toEqual(await snapshot(reference, c.report));
+}
+
+/** Rows of a table of the fast side. */
+async function rowCount(table: string): Promise<number> {
+  const result = await sql<{
+    n: number;
+  }>`select count(*)::int as n from ${sql.table(`cybs.${table}`)}`.execute(fast.warehouse.db);
+  return result.rows[0]!.n;
 }
 
 /** The records of an XML text (`<Request …>…</Request>` blocks) edited one by one. */
@@ -210,27 +242,31 @@ function editRecords(text: string, edit: (record: string, i: number) => string):
 const setLeaf = (record: string, name: string, value: string): string =>
   record.replace(new RegExp(`<${name}>[^<]*</${name}>`), `<${name}>${value}</${name}>`);
 
-/** The text with its first record once more at the end (another MerchantID: the same key). */
+/** The text with its first record once more at the end (another Source: the same keys, its items' too). */
 function withFirstRecordAgain(text: string): string {
   let first = '';
   editRecords(text, (r, i) => {
     if (i === 0) first = r;
     return r;
   });
-  return text.replace(
-    '</Requests>',
-    `${first.replace(/MerchantID="[^"]*"/, 'MerchantID="again"')}\n</Requests>`,
-  );
+  return text.replace('</Requests>', `${first.replace(/Source="[^"]*"/, 'Source="again"')}\n</Requests>`);
 }
 
 const TR = { report: 'TransactionRequestClass', table: 'transaction_request' };
 const PBD = { report: 'PaymentBatchDetailClass', table: 'payment_batch_detail' };
+const REPLIES = 'transaction_request_application_reply';
+const LINE_ITEMS = 'transaction_request_line_item';
 
 describe('fast XML path ≡ per-row path', () => {
   it('loads a clean simulated report by itself, and an identical reload', async () => {
     expect(simulated.match(/<Request /g)!.length).toBeGreaterThan(200);
+    expect(simulated).toContain('<!DOCTYPE Report SYSTEM');
     await expectSame({ ...TR, text: simulated, windowKey: 'w1' }, 'fast');
     await expectSame({ ...TR, text: simulated, windowKey: 'w1' }, 'fast');
+    // The items went to the child tables, one row per item.
+    expect(await rowCount(REPLIES)).toBe(simulated.match(/<ApplicationReply /g)!.length);
+    expect(await rowCount(LINE_ITEMS)).toBe(simulated.match(/<LineItem /g)!.length);
+    expect(await rowCount(LINE_ITEMS)).toBeGreaterThan(200);
   });
 
   it('reloads a changed report: updated values, vanished records, a duplicate key (last one wins)', async () => {
@@ -238,13 +274,12 @@ describe('fast XML path ≡ per-row path', () => {
     let text = editRecords(simulated, (r, i) => {
       if (i === 0) first = r;
       if (i === 3) return setLeaf(r, 'Amount', '1.10');
+      if (i === 4) return setLeaf(r, 'UnitPrice', '3.30');
+      if (i === 5) return r.replace(/<ApplicationReplies>[\s\S]*?<\/ApplicationReplies>/, '');
       if (i >= 10 && i < 15) return '';
       return r;
     });
-    text = text.replace(
-      '</Requests>',
-      `${first.replace(/MerchantID="[^"]*"/, 'MerchantID="changed"')}\n</Requests>`,
-    );
+    text = text.replace('</Requests>', `${first.replace(/Source="[^"]*"/, 'Source="changed"')}\n</Requests>`);
     await expectSame({ ...TR, text, windowKey: 'w1' }, 'fast');
   });
 
@@ -280,7 +315,7 @@ describe('fast XML path ≡ per-row path', () => {
     );
     await expectSame({ ...TR, text: everywhere, windowKey: 'w3' }, 'fast');
     const late = editRecords(simulated, (r, i) =>
-      i === 250 ? r.replace('</Device>', '<Late_Field>late</Late_Field></Device>') : r,
+      i === 250 ? r.replace('</PaymentData>', '<Late_Field>late</Late_Field></PaymentData>') : r,
     );
     await expectSame({ ...TR, text: late, windowKey: 'w3b' }, 'fast-after-discovery');
   });
@@ -295,9 +330,19 @@ describe('fast XML path ≡ per-row path', () => {
       }
       if (i === 4)
         return r
-          .replace(/<Device>[\s\S]*?<\/Device>/, '')
-          .replace('<PaymentData>', '<Device><DeviceID>d</DeviceID></Device><PaymentData>');
+          .replace(/<ShipTo>[\s\S]*?<\/ShipTo>/, '')
+          .replace('<PaymentData>', '<ShipTo><City>d</City></ShipTo><PaymentData>');
       if (i === 5) return r.replace(/<City>[^<]*<\/City>/, '');
+      // The repeated groups in the other order, an item's leaves reversed.
+      if (i === 6) {
+        const items = /<LineItems>[\s\S]*?<\/LineItems>/.exec(r)![0];
+        return r.replace(items, '').replace('</ApplicationReplies>', `</ApplicationReplies>${items}`);
+      }
+      if (i === 7) {
+        const item = /<LineItem [^>]*>([\s\S]*?)<\/LineItem>/.exec(r)![1]!;
+        const leaves = item.match(/<[A-Za-z0-9_]+>[^<]*<\/[A-Za-z0-9_]+>/g)!.reverse();
+        return r.replace(item, leaves.join(''));
+      }
       return r;
     });
     await expectSame({ ...TR, text, windowKey: 'w8' }, 'fast');
@@ -306,14 +351,14 @@ describe('fast XML path ≡ per-row path', () => {
   it('refuses bad values, and the per-row path rejects them the same way', async () => {
     const text = editRecords(simulated, (r, i) => {
       if (i === 2) return setLeaf(r, 'Amount', 'abc');
-      if (i === 7) return r.replace(/TransactionDate="[^"]*"/, 'TransactionDate="2023-13-45T00:00:00Z"');
+      if (i === 7) return r.replace(/RequestDate="[^"]*"/, 'RequestDate="2023-13-45T00:00:00Z"');
       if (i === 9) return r.replace(/RequestID="[^"]*"/, 'RequestID=""');
       return r;
     });
     await expectSame({ ...TR, text, windowKey: 'w4', rejectThreshold: 0.5 }, 'per-row');
     // In the canonical form, but not a date: PostgreSQL's COPY refuses it, the per-row path rejects it.
     const impossible = editRecords(simulated, (r, i) =>
-      i === 4 ? r.replace(/TransactionDate="[^"]*"/, 'TransactionDate="2023-02-30T00:00:00Z"') : r,
+      i === 4 ? r.replace(/RequestDate="[^"]*"/, 'RequestDate="2023-02-30T00:00:00Z"') : r,
     );
     await expectSame({ ...TR, text: impossible, windowKey: 'w4b', rejectThreshold: 0.5 }, 'per-row');
     // Only the key is missing: the values are fine, the loader's check refuses.
@@ -353,8 +398,7 @@ describe('fast XML path ≡ per-row path', () => {
     await expectSame({ ...TR, text: truncated, windowKey: 'w6' }, 'per-row');
     const unclosed = editRecords(simulated, (r, i) => (i === 4 ? r.replace('</BillTo>', '') : r));
     await expectSame({ ...TR, text: unclosed, windowKey: 'w6b' }, 'per-row');
-    const empty =
-      '<?xml version="1.0"?>\n<Report Name="Transaction Request Report"><Requests></Requests></Report>\n';
+    const empty = simulated.replace(/<Requests>[\s\S]*<\/Requests>/, '<Requests></Requests>');
     await expectSame({ ...TR, text: empty, windowKey: 'w6c' }, 'per-row');
   });
 
@@ -364,17 +408,19 @@ describe('fast XML path ≡ per-row path', () => {
   });
 
   it('a first load that creates the table builds its indexes after the rows; a key twice then goes through staging', async () => {
-    const decl = pipelineOf(TR.report).table;
+    // The records' table and its child tables (children first: they name their parent).
+    const decls = tablesOf(TR.report).reverse();
+    expect(decls.length).toBe(3);
     const sides = [reference.warehouse.db, fast.warehouse.db];
-    // The table has no index while the lines go in: the unique index's build refuses the key
-    // twice (23505), and the lines are read again into the staging table and merged.
-    await dropTables(sides, decl);
+    // The tables have no index while the lines go in: the unique index's build refuses the key
+    // twice (23505), and the lines are read again into the staging tables and merged.
+    for (const decl of decls) await dropTables(sides, decl);
     const twice = withFirstRecordAgain(simulated);
     await expectSame({ ...TR, text: twice, windowKey: 'n1' }, 'fast');
-    await expectDeclaredIndexes(sides, decl);
-    await dropTables(sides, decl);
+    for (const decl of decls) await expectDeclaredIndexes(sides, decl);
+    for (const decl of decls) await dropTables(sides, decl);
     await expectSame({ ...TR, text: simulated, windowKey: 'n2' }, 'fast');
-    await expectDeclaredIndexes(sides, decl);
+    for (const decl of decls) await expectDeclaredIndexes(sides, decl);
   });
 
   it('loads Payment Batch Detail (nested batches) and the XML sample the same way', async () => {
@@ -398,11 +444,11 @@ describe('fast XML path ≡ per-row path', () => {
       '2008-09-10T14:00:08-0800',
     ];
     const text = editRecords(simulated, (r, i) =>
-      r.replace(/TransactionDate="[^"]*"/, `TransactionDate="${forms[i % forms.length]!}"`),
+      r.replace(/RequestDate="[^"]*"/, `RequestDate="${forms[i % forms.length]!}"`),
     );
     await expectSame({ ...TR, text, windowKey: 't1' }, 'fast');
     const bad = editRecords(text, (r, i) =>
-      i === 7 ? r.replace(/TransactionDate="[^"]*"/, 'TransactionDate="2009-02-30 10:00:00+01:00"') : r,
+      i === 7 ? r.replace(/RequestDate="[^"]*"/, 'RequestDate="2009-02-30 10:00:00+01:00"') : r,
     );
     await expectSame({ ...TR, text: bad, windowKey: 't2', rejectThreshold: 0.5 }, 'per-row');
   });
