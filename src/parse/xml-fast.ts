@@ -24,7 +24,8 @@
  *    <ApplicationReply Name="ics_auth"><RCode>…`, `<LineItems><LineItem Number="0">…`): each item
  *    a COPY text line of the child table's declared columns (the record's RequestID attribute,
  *    the item's number, its attributes and leaves, every one a column the table declares), spooled
- *    while the records are read; a repeated group without a child table refuses;
+ *    while the records are read; an empty container (`<LineItems/>`, only whitespace inside) has
+ *    no items and is no column; a repeated group without a child table refuses;
  *  - values: no carriage return, tab or line break in attributes, no carriage return in text, no
  *    leading or trailing whitespace, only the five XML entities and character references (no NUL);
  *  - well-formed: end tags match, nothing after the root, the file ends after it;
@@ -594,16 +595,18 @@ class FastXmlScanner {
       if (slot.stamp === stamp) refuse('a repeated element');
       slot.stamp = stamp;
       const c = b.charCodeAt(e);
+      // The container of a repeated group with a child table: its items, none when it is empty.
+      const items = this.itemGroups.get(name);
       if (c === 47 /* / */) {
         if (b.charCodeAt(e + 1) !== 62) refuse('an unusual empty element');
-        this.putRecordLeaf(slot, name, '');
+        if (items === undefined) this.putRecordLeaf(slot, name, '');
         p = e + 2;
         continue;
       }
       if (c !== 62) refuse('attributes on an element inside a record');
       const lt = b.indexOf('<', e + 1);
       if (lt < 0 || lt > close) refuse('an unclosed element inside a record');
-      if (b.charCodeAt(lt + 1) === 47) {
+      if (b.charCodeAt(lt + 1) === 47 && items === undefined) {
         // A leaf: `<name>text</name>`.
         const after = afterEndTag(b, name, lt);
         this.putRecordLeaf(slot, name, leafValue(b.slice(e + 1, lt)));
@@ -612,7 +615,6 @@ class FastXmlScanner {
       }
       // A group: only whitespace before its first child.
       for (let i = e + 1; i < lt; i++) if (!isSpace(b.charCodeAt(i))) refuse('text beside child elements');
-      const items = this.itemGroups.get(name);
       p = items === undefined ? this.group(slot, name, lt, close, stamp) : this.items(items, lt, close);
     }
     for (const group of this.itemGroups.values()) {

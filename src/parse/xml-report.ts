@@ -381,13 +381,14 @@ export async function openXmlReport(
         out.push([child, nodes]);
         continue;
       }
-      // The container without its items; kept only when something else is left in it.
+      // The container without its items; kept only when something else is left in it (an empty
+      // container, `<LineItems/>` or only whitespace inside, is a record without such items).
       const rest = nodes.flatMap((node): XmlNode[] => {
-        if (typeof node === 'string') return [node];
+        if (typeof node === 'string') return isBlank(node) ? [] : [node];
         const copy: { [key: string]: unknown } = { ...node };
         delete copy[repeated.item];
         const left = Object.keys(copy).some((k) => k !== TEXT || !isBlank(copy[k]));
-        return left || node[repeated.item] === undefined ? [copy] : [];
+        return left ? [copy] : [];
       });
       if (rest.length > 0) out.push([child, rest]);
     }

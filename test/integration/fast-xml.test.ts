@@ -348,6 +348,26 @@ describe('fast XML path ≡ per-row path', () => {
     await expectSame({ ...TR, text, windowKey: 'w8' }, 'fast');
   });
 
+  it('reads an empty container of a repeated group as a request without such items, on both paths', async () => {
+    // What a writer puts for a request without replies or line items: the container alone.
+    const forms = ['<X>\n      </X>', '<X></X>', '<X/>'];
+    let k = 0;
+    for (const form of forms)
+      for (const container of ['ApplicationReplies', 'LineItems']) {
+        const block = new RegExp(`<${container}>[\\s\\S]*?</${container}>`);
+        const text = editRecords(simulated, (r, i) =>
+          i === 3 ? r.replace(block, form.replaceAll('X', container)) : r,
+        );
+        expect(text).toContain(form.replaceAll('X', container));
+        await expectSame({ ...TR, text, windowKey: `e${k++}` }, 'fast');
+      }
+    // No column of the records' table stands for the containers.
+    const columns = await sql<{ c: string }>`
+      select column_name as c from information_schema.columns
+       where table_schema = 'cybs' and table_name = 'transaction_request'`.execute(fast.warehouse.db);
+    expect(columns.rows.map((r) => r.c).filter((c) => /replies|line_items/.test(c))).toEqual([]);
+  });
+
   it('refuses bad values, and the per-row path rejects them the same way', async () => {
     const text = editRecords(simulated, (r, i) => {
       if (i === 2) return setLeaf(r, 'Amount', 'abc');

@@ -346,6 +346,23 @@ describe('repeated groups', () => {
         expect(findField(group.numberField)!.column).toBe(group.numberColumn);
     }
   });
+
+  it('reads an empty container (only whitespace, or none, inside) as a request without such items', async () => {
+    const empty = `<Report Name="Transaction Detail" MerchantID="m"><Requests>
+    <Request RequestID="e1"><LineItems>
+      </LineItems><ApplicationReplies/></Request>
+    <Request RequestID="e2"><LineItems></LineItems><ApplicationReplies>
+      </ApplicationReplies></Request>
+  </Requests></Report>`;
+    const source = await openText(empty);
+    const { records, rejects } = await collect(source);
+    expect(rejects).toEqual([]);
+    expect(records).toHaveLength(2);
+    expect(source.columns.map((c) => c.column)).toEqual(['request_id']);
+    expect([...source.repeatedGroupsSeen()]).toEqual([]);
+    for (const group of XML_REPEATED_GROUPS)
+      expect((await collect(await openText(empty, { repeatedGroup: group.name }))).records).toEqual([]);
+  });
 });
 
 /** The timestamp forms of the real files, and the UTC instant each one is. */
