@@ -102,7 +102,6 @@ function chunksOf(text: string, size: number): Readable {
 interface LoadCase {
   text: string;
   report: string;
-  table: string;
   windowKey: string;
   rejectThreshold?: number;
 }
@@ -252,8 +251,8 @@ function withFirstRecordAgain(text: string): string {
   return text.replace('</Requests>', `${first.replace(/Source="[^"]*"/, 'Source="again"')}\n</Requests>`);
 }
 
-const TR = { report: 'TransactionRequestClass', table: 'transaction_request' };
-const PBD = { report: 'PaymentBatchDetailClass', table: 'payment_batch_detail' };
+const TR = { report: 'TransactionRequestClass' };
+const PBD = { report: 'PaymentBatchDetailClass' };
 const REPLIES = 'transaction_request_application_reply';
 const LINE_ITEMS = 'transaction_request_line_item';
 
