@@ -35,6 +35,12 @@ export interface Warehouse {
   readonly location: string;
   /** Run `fn` on one dedicated connection (needed for COPY + merge in one transaction). */
   session<T>(fn: (session: WarehouseSession) => Promise<T>): Promise<T>;
+  /**
+   * Run one statement (extended protocol, so a second statement is a syntax error) inside a
+   * read-only transaction whose first snapshot is already taken (so the text cannot switch it to
+   * read write), then roll back. On PostgreSQL the connection's default is read-only as well.
+   */
+  readOnlyQuery(text: string): Promise<Record<string, unknown>[]>;
   close(): Promise<void>;
 }
 
@@ -77,11 +83,7 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
       try {
         client = await pool.connect();
       } catch (error) {
-        throw new CybsError(
-          'LOAD_CONNECT',
-          `Cannot connect to PostgreSQL at ${redactUrlPasswords(url)}: ${(error as Error).message}`,
-          { stage: 'load', retryable: true, cause: error },
-        );
+        throw connectError(url, error);
       }
       const pinned = {
         // Kysely only calls query() and release(); release is a no-op because the session owns the client.
@@ -105,6 +107,32 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
         throw error;
       } finally {
         client.release(broken ? true : undefined);
+      }
+    },
+    async readOnlyQuery(text) {
+      const client = new pg.Client({
+        connectionString: url,
+        application_name: config.applicationName ?? 'cybs-etl',
+        options: '-c default_transaction_read_only=on',
+        types,
+      });
+      // A server that goes away must reject the query, not crash the process.
+      client.on('error', () => {});
+      try {
+        await client.connect();
+      } catch (error) {
+        throw connectError(url, error);
+      }
+      try {
+        await client.query('begin transaction read only');
+        await client.query('select 1');
+        // queryMode is pg's own option (its type definitions lag behind).
+        const extended = { text, queryMode: 'extended' } as pg.QueryConfig;
+        const result = await client.query<Record<string, unknown>>(extended);
+        await client.query('rollback');
+        return result.rows;
+      } finally {
+        await client.end().catch(() => {});
       }
     },
     async close() {
@@ -171,10 +199,31 @@ async function openPglite(path: string): Promise<Warehouse> {
         release();
       }
     },
+    async readOnlyQuery(text) {
+      const release = await mutex.acquire();
+      try {
+        await pglite.exec('begin transaction read only; select 1;');
+        try {
+          return (await pglite.query<Record<string, unknown>>(text)).rows;
+        } finally {
+          await pglite.exec('rollback');
+        }
+      } finally {
+        release();
+      }
+    },
     async close() {
       await pglite.close();
     },
   };
+}
+
+function connectError(url: string, error: unknown): CybsError {
+  return new CybsError(
+    'LOAD_CONNECT',
+    `Cannot connect to PostgreSQL at ${redactUrlPasswords(url)}: ${(error as Error).message}`,
+    { stage: 'load', retryable: true, cause: error },
+  );
 }
 
 function isConnectionLevelError(error: unknown): boolean {
