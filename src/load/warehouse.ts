@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -141,8 +142,24 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
   };
 }
 
+/**
+ * Directories 0700 and files 0600 under `root`, itself included. The embedded warehouse holds names,
+ * e-mails and addresses, and PGlite writes the files it unpacks at creation with mode 0666.
+ */
+async function makePrivate(root: string): Promise<void> {
+  const visit = async (path: string): Promise<void> => {
+    const info = await lstat(path);
+    if (info.isSymbolicLink()) return;
+    const want = info.isDirectory() ? 0o700 : 0o600;
+    if ((info.mode & 0o777) !== want) await chmod(path, want);
+    if (info.isDirectory()) for (const name of await readdir(path)) await visit(join(path, name));
+  };
+  await visit(root);
+}
+
 async function openPglite(path: string): Promise<Warehouse> {
-  await mkdir(path, { recursive: true });
+  await mkdir(path, { recursive: true, mode: 0o700 });
+  await makePrivate(path);
   // Loaded only when used: a PostgreSQL deployment never pays for the embedded database's module.
   const { PGlite } = await import('@electric-sql/pglite');
   const pglite = new PGlite({ dataDir: path, parsers: { [DATE_OID]: (value: string) => value } });
@@ -158,6 +175,7 @@ async function openPglite(path: string): Promise<Warehouse> {
       },
     );
   }
+  await makePrivate(path);
   const mutex = new Mutex();
   const db: Db = new Kysely({ dialect: new PGliteDialect(pglite, mutex) });
   return {
@@ -214,6 +232,7 @@ async function openPglite(path: string): Promise<Warehouse> {
     },
     async close() {
       await pglite.close();
+      await makePrivate(path);
     },
   };
 }
