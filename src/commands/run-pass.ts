@@ -1,5 +1,6 @@
 import { finishRun, startRun } from '../state/runs.js';
 import { runPipelines } from '../pipeline/run-pipelines.js';
+import { LEASE_LOCK_SPACE } from '../state/windows.js';
 import type { ProgressEvent, RunSummary } from '../pipeline/run-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { PIPELINES } from '../../pipelines/index.js';
@@ -32,7 +33,12 @@ export async function runPass(rt: Runtime, options: PassOptions): Promise<RunSum
   let summary: RunSummary;
   try {
     summary = await runPipelines(
-      { db: rt.warehouse.db, logger: rt.logger.child({ runId }), execute: rt.executor },
+      {
+        db: rt.warehouse.db,
+        logger: rt.logger.child({ runId }),
+        execute: rt.executor,
+        holdOwnerLock: (owner) => rt.warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner),
+      },
       {
         pipelines: runnable,
         ...(options.organizationId ? { organizationId: options.organizationId } : {}),
@@ -86,7 +92,14 @@ export function formatSummary(summary: RunSummary & { runId: number }, seconds: 
     '  windows no data     ' + String(w.no_data).padStart(8),
     '  windows not ready   ' + String(w.not_ready).padStart(8),
     '  windows failed      ' + String(w.failed).padStart(8),
-    '  windows skipped     ' + String(w.skipped).padStart(8) + '   (held by another process)',
+    '  windows skipped     ' + String(w.skipped).padStart(8) + '   (loaded by another process meanwhile)',
+    ...(w.held > 0
+      ? [
+          '  windows still held  ' +
+            String(w.held).padStart(8) +
+            '   (another live process is loading them; not loaded by this run)',
+        ]
+      : []),
     '  rows loaded         ' + String(summary.rowsLoaded).padStart(8),
     '  rows rejected       ' + String(summary.rowsRejected).padStart(8) + '   (see etl.rejects)',
   ];

@@ -42,6 +42,13 @@ export interface Warehouse {
    * read write), then roll back. On PostgreSQL the connection's default is read-only as well.
    */
   readOnlyQuery(text: string): Promise<Record<string, unknown>[]>;
+  /**
+   * Hold the session-level advisory lock (`space`, hashtext(`key`)) until the returned release is
+   * called or this process ends: the server drops it with the process's connection, so others can
+   * tell a live holder from a dead one (pg_locks). On PostgreSQL a connection of its own, taken
+   * again if it is lost.
+   */
+  holdAdvisoryLock(space: number, key: string): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -136,6 +143,45 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
         await client.end().catch(() => {});
       }
     },
+    async holdAdvisoryLock(space, key) {
+      let client: pg.Client | undefined;
+      let released = false;
+      const lock = async (): Promise<void> => {
+        const next = new pg.Client({
+          connectionString: url,
+          application_name: config.applicationName ?? 'cybs-etl',
+        });
+        // A lost lock connection is taken again (below), never an unhandled 'error' event.
+        next.on('error', () => {});
+        next.on('end', () => {
+          if (released || client !== next) return;
+          client = undefined;
+          const retry = (): void => {
+            if (released) return;
+            lock().catch(() => setTimeout(retry, 1000).unref());
+          };
+          retry();
+        });
+        try {
+          await next.connect();
+          await next.query('select pg_advisory_lock($1, hashtext($2))', [space, key]);
+        } catch (error) {
+          await next.end().catch(() => {});
+          throw error;
+        }
+        if (released) await next.end().catch(() => {});
+        else client = next;
+      };
+      try {
+        await lock();
+      } catch (error) {
+        throw connectError(url, error);
+      }
+      return async () => {
+        released = true;
+        await client?.end().catch(() => {});
+      };
+    },
     async close() {
       await db.destroy();
     },
@@ -229,6 +275,19 @@ async function openPglite(path: string): Promise<Warehouse> {
       } finally {
         release();
       }
+    },
+    async holdAdvisoryLock(space, key) {
+      // One session: the lock lives in it until released or the process ends.
+      const run = async (text: string) => {
+        const release = await mutex.acquire();
+        try {
+          await pglite.query(text, [space, key]);
+        } finally {
+          release();
+        }
+      };
+      await run('select pg_advisory_lock($1, hashtext($2))');
+      return () => run('select pg_advisory_unlock($1, hashtext($2))').catch(() => {});
     },
     async close() {
       await pglite.close();
