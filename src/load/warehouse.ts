@@ -5,8 +5,9 @@ import { Readable } from 'node:stream';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { from as copyFromStream } from 'pg-copy-streams';
-import { CybsError } from '../errors.js';
+import { CybsError, isCybsError } from '../errors.js';
 import { redactUrlPasswords } from '../observability/redact.js';
+import { isConnectionLost, LOAD_ERROR_CODES } from './load-errors.js';
 import { Mutex, PGliteDialect } from './pglite-dialect.js';
 
 /** Kysely over an untyped schema: table shapes come from data (report headers), not from code. */
@@ -79,8 +80,11 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
     application_name: config.applicationName ?? 'cybs-etl',
     types,
   });
-  // An idle client that loses its server must not crash the process; the next query reports it.
+  // A client that loses its server must never crash the process with an unhandled 'error' event:
+  // idle, the pool drops it; checked out (pg emits 'error' then too, e.g. EPIPE mid-COPY), the
+  // statement in flight fails with the error and the session is discarded.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
   return {
     kind: 'postgres',
@@ -100,20 +104,33 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
         end: async () => {},
       };
       const sessionDb: Db = new Kysely({ dialect: new PostgresDialect({ pool: pinned }) });
+      // The connection's own error when it is lost mid-session: a COPY stream cut short may only
+      // say "premature close", so the cause is reported instead.
+      let lost: Error | undefined;
+      const onLost = (error: Error) => (lost ??= error);
+      client.on('error', onLost);
       let broken = false;
       try {
         return await fn({
           db: sessionDb,
           async copyFrom(statement, chunks) {
             const stream = client.query(copyFromStream(statement));
-            await pipeline(Readable.from(chunks, { objectMode: false }), stream);
+            try {
+              await pipeline(Readable.from(chunks, { objectMode: false }), stream);
+            } catch (error) {
+              throw lost ?? error;
+            }
             return Number(stream.rowCount ?? 0);
           },
         });
       } catch (error) {
-        broken = isConnectionLevelError(error);
+        broken =
+          lost !== undefined ||
+          isConnectionLost(error) ||
+          (isCybsError(error) && error.code === LOAD_ERROR_CODES.connection);
         throw error;
       } finally {
+        client.off('error', onLost);
         client.release(broken ? true : undefined);
       }
     },
@@ -302,9 +319,4 @@ function connectError(url: string, error: unknown): CybsError {
     `Cannot connect to PostgreSQL at ${redactUrlPasswords(url)}: ${(error as Error).message}`,
     { stage: 'load', retryable: true, cause: error },
   );
-}
-
-function isConnectionLevelError(error: unknown): boolean {
-  const code = (error as { code?: string } | null)?.code;
-  return code === 'ECONNRESET' || code === 'EPIPE' || code === '57P01' || code === '08006';
 }
