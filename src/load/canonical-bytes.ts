@@ -55,9 +55,10 @@ function signedDigits(max: number): ByteCheck {
   };
 }
 
-/** `[0-9]{4}-[0-9]{2}-[0-9]{2}` at s. */
+/** `[0-9]{4}-[0-9]{2}-[0-9]{2}` at s, the year not 0000 (PostgreSQL has no year 0). */
 function datePart(b: Buffer, s: number): boolean {
   return (
+    !(b[s] === ZERO && b[s + 1] === ZERO && b[s + 2] === ZERO && b[s + 3] === ZERO) &&
     isDigit(b[s]) &&
     isDigit(b[s + 1]) &&
     isDigit(b[s + 2]) &&
