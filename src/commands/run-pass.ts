@@ -1,4 +1,5 @@
-import { finishRun, startRun } from '../state/runs.js';
+import type { Warehouse } from '../load/warehouse.js';
+import { closeAbandonedRuns, finishRun, RUN_LOCK_SPACE, runHolderKey, startRun } from '../state/runs.js';
 import { runPipelines } from '../pipeline/run-pipelines.js';
 import { LEASE_LOCK_SPACE } from '../state/windows.js';
 import type { ProgressEvent, RunSummary } from '../pipeline/run-pipelines.js';
@@ -22,9 +23,42 @@ export interface PassOptions {
   onProgress?: (event: ProgressEvent) => void;
 }
 
+/** Passes in progress per warehouse, and the release of the lock they share (see RUN_LOCK_SPACE). */
+const runLocks = new WeakMap<Warehouse, { passes: number; release: Promise<() => Promise<void>> }>();
+
+/**
+ * Run `fn` while this process holds its runs' lock on `warehouse` (one lock for the passes that
+ * overlap in a schedule daemon; released with the last of them).
+ */
+async function whileHoldingRunLock<T>(warehouse: Warehouse, fn: () => Promise<T>): Promise<T> {
+  let held = runLocks.get(warehouse);
+  if (held === undefined) {
+    held = { passes: 0, release: warehouse.holdAdvisoryLock(RUN_LOCK_SPACE, runHolderKey()) };
+    runLocks.set(warehouse, held);
+  }
+  held.passes++;
+  try {
+    await held.release;
+    return await fn();
+  } finally {
+    if (--held.passes === 0) {
+      runLocks.delete(warehouse);
+      await (
+        await held.release.catch(() => async () => {})
+      )();
+    }
+  }
+}
+
 /** One recorded pass: an etl.runs row around runPipelines, with unavailable pipelines counted as failed. */
 export async function runPass(rt: Runtime, options: PassOptions): Promise<RunSummary & { runId: number }> {
+  return whileHoldingRunLock(rt.warehouse, () => recordedPass(rt, options));
+}
+
+async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSummary & { runId: number }> {
   const runnable = options.pipelines.filter((p) => !rt.unavailable.has(p.name));
+  // Runs left `running` by processes that are gone are closed first, so they do not stay so for ever.
+  await closeAbandonedRuns(rt.warehouse.db);
   const runId = await startRun(rt.warehouse.db, {
     command: options.command,
     trigger: options.trigger,

@@ -138,6 +138,13 @@ describe('crash campaign (SIGKILL at random moments, restart)', () => {
     for (const row of states.rows) {
       expect(['loaded', 'no_data']).toContain(row.status);
     }
+    // The runs of killed processes are closed by the next run, not left `running` for ever.
+    const runs = await world.db.query(
+      `select count(*) filter (where status = 'running')::int as running,
+              count(*) filter (where status = 'interrupted')::int as interrupted from etl.runs`,
+    );
+    expect(runs.rows[0].running).toBe(0);
+    expect(runs.rows[0].interrupted).toBeGreaterThan(0);
     const rejects = await world.db.query(`select count(*)::int as n from etl.rejects`);
     expect(rejects.rows[0].n).toBe(0);
     expect(findSecrets(outputs.join('\n'), secretsOf(world))).toEqual([]);

@@ -3,7 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/load/migrate.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
-import { finishRun, startRun } from '../../src/state/runs.js';
+import {
+  closeAbandonedRuns,
+  finishRun,
+  RUN_LOCK_SPACE,
+  runHolderKey,
+  startRun,
+} from '../../src/state/runs.js';
 import {
   claimWindow,
   completeWindow,
@@ -51,6 +57,27 @@ describe('run and window state on PostgreSQL', () => {
       pipelines: ['a', 'b'],
       counts: { loaded: 2 },
     });
+  });
+
+  it('closes the runs a process that is gone left running, and only those', async () => {
+    const release = await warehouse.holdAdvisoryLock(RUN_LOCK_SPACE, runHolderKey());
+    const alive = await startRun(warehouse.db, { command: 'backfill' });
+    const killed = await startRun(warehouse.db, { command: 'run' });
+    const imported = await startRun(warehouse.db, { command: 'import' });
+    // The killed run's process: another pid, which holds no lock.
+    await sql`update etl.runs set pid = 2147483000 where id = ${killed}`.execute(warehouse.db);
+    expect(await closeAbandonedRuns(warehouse.db)).toBe(1);
+    const status = async (id: number) =>
+      (await warehouse.db.selectFrom('etl.runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow())
+        .status as string;
+    expect(await status(killed)).toBe('interrupted');
+    expect(await status(alive)).toBe('running');
+    expect(await status(imported)).toBe('running');
+    await release();
+    // This process gone (its lock released): its run is closed too.
+    expect(await closeAbandonedRuns(warehouse.db)).toBe(1);
+    expect(await status(alive)).toBe('interrupted');
+    await finishRun(warehouse.db, imported, { status: 'succeeded' });
   });
 
   it('lets exactly one of many concurrent claimers hold a window', async () => {
