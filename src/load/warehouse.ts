@@ -196,7 +196,10 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
       }
       return async () => {
         released = true;
-        await client?.end().catch(() => {});
+        const last = client;
+        // Unlocked before the connection ends, so that the lock is gone when this resolves.
+        await last?.query('select pg_advisory_unlock($1, hashtext($2))', [space, key]).catch(() => {});
+        await last?.end().catch(() => {});
       };
     },
     async close() {

@@ -80,6 +80,28 @@ describe('run and window state on PostgreSQL', () => {
     await finishRun(warehouse.db, imported, { status: 'succeeded' });
   });
 
+  it('takes its lease lock again when the server ends the connection holding it', async () => {
+    const release = await live('resilient');
+    const holders = async () =>
+      (
+        await sql<{ pid: number }>`select pid from pg_locks where locktype = 'advisory' and granted
+            and classid = ${LEASE_LOCK_SPACE}::int4::oid and objid = hashtext('resilient')::oid`.execute(
+          warehouse.db,
+        )
+      ).rows;
+    const [first] = await holders();
+    expect(first).toBeDefined();
+    await sql`select pg_terminate_backend(${first!.pid})`.execute(warehouse.db);
+    let again = await holders();
+    while (again.length === 0 || again[0]!.pid === first!.pid) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      again = await holders();
+    }
+    expect(again).toHaveLength(1);
+    await release();
+    expect(await holders()).toEqual([]);
+  });
+
   it('lets exactly one of many concurrent claimers hold a window', async () => {
     await ensureWindows(warehouse.db, [window]);
     await ensureWindows(warehouse.db, [window]);
