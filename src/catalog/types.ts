@@ -51,7 +51,16 @@ export const EXPECTED_FORM: Record<PgType, string> = {
 const FAST_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
 const DECIMAL = /^([+-]?)(\d*)(?:\.(\d*))?$/;
 
+/** PostgreSQL's numeric holds at most 131072 digits before the point and 16383 after it. */
+function fitsNumeric(value: string): boolean {
+  if (value.length <= 16383) return true;
+  const point = value.indexOf('.');
+  const int = (point < 0 ? value : value.slice(0, point)).replace(/^\s*[-+]?0*/, '');
+  return int.length <= 131072 && (point < 0 || value.trimEnd().length - point - 1 <= 16383);
+}
+
 export function coerceNumeric(value: string): string | null | Invalid {
+  if (!fitsNumeric(value)) return INVALID;
   if (FAST_DECIMAL.test(value)) return value === '-0' || /^-0\.0+$/.test(value) ? value.slice(1) : value;
   const s = value.trim();
   if (s === '') return null;

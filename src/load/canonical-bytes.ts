@@ -18,11 +18,16 @@ const COLON = 0x3a;
 
 const isDigit = (c: number | undefined): boolean => c !== undefined && c >= ZERO && c <= NINE;
 
+/** The longest canonical decimal: any decimal this long fits PostgreSQL's numeric. */
+export const MAX_CANONICAL_DECIMAL = 16383;
+
 /**
- * `-?(0|[1-9][0-9]*)(\.[0-9]+)?` and not a negative zero (`-0`, `-0.00`): CANONICAL.numeric less
- * NEGATIVE_ZERO, which is also the form the catalog's coerceNumeric returns unchanged.
+ * `-?(0|[1-9][0-9]*)(\.[0-9]+)?` and not a negative zero (`-0`, `-0.00`), at most
+ * MAX_CANONICAL_DECIMAL characters: CANONICAL.numeric less NEGATIVE_ZERO, which is also the form
+ * the catalog's coerceNumeric returns unchanged.
  */
 export function canonicalDecimal(b: Buffer, s: number, e: number): boolean {
+  if (e - s > MAX_CANONICAL_DECIMAL) return false;
   let j = s;
   const negative = b[j] === MINUS;
   if (negative) j++;

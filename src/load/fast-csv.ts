@@ -256,7 +256,7 @@ export function copyTextField(value: string): string | undefined {
  */
 export const CANONICAL: Record<PgType, RegExp | undefined> = {
   text: undefined,
-  numeric: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/,
+  numeric: /^(?=.{1,16383}$)-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/,
   integer: /^-?[0-9]{1,9}$/,
   bigint: /^-?[0-9]{1,18}$/,
   boolean: /^(?:y|yes|true|t|1|n|no|false|f|0)$/i,

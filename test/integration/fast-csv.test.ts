@@ -573,18 +573,20 @@ describe('fast CSV path ≡ per-row path', () => {
     expect(refusal).toMatchObject({ message: expect.stringContaining('opened on line 503') as unknown });
   });
 
-  it('rejects a timestamp PostgreSQL cannot store (year 0000) as that row, and loads the rest, on both paths', async () => {
+  it('rejects a value PostgreSQL cannot store (year 0000, a number too wide) as its row, and loads the rest, on both paths', async () => {
     const text = edited((rows, column) => {
       rows[3]![column('transaction_date')] = '0000-01-01T00:00:00Z';
       rows[5]![column('transaction_date')] = '0000-12-31T23:59:59.5Z';
+      // Nor a number wider than PostgreSQL's numeric.
+      rows[9]![column('amount')] = `1${'0'.repeat(131072)}`;
     });
     const outcome = await expectSame({ ...TR, text, windowKey: 'y0', rejectThreshold: 0.5 }, true);
-    expect(outcome).toMatchObject({ result: { rowsRejected: 2 } });
+    expect(outcome).toMatchObject({ result: { rowsRejected: 3 } });
     const rejects = await sql<{ record_number: number; message: string }>`
       select record_number, message from etl.rejects where window_key = 'y0' order by record_number`.execute(
       reference.warehouse.db,
     );
-    expect(rejects.rows.map((r) => Number(r.record_number))).toEqual([6, 8]);
+    expect(rejects.rows.map((r) => Number(r.record_number))).toEqual([6, 8, 12]);
     expect(rejects.rows[0]!.message).toMatch(/transaction_date.*0000-01-01T00:00:00Z/);
   });
 });

@@ -25,6 +25,13 @@ describe('numeric', () => {
     expect(coerceNumeric('-0.00')).toBe('0.00');
     expect(coerceNumeric('12345678901234567890.123456789')).toBe('12345678901234567890.123456789');
   });
+  it('refuses what PostgreSQL numeric cannot hold: over 131072 digits before the point or 16383 after', () => {
+    expect(coerceNumeric(`1${'0'.repeat(131071)}`)).not.toBe(INVALID);
+    expect(coerceNumeric(`1${'0'.repeat(131072)}`)).toBe(INVALID);
+    expect(coerceNumeric(`-${'0'.repeat(20000)}1.5`)).toBe('-1.5');
+    expect(coerceNumeric(`0.${'1'.repeat(16383)}`)).not.toBe(INVALID);
+    expect(coerceNumeric(`0.${'1'.repeat(16384)}`)).toBe(INVALID);
+  });
   it('rejects exponents, separators and non-numbers', () => {
     for (const bad of ['1e5', '12,34', 'NaN', 'Infinity', '1.2.3', '--1', '.', '+', 'abc', '1 000', '0x10'])
       expect(coerceNumeric(bad), bad).toBe(INVALID);
