@@ -160,11 +160,14 @@ function wrapCsvError(error: unknown, fileName: string, recordLine: number): unk
         ? 'a quote opened in this line is never closed (truncated file or a stray quote)'
         : e.code === 'CSV_MAX_RECORD_SIZE'
           ? 'a record starting in this line exceeds 32 Mi characters, most likely an unterminated quote'
-          : String(e.message);
+          : line > recordLine
+            ? // A quoted value ran over line breaks to here: where it opened tells the cause.
+              `${String(e.message).replace(/\.$/, '')} (in the record that starts at line ${recordLine}, where a quote may open that should not)`
+            : String(e.message);
     return parseError(
       'PARSE_CSV_INVALID',
       `${fileName}: invalid CSV at line ${line}: ${hint}. The file cannot be read; download it again or check its quoting.`,
-      { file: fileName, line, csvCode: e.code },
+      { file: fileName, line, recordLine, csvCode: e.code },
       error,
     );
   }

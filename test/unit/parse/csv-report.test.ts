@@ -157,6 +157,18 @@ describe('CSV reports: bad input', () => {
     }
   });
 
+  it('names the line where a stray quote opens when the reader stumbles lines later', async () => {
+    const rows = Array.from({ length: 30 }, (_, i) => `r${i},${i}.00`);
+    rows[5] = 'r5,"1.00'; // line 8: opens a quote that the quote of line 20 "closes"
+    rows[17] = 'r17,"2.00",x';
+    const error = await thrown(`${META}\nrequest_id,amount\n${rows.join('\n')}\n`);
+    expect(error.code).toBe('PARSE_CSV_INVALID');
+    expect(error.context).toMatchObject({ line: 20, recordLine: 8, csvCode: 'CSV_INVALID_CLOSING_QUOTE' });
+    expect(error.message).toMatch(
+      /at line 20: .*\(in the record that starts at line 8, where a quote may open/,
+    );
+  });
+
   it('names the line where an unclosed quote opens, not the end of the file', async () => {
     const rows = Array.from({ length: 1000 }, (_, i) => (i + 3 === 503 ? `r${i},"1.00` : `r${i},1.00`));
     // A quoted value with a line break before it moves the lines down by one.
