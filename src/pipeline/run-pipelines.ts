@@ -58,8 +58,8 @@ export interface RunSummary {
     /** Windows another process loaded (or settled) while this run was planning or waiting: none to do. */
     skipped: number;
     /**
-     * Windows a live process was still loading when this run stopped waiting for them (it was
-     * interrupted or drained); a run that ends normally waits for them, so this is 0 then.
+     * Windows a live process was still loading when this run stopped waiting for them: it was
+     * interrupted or drained, or one lease's time (leaseSeconds) went by.
      */
     held: number;
   };
@@ -321,11 +321,14 @@ export async function runPipelines(
     // Windows a live process was loading: wait until it is done with them (or gone), then take
     // each one that still needs loading. A waiting run holds no lease, so two runs never wait on
     // each other.
-    const stopped = () => signal.aborted || options.drain?.aborted === true;
+    // At most one lease's time: a holder that takes longer is reported, not waited for for ever.
+    const pollMs = deps.heldPollMs ?? 1000;
+    let polls = Math.ceil((options.leaseSeconds * 1000) / pollMs);
+    const stopped = () => signal.aborted || options.drain?.aborted === true || polls-- <= 0;
     while (held.length > 0 && !stopped()) {
       deps.logger.info({ windows: held.length }, 'waiting for windows another process is loading');
-      await (options.sleep ?? defaultSleep)(deps.heldPollMs ?? 1000);
-      if (stopped()) break;
+      await (options.sleep ?? defaultSleep)(pollMs);
+      if (signal.aborted || options.drain?.aborted) break;
       const again = held;
       held = [];
       await runAll(again);

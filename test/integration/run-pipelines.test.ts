@@ -72,6 +72,15 @@ describe('runPipelines', () => {
 
   const base = { pipelines, globalConcurrency: 3, leaseSeconds: 60, runId: null, now };
   const holdOwnerLock = (owner: string) => warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner);
+  /** Window `day` of alpha/org1, claimed by `owner`, a live process; resolves to its end. */
+  const heldByLiveProcess = async (day: string, owner: string) => {
+    const ref = { pipeline: 'alpha', organizationId: 'org1', windowKey: day };
+    const end = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000);
+    await ensureWindows(warehouse.db, [{ ...ref, start: new Date(`${day}T00:00:00Z`), end }]);
+    const release = await holdOwnerLock(owner);
+    await claimWindow(warehouse.db, ref, { owner, leaseSeconds: 900, runId: null, claimable: ['pending'] });
+    return release;
+  };
 
   it('loads every due window once, with bounded concurrency, then only lookback windows', async () => {
     let inFlight = 0;
@@ -301,19 +310,9 @@ describe('runPipelines', () => {
   });
 
   it('says so, and does not report success, when it stops waiting for a window a live process holds', async () => {
-    const day = '2026-08-05';
     const alpha = pipelines.find((p) => p.name === 'alpha')!;
-    const ref = { pipeline: 'alpha', organizationId: 'org1', windowKey: day };
-    await ensureWindows(warehouse.db, [
-      { ...ref, start: new Date(`${day}T00:00:00Z`), end: new Date('2026-08-06T00:00:00Z') },
-    ]);
-    const other = await holdOwnerLock('busy');
-    await claimWindow(warehouse.db, ref, {
-      owner: 'busy',
-      leaseSeconds: 900,
-      runId: null,
-      claimable: ['pending'],
-    });
+    const day = '2026-08-05';
+    const other = await heldByLiveProcess(day, 'busy');
     const drain = new AbortController();
     const summary = await runPipelines(
       {
@@ -333,6 +332,34 @@ describe('runPipelines', () => {
     );
     await other();
     expect(summary.windows, JSON.stringify(summary)).toMatchObject({ held: 1, loaded: 0, failed: 0 });
+    expect(summary.interrupted).toBe(true);
+  });
+
+  it('stops waiting for a window a live process holds after one lease, and says so', async () => {
+    const alpha = pipelines.find((p) => p.name === 'alpha')!;
+    const day = '2026-08-07';
+    const stuck = await heldByLiveProcess(day, 'stuck');
+    const waits: number[] = [];
+    const summary = await runPipelines(
+      {
+        db: warehouse.db,
+        logger: silentLogger(),
+        execute: () => Promise.reject(new Error('not reached')),
+        holdOwnerLock,
+        heldPollMs: 1000,
+      },
+      {
+        ...base,
+        leaseSeconds: 5,
+        pipelines: [alpha],
+        organizationId: 'org1',
+        range: { from: day, to: day },
+        sleep: async (ms) => void waits.push(ms),
+      },
+    );
+    await stuck();
+    expect(waits).toEqual([1000, 1000, 1000, 1000, 1000]);
+    expect(summary.windows).toMatchObject({ held: 1, loaded: 0, failed: 0 });
     expect(summary.interrupted).toBe(true);
   });
 });
