@@ -192,11 +192,17 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 }
 
 /** Read at most `limit` bytes of a body as text, then discard the rest. Never throws. */
-export async function readBodyCapped(body: Readable, limit = MAX_ERROR_BODY_BYTES): Promise<string> {
+export async function readBodyCapped(
+  body: Readable,
+  limit = MAX_ERROR_BODY_BYTES,
+  graceMs?: number,
+): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
-    for await (const chunk of body) {
+    // An error body that trickles ends by the same deadline as any other body.
+    const source = graceMs === undefined ? body : chunksWithinDeadline(body, { graceMs });
+    for await (const chunk of source) {
       const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
       chunks.push(buf);
       size += buf.length;
@@ -316,7 +322,7 @@ export function createTransport(config: TransportConfig, deps: TransportDeps): T
         throw createTransportError({ method: request.method, path: requestTarget, host: target.host, error });
       }
     }
-    const text = await readBodyCapped(response.body);
+    const text = await readBodyCapped(response.body, MAX_ERROR_BODY_BYTES, config.bodyTimeoutMs);
     const retryAfter = headerValue(response.headers['retry-after']);
     throw createHttpError({
       method: request.method,

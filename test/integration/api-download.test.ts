@@ -33,7 +33,7 @@ describe('streamed downloads over a real socket', () => {
         // A byte every 20 ms, far inside the gap timeout, never finishing: with a length for a
         // report download, chunked for a JSON page.
         const withLength = req.url.includes('report-downloads');
-        res.writeHead(200, {
+        res.writeHead(req.url.includes('status500') ? 500 : 200, {
           'content-type': withLength ? 'text/csv' : 'application/json',
           ...(withLength ? { 'content-length': '1000' } : {}),
         });
@@ -172,6 +172,19 @@ describe('streamed downloads over a real socket', () => {
       .catch((e: unknown) => e);
     expect(isApiError(error) && error.code, String(error)).toBe('API_TIMEOUT');
     expect(events.filter((e) => e.type === 'retry')).toHaveLength(2);
+  });
+
+  it('ends an error answer whose body trickles by the same deadline, with what arrived', async () => {
+    makeClient({ bodyTimeoutMs: 300 });
+    const error = await client
+      .getNetFundings({
+        startTime: '2024-03-09T00:00:00Z',
+        endTime: '2024-03-10T00:00:00Z',
+        organizationId: 'trickle-status500',
+      })
+      .catch((e: unknown) => e);
+    expect(isApiError(error) && error.code, String(error)).toBe('API_HTTP_STATUS');
+    expect(isApiError(error) && error.status).toBe(500);
   });
 
   it('withDownload gives up after the attempt cap and does not retry consumer errors', async () => {
