@@ -81,7 +81,8 @@ export function registerSqlCommand(program: Command, ctx: CliContext): void {
           `The sql command runs one read-only query (${READ_ONLY_KEYWORDS.join(', ')}); this text starts with ${keyword ? `"${keyword}"` : 'no statement'}.`,
         );
       }
-      const warehouse = await ctx.warehouse();
+      // Not migrated: a read-only command changes nothing, the schema neither.
+      const warehouse = await ctx.warehouse({ migrate: false });
       let rows: Record<string, unknown>[];
       try {
         rows = await warehouse.readOnlyQuery(query);

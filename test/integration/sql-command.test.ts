@@ -54,6 +54,21 @@ describe.each(['postgres', 'pglite'] as const)('cybs-etl sql is read-only (%s)',
     return (JSON.parse(r.stdout) as { n: number }[])[0]!.n;
   };
 
+  it('changes nothing, not even the schema: it does not migrate', async () => {
+    const fresh = join(dir, 'fresh.yaml');
+    await writeFile(fresh, `log:\n  level: silent\nwarehouse:\n  path: ${join(dir, 'fresh-wh')}\n`);
+    const freshDb = kind === 'postgres' ? await createTestDatabase('sql_fresh') : undefined;
+    try {
+      const r = await cli(['--config', fresh, 'sql', '--json', "select to_regclass('etl.runs')::text as t"], {
+        env: freshDb ? { DATABASE_URL: freshDb.url } : {},
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual([{ t: null }]);
+    } finally {
+      await freshDb?.drop();
+    }
+  });
+
   it('runs one read-only query', async () => {
     const r = await cli(
       ['--config', config, 'sql', '--json', '/* a /* nested */ comment */\n(select 2 as n)'],
