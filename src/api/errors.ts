@@ -299,6 +299,8 @@ export function createHttpError(input: HttpErrorInput): ApiError {
 }
 
 const TIMEOUT_CODES = new Set([
+  // A body past its overall deadline (transport.ts chunksWithinDeadline).
+  'CYBS_BODY_DEADLINE',
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
   'UND_ERR_CONNECT_TIMEOUT',
@@ -352,11 +354,13 @@ export function createTransportError(input: {
   const where = `${input.method} ${input.path}`;
   if (code && TIMEOUT_CODES.has(code)) {
     const what =
-      code === 'UND_ERR_CONNECT_TIMEOUT'
-        ? 'connecting'
-        : code === 'UND_ERR_BODY_TIMEOUT'
-          ? 'the response body'
-          : 'the response headers';
+      code === 'CYBS_BODY_DEADLINE'
+        ? `the whole response body (${(input.error as Error).message})`
+        : code === 'UND_ERR_CONNECT_TIMEOUT'
+          ? 'connecting'
+          : code === 'UND_ERR_BODY_TIMEOUT'
+            ? 'the response body'
+            : 'the response headers';
     return new ApiError({
       code: 'API_TIMEOUT',
       method: input.method,

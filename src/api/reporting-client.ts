@@ -21,7 +21,14 @@ import { fastPageCheck } from './fast-page-check.js';
 import { FileDigester } from './file-digest.js';
 import type { FileDigest } from './file-digest.js';
 import { decideRetry } from './retry.js';
-import { buildRequestTarget, createApiDispatcher, createTransport, JSON_ACCEPT } from './transport.js';
+import {
+  buildRequestTarget,
+  chunksWithinDeadline,
+  contentLengthOf,
+  createApiDispatcher,
+  createTransport,
+  JSON_ACCEPT,
+} from './transport.js';
 import type { ApiEvent, ApiRequest, HttpMethod, QueryEntry, RawResponse, Transport } from './transport.js';
 import {
   conversionDetailsResponseSchema,
@@ -288,9 +295,11 @@ export function isJsonContentType(contentType: string | undefined): boolean {
   return contentType !== undefined && /^application\/([\w.-]+\+)?json\b/i.test(contentType.trim());
 }
 
-async function readChunks(response: RawResponse): Promise<Buffer[]> {
+async function readChunks(response: RawResponse, graceMs: number): Promise<Buffer[]> {
   const chunks: Buffer[] = [];
-  for await (const chunk of response.body) chunks.push(chunk as Buffer);
+  const contentLength = contentLengthOf(response.headers);
+  for await (const chunk of chunksWithinDeadline(response.body, { contentLength, graceMs }))
+    chunks.push(chunk);
   return chunks;
 }
 
@@ -309,13 +318,13 @@ function organizationEntry(params: OrganizationOptions | undefined): QueryEntry 
  * passed to `digester` on its way; `handed` is called once each chunk has been taken by the consumer.
  */
 async function* bodyChunks(
-  body: Readable,
+  body: AsyncIterable<Buffer>,
   digester: FileDigester,
   handed?: () => void,
 ): AsyncGenerator<Buffer> {
   for await (const chunk of body) {
-    digester.update(chunk as Buffer);
-    yield chunk as Buffer;
+    digester.update(chunk);
+    yield chunk;
     handed?.();
   }
 }
@@ -405,7 +414,7 @@ export function createReportingClient(
     fastCheck?: (data: unknown) => unknown,
   ): Promise<JsonPage<z.output<S>>> {
     const req = withSignal(request, options);
-    const chunks = await transport.execute(req, readChunks);
+    const chunks = await transport.execute(req, (response) => readChunks(response, config.api.bodyTimeoutMs));
     return { chunks, json: () => checkedJson(req, decodeText(Buffer.concat(chunks)), schema, fastCheck) };
   }
 
@@ -808,7 +817,14 @@ export function createReportingClient(
             const onChunk = options?.onChunk;
             const digester = new FileDigester(options?.onDigestBlock);
             await pipeline(
-              bodyChunks(download.body, digester, onChunk ? () => onChunk(file.bytesWritten) : undefined),
+              bodyChunks(
+                chunksWithinDeadline(download.body, {
+                  contentLength: contentLengthOf(download.headers),
+                  graceMs: config.api.bodyTimeoutMs,
+                }),
+                digester,
+                onChunk ? () => onChunk(file.bytesWritten) : undefined,
+              ),
               file,
             );
             return {

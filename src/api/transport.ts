@@ -98,6 +98,65 @@ export interface TransportDeps {
   onEvent?: (event: ApiEvent) => void;
 }
 
+/** The least average speed a response body must keep once its grace period is over. */
+export const MIN_BODY_BYTES_PER_SECOND = 16 * 1024;
+
+/** The code of the error that ends a body past its deadline (a transient timeout: retried). */
+export const BODY_DEADLINE_CODE = 'CYBS_BODY_DEADLINE';
+
+/**
+ * A response body's chunks under an overall deadline scaled to its size: `graceMs` plus the time
+ * its bytes take at MIN_BODY_BYTES_PER_SECOND (its content-length, or the bytes received so far when
+ * no length is announced). The gap timeout (bodyTimeoutMs) alone lets a body that trickles a byte
+ * at a time run for ever. Past the deadline the body is destroyed with a BODY_DEADLINE_CODE error.
+ */
+export async function* chunksWithinDeadline(
+  body: Readable,
+  options: { contentLength?: number | undefined; graceMs: number },
+): AsyncGenerator<Buffer> {
+  const started = Date.now();
+  let received = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = () =>
+    started +
+    options.graceMs +
+    (Math.max(options.contentLength ?? 0, received) / MIN_BODY_BYTES_PER_SECOND) * 1000;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(
+      () => {
+        if (Date.now() < deadline()) return arm();
+        const seconds = Math.round((Date.now() - started) / 1000);
+        const error = Object.assign(
+          new Error(
+            `still arriving after ${seconds} s with ${received} bytes; at least ${MIN_BODY_BYTES_PER_SECOND} bytes/s expected after ${Math.round(options.graceMs / 1000)} s`,
+          ),
+          { code: BODY_DEADLINE_CODE },
+        );
+        body.destroy(error);
+      },
+      Math.max(0, deadline() - Date.now()),
+    );
+    timer.unref();
+  };
+  arm();
+  try {
+    for await (const chunk of body) {
+      received += (chunk as Buffer).length;
+      yield chunk as Buffer;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The content-length header as a number, when it is one. */
+export function contentLengthOf(headers: RawResponse['headers']): number | undefined {
+  const value = headerValue(headers['content-length']);
+  const n = value === undefined ? NaN : Number(value);
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
 /** Percent-encode one query component so that no value can add or split a parameter. */
 export function encodeQueryComponent(value: string): string {
   return encodeURIComponent(value);
@@ -133,11 +192,17 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 }
 
 /** Read at most `limit` bytes of a body as text, then discard the rest. Never throws. */
-export async function readBodyCapped(body: Readable, limit = MAX_ERROR_BODY_BYTES): Promise<string> {
+export async function readBodyCapped(
+  body: Readable,
+  limit = MAX_ERROR_BODY_BYTES,
+  graceMs?: number,
+): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
-    for await (const chunk of body) {
+    // An error body that trickles ends by the same deadline as any other body.
+    const source = graceMs === undefined ? body : chunksWithinDeadline(body, { graceMs });
+    for await (const chunk of source) {
       const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
       chunks.push(buf);
       size += buf.length;
@@ -257,7 +322,7 @@ export function createTransport(config: TransportConfig, deps: TransportDeps): T
         throw createTransportError({ method: request.method, path: requestTarget, host: target.host, error });
       }
     }
-    const text = await readBodyCapped(response.body);
+    const text = await readBodyCapped(response.body, MAX_ERROR_BODY_BYTES, config.bodyTimeoutMs);
     const retryAfter = headerValue(response.headers['retry-after']);
     throw createHttpError({
       method: request.method,

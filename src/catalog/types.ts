@@ -51,7 +51,16 @@ export const EXPECTED_FORM: Record<PgType, string> = {
 const FAST_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
 const DECIMAL = /^([+-]?)(\d*)(?:\.(\d*))?$/;
 
+/** PostgreSQL's numeric holds at most 131072 digits before the point and 16383 after it. */
+function fitsNumeric(value: string): boolean {
+  if (value.length <= 16383) return true;
+  const point = value.indexOf('.');
+  const int = (point < 0 ? value : value.slice(0, point)).replace(/^\s*[-+]?0*/, '');
+  return int.length <= 131072 && (point < 0 || value.trimEnd().length - point - 1 <= 16383);
+}
+
 export function coerceNumeric(value: string): string | null | Invalid {
+  if (!fitsNumeric(value)) return INVALID;
   if (FAST_DECIMAL.test(value)) return value === '-0' || /^-0\.0+$/.test(value) ? value.slice(1) : value;
   const s = value.trim();
   if (s === '') return null;
@@ -107,7 +116,8 @@ const TIMESTAMP =
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 function validDate(y: number, mo: number, d: number): boolean {
-  if (mo < 1 || mo > 12 || d < 1) return false;
+  // Year 0000 does not exist for PostgreSQL (1 BC precedes AD 1): it refuses such a date.
+  if (y < 1 || mo < 1 || mo > 12 || d < 1) return false;
   const leap = (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
   const max = mo === 2 && leap ? 29 : (DAYS_IN_MONTH[mo - 1] ?? 0);
   return d <= max;
@@ -169,10 +179,13 @@ export function coerceTimestamptz(value: string): string | null | Invalid {
     if (oh > 18 || om > 59) return INVALID;
     offsetMinutes = (zone[0] === '-' ? -1 : 1) * (oh * 60 + om);
   }
-  const epoch = Date.UTC(y, mo - 1, d, h, mi, sec, ms) - offsetMinutes * 60_000;
-  const date = new Date(epoch);
+  // Not Date.UTC: it reads years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d);
+  date.setUTCHours(h, mi, sec, ms);
+  date.setTime(date.getTime() - offsetMinutes * 60_000);
   const year = date.getUTCFullYear();
-  if (year < 0 || year > 9999) return INVALID;
+  if (year < 1 || year > 9999) return INVALID;
   let iso = date.toISOString();
   // Keep sub-millisecond digits (PostgreSQL stores microseconds).
   const micro = fraction.slice(3, 6).replace(/0+$/, '');

@@ -1,5 +1,7 @@
-import { finishRun, startRun } from '../state/runs.js';
+import type { Warehouse } from '../load/warehouse.js';
+import { closeAbandonedRuns, finishRun, RUN_LOCK_SPACE, runHolderKey, startRun } from '../state/runs.js';
 import { runPipelines } from '../pipeline/run-pipelines.js';
+import { LEASE_LOCK_SPACE } from '../state/windows.js';
 import type { ProgressEvent, RunSummary } from '../pipeline/run-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { PIPELINES } from '../../pipelines/index.js';
@@ -21,9 +23,42 @@ export interface PassOptions {
   onProgress?: (event: ProgressEvent) => void;
 }
 
+/** Passes in progress per warehouse, and the release of the lock they share (see RUN_LOCK_SPACE). */
+const runLocks = new WeakMap<Warehouse, { passes: number; release: Promise<() => Promise<void>> }>();
+
+/**
+ * Run `fn` while this process holds its runs' lock on `warehouse` (one lock for the passes that
+ * overlap in a schedule daemon; released with the last of them).
+ */
+async function whileHoldingRunLock<T>(warehouse: Warehouse, fn: () => Promise<T>): Promise<T> {
+  let held = runLocks.get(warehouse);
+  if (held === undefined) {
+    held = { passes: 0, release: warehouse.holdAdvisoryLock(RUN_LOCK_SPACE, runHolderKey()) };
+    runLocks.set(warehouse, held);
+  }
+  held.passes++;
+  try {
+    await held.release;
+    return await fn();
+  } finally {
+    if (--held.passes === 0) {
+      runLocks.delete(warehouse);
+      await (
+        await held.release.catch(() => async () => {})
+      )();
+    }
+  }
+}
+
 /** One recorded pass: an etl.runs row around runPipelines, with unavailable pipelines counted as failed. */
 export async function runPass(rt: Runtime, options: PassOptions): Promise<RunSummary & { runId: number }> {
+  return whileHoldingRunLock(rt.warehouse, () => recordedPass(rt, options));
+}
+
+async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSummary & { runId: number }> {
   const runnable = options.pipelines.filter((p) => !rt.unavailable.has(p.name));
+  // Runs left `running` by processes that are gone are closed first, so they do not stay so for ever.
+  await closeAbandonedRuns(rt.warehouse.db);
   const runId = await startRun(rt.warehouse.db, {
     command: options.command,
     trigger: options.trigger,
@@ -32,7 +67,12 @@ export async function runPass(rt: Runtime, options: PassOptions): Promise<RunSum
   let summary: RunSummary;
   try {
     summary = await runPipelines(
-      { db: rt.warehouse.db, logger: rt.logger.child({ runId }), execute: rt.executor },
+      {
+        db: rt.warehouse.db,
+        logger: rt.logger.child({ runId }),
+        execute: rt.executor,
+        holdOwnerLock: (owner) => rt.warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner),
+      },
       {
         pipelines: runnable,
         ...(options.organizationId ? { organizationId: options.organizationId } : {}),
@@ -86,7 +126,14 @@ export function formatSummary(summary: RunSummary & { runId: number }, seconds: 
     '  windows no data     ' + String(w.no_data).padStart(8),
     '  windows not ready   ' + String(w.not_ready).padStart(8),
     '  windows failed      ' + String(w.failed).padStart(8),
-    '  windows skipped     ' + String(w.skipped).padStart(8) + '   (held by another process)',
+    '  windows skipped     ' + String(w.skipped).padStart(8) + '   (loaded by another process meanwhile)',
+    ...(w.held > 0
+      ? [
+          '  windows still held  ' +
+            String(w.held).padStart(8) +
+            '   (another live process is loading them; not loaded by this run)',
+        ]
+      : []),
     '  rows loaded         ' + String(summary.rowsLoaded).padStart(8),
     '  rows rejected       ' + String(summary.rowsRejected).padStart(8) + '   (see etl.rejects)',
   ];

@@ -1,6 +1,41 @@
 import type { Command } from 'commander';
-import { sql } from 'kysely';
+import { CybsError, errorMessage } from '../errors.js';
 import type { CliContext } from './context.js';
+
+/** Statements that only read; anything else (writes, DDL, SET, transaction control, COPY) is refused. */
+const READ_ONLY_KEYWORDS = ['select', 'with', 'values', 'table', 'show', 'explain'] as const;
+
+/** The first keyword of a SQL text, past blanks, comments and opening parentheses, lower-cased. */
+export function leadingKeyword(text: string): string {
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i]!;
+    if (/\s|\(/.test(c)) i += 1;
+    else if (text.startsWith('--', i)) {
+      const end = text.indexOf('\n', i);
+      i = end === -1 ? text.length : end + 1;
+    } else if (text.startsWith('/*', i)) {
+      // Block comments nest in PostgreSQL.
+      let depth = 0;
+      do {
+        const step = text.slice(i, i + 2);
+        depth += step === '/*' ? 1 : step === '*/' ? -1 : 0;
+        i += step === '/*' || step === '*/' ? 2 : 1;
+      } while (depth > 0 && i < text.length);
+    } else break;
+  }
+  return (/^[a-z_]+/i.exec(text.slice(i))?.[0] ?? '').toLowerCase();
+}
+
+function sqlUsageError(message: string, cause?: unknown): CybsError {
+  return new CybsError('SQL_REFUSED', message, { stage: 'cli', exitCode: 2, cause });
+}
+
+/** PostgreSQL errors that say the connection or server failed, not the query (SQLSTATE classes 08, 57). */
+function isServerFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57)/.test(code);
+}
 
 /** Render rows as an aligned text table (psql-like). */
 export function formatTable(rows: Record<string, unknown>[]): string {
@@ -40,13 +75,21 @@ export function registerSqlCommand(program: Command, ctx: CliContext): void {
     .argument('<query>', 'SQL text, e.g. "select count(*) from cybs.transaction_request"')
     .option('--json', 'print rows as JSON', false)
     .action(async (query: string, opts: { json: boolean }) => {
-      const warehouse = await ctx.warehouse();
-      const rows = await warehouse.session(({ db }) =>
-        db.transaction().execute(async (trx) => {
-          await sql`set transaction read only`.execute(trx);
-          return (await sql.raw<Record<string, unknown>>(query).execute(trx)).rows;
-        }),
-      );
+      const keyword = leadingKeyword(query);
+      if (!(READ_ONLY_KEYWORDS as readonly string[]).includes(keyword)) {
+        throw sqlUsageError(
+          `The sql command runs one read-only query (${READ_ONLY_KEYWORDS.join(', ')}); this text starts with ${keyword ? `"${keyword}"` : 'no statement'}.`,
+        );
+      }
+      // Not migrated: a read-only command changes nothing, the schema neither.
+      const warehouse = await ctx.warehouse({ migrate: false });
+      let rows: Record<string, unknown>[];
+      try {
+        rows = await warehouse.readOnlyQuery(query);
+      } catch (error) {
+        if (isServerFailure(error)) throw error;
+        throw sqlUsageError(`The query was refused: ${errorMessage(error)}.`, error);
+      }
       ctx.io.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatTable(rows));
     });
 }

@@ -18,11 +18,16 @@ const COLON = 0x3a;
 
 const isDigit = (c: number | undefined): boolean => c !== undefined && c >= ZERO && c <= NINE;
 
+/** The longest canonical decimal: any decimal this long fits PostgreSQL's numeric. */
+export const MAX_CANONICAL_DECIMAL = 16383;
+
 /**
- * `-?(0|[1-9][0-9]*)(\.[0-9]+)?` and not a negative zero (`-0`, `-0.00`): CANONICAL.numeric less
- * NEGATIVE_ZERO, which is also the form the catalog's coerceNumeric returns unchanged.
+ * `-?(0|[1-9][0-9]*)(\.[0-9]+)?` and not a negative zero (`-0`, `-0.00`), at most
+ * MAX_CANONICAL_DECIMAL characters: CANONICAL.numeric less NEGATIVE_ZERO, which is also the form
+ * the catalog's coerceNumeric returns unchanged.
  */
 export function canonicalDecimal(b: Buffer, s: number, e: number): boolean {
+  if (e - s > MAX_CANONICAL_DECIMAL) return false;
   let j = s;
   const negative = b[j] === MINUS;
   if (negative) j++;
@@ -55,9 +60,10 @@ function signedDigits(max: number): ByteCheck {
   };
 }
 
-/** `[0-9]{4}-[0-9]{2}-[0-9]{2}` at s. */
+/** `[0-9]{4}-[0-9]{2}-[0-9]{2}` at s, the year not 0000 (PostgreSQL has no year 0). */
 function datePart(b: Buffer, s: number): boolean {
   return (
+    !(b[s] === ZERO && b[s + 1] === ZERO && b[s + 2] === ZERO && b[s + 3] === ZERO) &&
     isDigit(b[s]) &&
     isDigit(b[s + 1]) &&
     isDigit(b[s + 2]) &&

@@ -256,12 +256,13 @@ export function copyTextField(value: string): string | undefined {
  */
 export const CANONICAL: Record<PgType, RegExp | undefined> = {
   text: undefined,
-  numeric: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/,
+  numeric: /^(?=.{1,16383}$)-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/,
   integer: /^-?[0-9]{1,9}$/,
   bigint: /^-?[0-9]{1,18}$/,
   boolean: /^(?:y|yes|true|t|1|n|no|false|f|0)$/i,
-  date: /^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z)?$/,
-  timestamptz: /^[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z$/,
+  date: /^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z)?$/,
+  timestamptz:
+    /^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z$/,
 };
 /** -0 reads as 0 in PostgreSQL, and as an unusual form in the coercer. */
 export const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
@@ -431,7 +432,9 @@ class BodyScanner {
           emitted = i + 1;
         } else {
           this.copyRecord(work, emitted, recordStart, end, escapes, quoteCount);
-          emitted = end;
+          // Its line end goes out as a LF alone: COPY wants one kind of line end in a file, and a
+          // CRLF file may have LF-ended rows (each row ends at its own line break, as per row).
+          emitted = i;
         }
         quoteCount = 0;
         line++;
@@ -469,7 +472,8 @@ class BodyScanner {
 
   /** The end of the data: the last record when it has no line break; the bytes still to copy. */
   end(fileName: string, requireFinalLineBreak: boolean): Buffer | undefined {
-    if (this.inQuote) throw refuseFastPath('a quoted value that never closes');
+    if (this.inQuote)
+      throw refuseFastPath(`a quoted value opened on line ${this.recordLine} that never closes`);
     if (this.atLineStart) return undefined;
     if (this.endsInCr) throw refuseFastPath('a carriage return that ends no line');
     // A download that ends inside a line was cut off in transfer: its last value may be cut too
@@ -556,7 +560,8 @@ class BodyScanner {
    */
   private rewrite(b: Buffer, s: number, e: number, escapes: boolean, quoteCount: number): void {
     // Every quote opens a value and closes it (the scanner ends no record inside quotes).
-    if (quoteCount % 2 !== 0) throw refuseFastPath('a quoted value that never closes');
+    if (quoteCount % 2 !== 0)
+      throw refuseFastPath(`a quoted value opened on line ${this.recordLine} that never closes`);
     // Every byte of a quoted value may take two.
     this.room(2 * (e - s));
     let quotes: ArrayLike<number> = this.quotes;

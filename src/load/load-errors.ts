@@ -50,6 +50,18 @@ export function sqlState(error: unknown): string | undefined {
 }
 
 /**
+ * The database connection is gone (reset, terminated by the server, or pg's client unusable after
+ * such an error), as opposed to a statement that failed on a live connection.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  const code = sqlState(error);
+  return (
+    (code !== undefined && (CONNECTION_CODES.has(code) || code.startsWith('08'))) ||
+    /Connection terminated|connection.*(closed|ended)|not queryable/i.test(errorMessage(error))
+  );
+}
+
+/**
  * Turn anything thrown during a window load into a CybsError: CybsErrors pass through; deadlocks
  * and serialization failures (40P01, 40001) and lost connections are retryable; the rest is
  * `LOAD_FAILED` with the database's message.
@@ -71,10 +83,7 @@ export function toLoadError(error: unknown, context: Record<string, unknown> = {
       { stage: 'load', retryable: true, cause: error, context: pgContext },
     );
   }
-  if (
-    (code && (CONNECTION_CODES.has(code) || code.startsWith('08'))) ||
-    /Connection terminated|connection.*(closed|ended)/i.test(errorMessage(error))
-  ) {
+  if (isConnectionLost(error)) {
     return new CybsError(
       LOAD_ERROR_CODES.connection,
       `Lost the database connection${where}: ${errorMessage(error)}. Nothing was committed; retry the window.`,

@@ -8,7 +8,8 @@
  *    without such a field is taken as the header (no metadata).
  *  - Header: each name resolved with `resolveHeader` (either convention, ids, aliases); unknown
  *    headers become text columns listed in `unknownColumns`.
- *  - RFC 4180 quoting (commas, quotes, CR/LF inside quoted values), CRLF or LF, a UTF-8 BOM.
+ *  - RFC 4180 quoting (commas, quotes, CR/LF inside quoted values), a UTF-8 BOM; each line ends at
+ *    its own line break, CRLF, LF or CR, whatever the others are (a CRLF file with LF-ended rows).
  *  - A blank line is skipped (counted as `blankLines`), so a trailing empty line is harmless.
  *  - A row with fewer values than the header, or more values that are not all empty, is a reject
  *    `PARSE_CSV_COLUMN_COUNT` with its line; extra empty trailing values (padding) are accepted.
@@ -77,7 +78,7 @@ export class ObjectReader<T> {
   /** The next burst of objects; an empty array at the end. */
   async next(): Promise<T[]> {
     for (;;) {
-      if (this.error !== undefined) throw this.error;
+      // Objects read before an error come first: the error's place is after them.
       const items: T[] = [];
       let item: T | null;
       while ((item = this.stream.read() as T | null) !== null) items.push(item);
@@ -143,20 +144,30 @@ export function serialiseCsvRow(fields: readonly string[]): string {
   return fields.map(csvQuote).join(',');
 }
 
-function wrapCsvError(error: unknown, fileName: string, lastLine: number): unknown {
+/**
+ * A csv-parse error as PARSE_CSV_INVALID. `recordLine`: the line the failing record starts on. A
+ * quote that never closes (or a record that grows past the size limit, the same thing in a large
+ * file) is reported where its record starts, the line of the opening quote, not where the reader
+ * gave up (the end of the file); other errors where csv-parse found them.
+ */
+function wrapCsvError(error: unknown, fileName: string, recordLine: number): unknown {
   if (error instanceof CsvError) {
     const e = error as CsvError & { lines?: unknown };
-    const line = typeof e.lines === 'number' ? e.lines : lastLine + 1;
+    const atRecord = e.code === 'CSV_QUOTE_NOT_CLOSED' || e.code === 'CSV_MAX_RECORD_SIZE';
+    const line = atRecord || typeof e.lines !== 'number' ? recordLine : e.lines;
     const hint =
       e.code === 'CSV_QUOTE_NOT_CLOSED'
-        ? 'a quoted value is never closed (truncated file or a stray quote)'
+        ? 'a quote opened in this line is never closed (truncated file or a stray quote)'
         : e.code === 'CSV_MAX_RECORD_SIZE'
-          ? 'a record exceeds 32 Mi characters, most likely an unterminated quote'
-          : String(e.message);
+          ? 'a record starting in this line exceeds 32 Mi characters, most likely an unterminated quote'
+          : line > recordLine
+            ? // A quoted value ran over line breaks to here: where it opened tells the cause.
+              `${String(e.message).replace(/\.$/, '')} (in the record that starts at line ${recordLine}, where a quote may open that should not)`
+            : String(e.message);
     return parseError(
       'PARSE_CSV_INVALID',
-      `${fileName}: invalid CSV near line ${line}: ${hint}. The file cannot be read; download it again or check its quoting.`,
-      { file: fileName, line, csvCode: e.code },
+      `${fileName}: invalid CSV at line ${line}: ${hint}. The file cannot be read; download it again or check its quoting.`,
+      { file: fileName, line, recordLine, csvCode: e.code },
       error,
     );
   }
@@ -181,6 +192,9 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
     bom: true,
     relax_column_count: true,
     max_record_size: MAX_RECORD_SIZE,
+    // Every line ends at its own line break, CRLF, LF or CR (csv-parse would otherwise take the
+    // first one it meets for the whole file and glue an LF-ended row to the next in a CRLF file).
+    record_delimiter: ['\r\n', '\n', '\r'],
   });
   const source = toReadable(input);
   source.on('error', (error) => parser.destroy(error));
@@ -217,7 +231,7 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
         pending = await reader.next();
       } catch (error) {
         close();
-        throw wrapCsvError(error, fileName, nextLine - 1);
+        throw wrapCsvError(error, fileName, nextLine);
       }
       pendingIndex = 0;
       if (pending.length === 0) {

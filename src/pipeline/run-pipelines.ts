@@ -7,6 +7,7 @@ import {
   claimWindow,
   ensureWindows,
   failWindow,
+  getWindow,
   listWindows,
   releaseLeases,
   releaseNotReady,
@@ -60,7 +61,13 @@ export interface RunSummary {
     no_data: number;
     not_ready: number;
     failed: number;
+    /** Windows another process loaded (or settled) while this run was planning or waiting: none to do. */
     skipped: number;
+    /**
+     * Windows a live process was still loading when this run stopped waiting for them: it was
+     * interrupted or drained, or one lease's time (leaseSeconds) went by.
+     */
+    held: number;
   };
   rowsLoaded: number;
   rowsRejected: number;
@@ -113,6 +120,14 @@ export interface RunPipelinesDeps {
   db: Db;
   logger: Logger;
   execute: WindowExecutor;
+  /**
+   * Hold the lock that tells other processes this lease owner is alive (Warehouse.holdAdvisoryLock
+   * with LEASE_LOCK_SPACE) for the whole run; resolves to its release. Without it, the windows this
+   * run holds look abandoned to every other claimer.
+   */
+  holdOwnerLock: (owner: string) => Promise<() => Promise<void>>;
+  /** How long to wait between looks at windows another live process is loading; default 1000 ms. */
+  heldPollMs?: number;
 }
 
 const DEFAULT_LOAD_ATTEMPTS = 3;
@@ -142,7 +157,7 @@ export async function runPipelines(
 ): Promise<RunSummary> {
   const owner = leaseOwner();
   const summary: RunSummary = {
-    windows: { loaded: 0, unchanged: 0, no_data: 0, not_ready: 0, failed: 0, skipped: 0 },
+    windows: { loaded: 0, unchanged: 0, no_data: 0, not_ready: 0, failed: 0, skipped: 0, held: 0 },
     rowsLoaded: 0,
     rowsRejected: 0,
     failures: [],
@@ -155,6 +170,9 @@ export async function runPipelines(
   const global = createLimiter(options.globalConcurrency);
   const perPipeline = new Map(options.pipelines.map((p) => [p.name, createLimiter(p.concurrency)]));
   const signal = options.signal ?? new AbortController().signal;
+
+  /** Jobs whose window a live process was loading when this run tried to claim it. */
+  let held: Job[] = [];
 
   const runJob = async (job: Job): Promise<void> => {
     if (signal.aborted || options.drain?.aborted) {
@@ -178,10 +196,36 @@ export async function runPipelines(
       claimable: job.claimable,
     });
     if (!state) {
+      if ((await getWindow(deps.db, ref))?.status === 'running') {
+        // A live process is loading it: look again once the others are done (not counted yet).
+        held.push(job);
+        log.debug('window is being loaded by another process; waiting for it');
+        return;
+      }
       summary.windows.skipped++;
-      log.debug('window is held by another process or already done; skipped');
-      return;
+      log.debug('window was settled by another process; skipped');
+    } else {
+      await runClaimed(job, ref, log, state);
     }
+    done++;
+    options.onProgress?.({
+      type: 'window',
+      total: jobs.length,
+      done,
+      rowsLoaded: summary.rowsLoaded,
+      pipeline: ref.pipeline,
+      windowKey: ref.windowKey,
+      outcome: state ? lastOutcome.get(job) : 'skipped',
+    });
+  };
+
+  const lastOutcome = new Map<Job, string>();
+  const runClaimed = async (
+    job: Job,
+    ref: { pipeline: string; organizationId: string; windowKey: string },
+    log: Logger,
+    state: WindowRow,
+  ): Promise<void> => {
     const renew = setInterval(
       () => void renewLease(deps.db, ref, owner, options.leaseSeconds).catch(() => {}),
       Math.max(1000, (options.leaseSeconds * 1000) / 3),
@@ -272,26 +316,36 @@ export async function runPipelines(
     } finally {
       clearInterval(renew);
     }
-    done++;
-    options.onProgress?.({
-      type: 'window',
-      total: jobs.length,
-      done,
-      rowsLoaded: summary.rowsLoaded,
-      pipeline: ref.pipeline,
-      windowKey: ref.windowKey,
-      outcome,
-    });
+    lastOutcome.set(job, outcome);
   };
 
+  const releaseOwnerLock = await deps.holdOwnerLock(owner);
   try {
-    await Promise.all(
-      jobs.map((job) => global(() => perPipeline.get(job.pipeline.name)!(() => runJob(job)))),
-    );
+    const runAll = (list: readonly Job[]) =>
+      Promise.all(list.map((job) => global(() => perPipeline.get(job.pipeline.name)!(() => runJob(job)))));
+    await runAll(jobs);
+    // Windows a live process was loading: wait until it is done with them (or gone), then take
+    // each one that still needs loading. A waiting run holds no lease, so two runs never wait on
+    // each other.
+    // At most one lease's time: a holder that takes longer is reported, not waited for for ever.
+    const pollMs = deps.heldPollMs ?? 1000;
+    let polls = Math.ceil((options.leaseSeconds * 1000) / pollMs);
+    const stopped = () => signal.aborted || options.drain?.aborted === true || polls-- <= 0;
+    while (held.length > 0 && !stopped()) {
+      deps.logger.info({ windows: held.length }, 'waiting for windows another process is loading');
+      await (options.sleep ?? defaultSleep)(pollMs);
+      if (signal.aborted || options.drain?.aborted) break;
+      const again = held;
+      held = [];
+      await runAll(again);
+    }
+    summary.windows.held = held.length;
   } finally {
     await releaseLeases(deps.db, owner).catch(() => 0);
+    await releaseOwnerLock();
   }
-  if (signal.aborted || (options.drain?.aborted && done < jobs.length)) summary.interrupted = true;
+  if (signal.aborted || (options.drain?.aborted && done < jobs.length) || summary.windows.held > 0)
+    summary.interrupted = true;
   return summary;
 }
 

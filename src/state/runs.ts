@@ -27,6 +27,46 @@ export async function startRun(db: Db, options: StartRunOptions): Promise<number
   return Number(row.id);
 }
 
+/**
+ * The advisory-lock space of processes recording runs: a process holds (RUN_LOCK_SPACE,
+ * hashtext(runHolderKey())) while it has runs in progress (Warehouse.holdAdvisoryLock), so a run
+ * still `running` whose process holds no such lock was left by a process that is gone.
+ */
+export const RUN_LOCK_SPACE = 0x63796272;
+
+/** The lock key of this process's runs: the host and pid its etl.runs rows name. */
+export function runHolderKey(): string {
+  return `${hostname()}:${process.pid}`;
+}
+
+/** Commands whose runs are recorded under that lock (run, backfill, schedule passes). */
+const LOCKED_COMMANDS = ['run', 'backfill', 'schedule'] as const;
+
+/**
+ * Mark `interrupted` every run of LOCKED_COMMANDS still `running` whose process is gone (killed,
+ * crashed): nobody holds its lock. Returns how many.
+ */
+export async function closeAbandonedRuns(db: Db): Promise<number> {
+  const r = await db
+    .updateTable('etl.runs')
+    .set({
+      status: 'interrupted',
+      finished_at: sql`now()`,
+      error: 'its process ended without finishing it (killed, or its database connection lost)',
+    })
+    .where('status', '=', 'running')
+    .where('command', 'in', [...LOCKED_COMMANDS])
+    .where(
+      sql<boolean>`not exists (
+        select 1 from pg_catalog.pg_locks l
+         where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+           and l.classid = ${RUN_LOCK_SPACE}::int4::oid
+           and l.objid = hashtext(runs.host || ':' || runs.pid::text)::oid)`,
+    )
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
 export interface FinishRunOptions {
   status: Exclude<RunStatus, 'running'>;
   counts?: Record<string, number>;

@@ -1,6 +1,20 @@
 import { sql } from 'kysely';
 import type { ExpressionBuilder } from 'kysely';
+import { CybsError } from '../errors.js';
 import type { Db } from '../load/warehouse.js';
+
+/**
+ * The advisory-lock space of lease owners: a process holds (LEASE_LOCK_SPACE, hashtext(owner)) on
+ * its own connection while it runs (Warehouse.holdAdvisoryLock), so a lease whose owner no longer
+ * holds that lock belongs to a process that is gone (killed, crashed, its server connection lost).
+ */
+export const LEASE_LOCK_SPACE = 0x63796273;
+
+/** True for the `etl.windows` row under consideration when its lease owner's lock is held by nobody. */
+const HOLDER_GONE = sql<boolean>`not exists (
+  select 1 from pg_catalog.pg_locks l
+   where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+     and l.classid = ${LEASE_LOCK_SPACE}::int4::oid and l.objid = hashtext(windows.lease_owner)::oid)`;
 
 export const WINDOW_STATUSES = ['pending', 'running', 'loaded', 'no_data', 'failed'] as const;
 export type WindowStatus = (typeof WINDOW_STATUSES)[number];
@@ -119,9 +133,10 @@ export interface ClaimOptions {
 }
 
 /**
- * Claim a window with a lease, atomically: only one process gets it. A window in `running` whose lease
- * has expired (its loader died) is claimable again. Returns undefined when someone else holds it or its
- * status is not claimable.
+ * Claim a window with a lease, atomically: only one process gets it. A window in `running` is
+ * claimable again once its loader is gone (its lease lock is released: the process was killed or
+ * crashed) or its lease expired. Returns undefined when a live process holds it or its status is
+ * not claimable.
  */
 export async function claimWindow(
   db: Db,
@@ -143,7 +158,10 @@ export async function claimWindow(
     .where((eb) =>
       eb.or([
         eb('status', 'in', [...options.claimable.filter((s) => s !== 'running')]),
-        eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', sql<Date>`now()`)]),
+        eb.and([
+          eb('status', '=', 'running'),
+          eb.or([eb('lease_expires_at', '<', sql<Date>`now()`), eb(HOLDER_GONE, '=', sql<boolean>`true`)]),
+        ]),
       ]),
     )
     .returningAll()
@@ -183,7 +201,8 @@ export interface WindowOutcome {
 
 /**
  * Mark a window loaded or no_data. Called inside the load transaction (exactly-once), so the window
- * state commits with its rows. Only the lease owner may complete it.
+ * state commits with its rows. Only the lease owner may complete it: a loader whose window was
+ * taken over (its lease lost) gets an error, and its transaction rolls back with its rows.
  */
 export async function completeWindow(
   db: Db,
@@ -191,7 +210,7 @@ export async function completeWindow(
   owner: string,
   outcome: WindowOutcome,
 ): Promise<void> {
-  await db
+  const r = await db
     .updateTable('etl.windows')
     .set({
       status: outcome.status,
@@ -210,7 +229,14 @@ export async function completeWindow(
     })
     .where(isWindow(ref))
     .where('lease_owner', '=', owner)
-    .execute();
+    .executeTakeFirst();
+  if (Number(r.numUpdatedRows) === 0) {
+    throw new CybsError(
+      'LEASE_LOST',
+      `Window ${ref.pipeline} ${ref.organizationId} ${ref.windowKey} is no longer leased to this process (another process took it over); its load was rolled back.`,
+      { stage: 'state', context: { ...ref } },
+    );
+  }
 }
 
 /**

@@ -29,6 +29,18 @@ describe('streamed downloads over a real socket', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'cybs-dl-'));
     server = await startLocalServer((req, res) => {
+      if (req.url.includes('trickle')) {
+        // A byte every 20 ms, far inside the gap timeout, never finishing: with a length for a
+        // report download, chunked for a JSON page.
+        const withLength = req.url.includes('report-downloads');
+        res.writeHead(req.url.includes('status500') ? 500 : 200, {
+          'content-type': withLength ? 'text/csv' : 'application/json',
+          ...(withLength ? { 'content-length': '1000' } : {}),
+        });
+        const timer = setInterval(() => res.write(withLength ? 'x' : ' '), 20);
+        res.on('close', () => clearInterval(timer));
+        return;
+      }
       if (busyLeft > 0) {
         busyLeft--;
         res.writeHead(503, { 'content-type': 'application/json' });
@@ -56,10 +68,10 @@ describe('streamed downloads over a real socket', () => {
     await server.close();
     await rm(dir, { recursive: true, force: true });
   });
-  const makeClient = () => {
+  const makeClient = (api: { bodyTimeoutMs?: number } = {}) => {
     events = [];
     sleeps = [];
-    const base = configSchema.parse({}).api;
+    const base = { ...configSchema.parse({}).api, ...api };
     client = createReportingClient(
       {
         credentials: {
@@ -128,6 +140,51 @@ describe('streamed downloads over a real socket', () => {
     expect(server.received.filter((r) => r.url.includes('report-downloads')).length).toBeGreaterThanOrEqual(
       3,
     );
+  });
+
+  it('ends a download that trickles within its gap timeout, by a deadline scaled to its size, and starts it over', async () => {
+    makeClient({ bodyTimeoutMs: 300 });
+    const path = join(dir, 'trickle.csv');
+    const error = await client
+      .downloadReportToFile({ reportName: 'trickle', reportDate: '2024-03-09' }, path)
+      .catch((e: unknown) => e);
+    expect(isApiError(error) && error.code, String(error)).toBe('API_TIMEOUT');
+    expect(isApiError(error) && error.retryable).toBe(true);
+    expect((error as Error).message).toMatch(
+      /report-downloads.* timed out waiting for the whole response body \(still arriving after \d+ s with \d+ bytes; at least 16384 bytes\/s expected/,
+    );
+    // Started over until the attempt cap, and nothing left behind.
+    expect(events.filter((e) => e.type === 'retry').map((e) => e.errorCode)).toEqual([
+      'API_TIMEOUT',
+      'API_TIMEOUT',
+    ]);
+    expect(await readdir(dir)).not.toContain('trickle.csv.part');
+  });
+
+  it('ends a JSON page that trickles without a length by the same deadline', async () => {
+    makeClient({ bodyTimeoutMs: 300 });
+    const error = await client
+      .getNetFundings({
+        startTime: '2024-03-09T00:00:00Z',
+        endTime: '2024-03-10T00:00:00Z',
+        organizationId: 'trickle',
+      })
+      .catch((e: unknown) => e);
+    expect(isApiError(error) && error.code, String(error)).toBe('API_TIMEOUT');
+    expect(events.filter((e) => e.type === 'retry')).toHaveLength(2);
+  });
+
+  it('ends an error answer whose body trickles by the same deadline, with what arrived', async () => {
+    makeClient({ bodyTimeoutMs: 300 });
+    const error = await client
+      .getNetFundings({
+        startTime: '2024-03-09T00:00:00Z',
+        endTime: '2024-03-10T00:00:00Z',
+        organizationId: 'trickle-status500',
+      })
+      .catch((e: unknown) => e);
+    expect(isApiError(error) && error.code, String(error)).toBe('API_HTTP_STATUS');
+    expect(isApiError(error) && error.status).toBe(500);
   });
 
   it('withDownload gives up after the attempt cap and does not retry consumer errors', async () => {

@@ -184,12 +184,14 @@ async function snapshot(side: Side, table: string): Promise<unknown> {
   return { rows, rejects, changes, columns };
 }
 
-async function expectSame(c: LoadCase, expectFast: boolean, chunkSize?: number): Promise<void> {
+/** Both paths load `c` the same way; the outcome. */
+async function expectSame(c: LoadCase, expectFast: boolean, chunkSize?: number): Promise<Outcome> {
   const ref = await perRow(reference, c);
   const got = await fastFirst(fast, c, chunkSize);
-  expect(got.refused).toBe(!expectFast);
+  expect(got.refused, JSON.stringify(got.outcome).slice(0, 300)).toBe(!expectFast);
   expect(got.outcome).toEqual(ref);
   expect(await snapshot(fast, c.table)).toEqual(await snapshot(reference, c.table));
+  return ref;
 }
 
 /** The simulated report with `edit` applied to its data rows (fields parsed, then re-serialised). */
@@ -295,7 +297,7 @@ describe('fast CSV path ≡ per-row path', () => {
     await expectSame({ ...TR, text, windowKey: 'w4', rejectThreshold: 0.5 }, false);
   });
 
-  it('loads multi-line values; refuses a ragged row, non-canonical numbers, mixed line ends', async () => {
+  it('loads multi-line values and mixed line ends; refuses a ragged row, non-canonical numbers', async () => {
     const ragged = edited((rows) => {
       rows[4]!.push('extra');
       rows[6]!.pop();
@@ -318,8 +320,9 @@ describe('fast CSV path ≡ per-row path', () => {
     await expectSame({ ...TR, text: numbers, windowKey: 'w7' }, true);
     const lines = simulated.replace(/\r\n/g, '\n').split('\n');
     await expectSame({ ...TR, text: lines.join('\n'), windowKey: 'w8' }, true);
+    // Mixed line ends: each row ends at its own, on both paths.
     lines[5] = `${lines[5]!}\r`;
-    await expectSame({ ...TR, text: lines.join('\n'), windowKey: 'w8' }, false);
+    await expectSame({ ...TR, text: lines.join('\n'), windowKey: 'w8' }, true);
   });
 
   it('sets records with bad or unusual values aside for the per-row path, the rest copied', async () => {
@@ -527,5 +530,63 @@ describe('fast CSV path ≡ per-row path', () => {
     expect(await snapshot(fast, 'payment_batch_detail')).toEqual(
       await snapshot(reference, 'payment_batch_detail'),
     );
+  });
+
+  it('ends each row at its own line break in a CRLF file with some LF-ended rows', async () => {
+    const lines = simulated.split('\r\n');
+    expect(lines.length).toBeGreaterThan(300);
+    const last = lines.pop();
+    expect(last).toBe('');
+    // Every third data row ends with a bare LF, the rest with CRLF (the first line break is CRLF).
+    const text = lines.map((line, i) => line + (i > 2 && i % 3 === 0 ? '\n' : '\r\n')).join('');
+    const outcome = await expectSame({ ...TR, text, windowKey: 'm1' }, true);
+    expect(outcome).toMatchObject({ result: { rowsLoaded: lines.length - 2, rowsRejected: 0 } });
+    // And an LF file with some CRLF-ended rows, the same way.
+    const lf = lines.map((line, i) => line + (i > 2 && i % 3 === 0 ? '\r\n' : '\n')).join('');
+    const again = await expectSame({ ...TR, text: lf, windowKey: 'm2' }, true);
+    expect(again).toMatchObject({ result: { rowsLoaded: lines.length - 2, rowsRejected: 0 } });
+  });
+
+  it('names the line where an unclosed quote opens, on both paths', async () => {
+    // Rows without quotes, one of which opens a quote that never closes.
+    const rows = Array.from(
+      { length: 1000 },
+      (_, i) =>
+        `21265991580,org_1,2023-10-11T04:15:21Z,${7000000000000000000000n + BigInt(i)},${i === 500 ? '"never closed' : `ref-${i}`},${i},Visa,USD,1.00,ics_bill,BATCHED,2023-10-10T09:33:55Z`,
+    );
+    const text =
+      'org_1,PaymentBatchDetailReport_Daily_Classic,PaymentBatchDetail,1.10,2023-10-10T07:00:00Z to 2023-10-11T07:00:00Z,,,,,,,\n' +
+      'batch_id,merchant_id,batch_date,request_id,merchant_ref_number,TransactionReferenceNumber,payment_type,currency,amount,ics_applications,status,transaction_date\n' +
+      rows.join('\n') +
+      '\n';
+    const c = { report: 'PaymentBatchDetailClass', table: 'payment_batch_detail', text, windowKey: 'q1' };
+    const outcome = await expectSame(c, false);
+    expect(outcome).toEqual({
+      error: expect.stringMatching(
+        /^PARSE_CSV_INVALID: f\.csv: invalid CSV at line 503: a quote opened in this line is never closed/,
+      ) as unknown,
+    });
+    const report = await openRawCsvReport(chunksOf(text, 997), { fileName: 'f.csv', report: c.report });
+    const refusal = await (async () => {
+      for await (const _ of report.body.read({ types: report.columns.map(() => 'text'), required: [] }));
+    })().catch((e: unknown) => e as Error);
+    expect(refusal).toMatchObject({ message: expect.stringContaining('opened on line 503') as unknown });
+  });
+
+  it('rejects a value PostgreSQL cannot store (year 0000, a number too wide) as its row, and loads the rest, on both paths', async () => {
+    const text = edited((rows, column) => {
+      rows[3]![column('transaction_date')] = '0000-01-01T00:00:00Z';
+      rows[5]![column('transaction_date')] = '0000-12-31T23:59:59.5Z';
+      // Nor a number wider than PostgreSQL's numeric.
+      rows[9]![column('amount')] = `1${'0'.repeat(131072)}`;
+    });
+    const outcome = await expectSame({ ...TR, text, windowKey: 'y0', rejectThreshold: 0.5 }, true);
+    expect(outcome).toMatchObject({ result: { rowsRejected: 3 } });
+    const rejects = await sql<{ record_number: number; message: string }>`
+      select record_number, message from etl.rejects where window_key = 'y0' order by record_number`.execute(
+      reference.warehouse.db,
+    );
+    expect(rejects.rows.map((r) => Number(r.record_number))).toEqual([6, 8, 12]);
+    expect(rejects.rows[0]!.message).toMatch(/transaction_date.*0000-01-01T00:00:00Z/);
   });
 });

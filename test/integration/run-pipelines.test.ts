@@ -8,7 +8,14 @@ import { definePipeline } from '../../src/pipeline/define-pipeline.js';
 import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
 import { runPipelines } from '../../src/pipeline/run-pipelines.js';
 import type { WindowExecutor } from '../../src/pipeline/run-pipelines.js';
-import { completeWindow, listWindows } from '../../src/state/windows.js';
+import {
+  claimWindow,
+  completeWindow,
+  ensureWindows,
+  getWindow,
+  LEASE_LOCK_SPACE,
+  listWindows,
+} from '../../src/state/windows.js';
 import { CybsError } from '../../src/errors.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
@@ -64,6 +71,16 @@ describe('runPipelines', () => {
   });
 
   const base = { pipelines, globalConcurrency: 3, leaseSeconds: 60, runId: null, now };
+  const holdOwnerLock = (owner: string) => warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner);
+  /** Window `day` of alpha/org1, claimed by `owner`, a live process; resolves to its end. */
+  const heldByLiveProcess = async (day: string, owner: string) => {
+    const ref = { pipeline: 'alpha', organizationId: 'org1', windowKey: day };
+    const end = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000);
+    await ensureWindows(warehouse.db, [{ ...ref, start: new Date(`${day}T00:00:00Z`), end }]);
+    const release = await holdOwnerLock(owner);
+    await claimWindow(warehouse.db, ref, { owner, leaseSeconds: 900, runId: null, claimable: ['pending'] });
+    return release;
+  };
 
   it('loads every due window once, with bounded concurrency, then only lookback windows', async () => {
     let inFlight = 0;
@@ -105,7 +122,10 @@ describe('runPipelines', () => {
       inFlight--;
       return { kind: 'loaded', rowsLoaded: 5, rowsRejected: 0 };
     };
-    const first = await runPipelines({ db: warehouse.db, logger: silentLogger(), execute }, base);
+    const first = await runPipelines(
+      { db: warehouse.db, logger: silentLogger(), execute, holdOwnerLock },
+      base,
+    );
     // alpha (UTC): 11-10..11-20 = 11 days; beta (Chicago): 11-10..11-20 (ends 11-21T06:00Z, ready 12:00Z) = 11 days.
     expect(seen).toHaveLength(2 * 2 * 11);
     expect(new Set(seen).size).toBe(seen.length);
@@ -117,6 +137,7 @@ describe('runPipelines', () => {
       not_ready: 2,
       failed: 1,
       skipped: 0,
+      held: 0,
     });
     expect(first.failures[0]).toMatchObject({
       pipeline: 'alpha',
@@ -126,7 +147,10 @@ describe('runPipelines', () => {
     });
 
     seen.length = 0;
-    const second = await runPipelines({ db: warehouse.db, logger: silentLogger(), execute }, base);
+    const second = await runPipelines(
+      { db: warehouse.db, logger: silentLogger(), execute, holdOwnerLock },
+      base,
+    );
     // the failed and not-ready windows again, plus the 2 lookback days of each pipeline x organization
     expect(seen.sort()).toEqual(
       [
@@ -155,7 +179,7 @@ describe('runPipelines', () => {
       throw new Error('aborted mid-window');
     };
     const summary = await runPipelines(
-      { db: warehouse.db, logger: silentLogger(), execute },
+      { db: warehouse.db, logger: silentLogger(), execute, holdOwnerLock },
       {
         ...base,
         range: { from: '2026-10-01', to: '2026-10-31' },
@@ -197,7 +221,7 @@ describe('runPipelines', () => {
       return { kind: 'loaded', rowsLoaded: 1, rowsRejected: 0 };
     };
     const summary = await runPipelines(
-      { db: warehouse.db, logger: silentLogger(), execute },
+      { db: warehouse.db, logger: silentLogger(), execute, holdOwnerLock },
       {
         ...base,
         range: { from: '2026-09-01', to: '2026-09-01' },
@@ -218,5 +242,124 @@ describe('runPipelines', () => {
     ]);
     expect(sleeps).toHaveLength(3);
     expect(await listWindows(warehouse.db, { statuses: ['running'] })).toEqual([]);
+  });
+
+  it('takes at once a window whose holder is gone, and waits for one a live process is loading', async () => {
+    const day = '2026-08-01';
+    const alpha = pipelines.find((p) => p.name === 'alpha')!;
+    const refOf = (organizationId: string) => ({ pipeline: 'alpha', organizationId, windowKey: day });
+    await ensureWindows(
+      warehouse.db,
+      ['org1', 'org2'].map((o) => ({
+        ...refOf(o),
+        start: new Date(`${day}T00:00:00Z`),
+        end: new Date('2026-08-02T00:00:00Z'),
+      })),
+    );
+    const claim = (organizationId: string, owner: string) =>
+      claimWindow(warehouse.db, refOf(organizationId), {
+        owner,
+        leaseSeconds: 900,
+        runId: null,
+        claimable: ['pending'],
+      });
+    // org1: claimed by a process that was killed (its lock is gone with it), lease 15 minutes ahead.
+    const killed = await holdOwnerLock('killed');
+    expect(await claim('org1', 'killed')).toBeDefined();
+    await killed();
+    // org2: claimed by a process that is alive and finishes it while this run waits.
+    const other = await holdOwnerLock('other');
+    expect(await claim('org2', 'other')).toBeDefined();
+    const loadedBy: string[] = [];
+    const execute: WindowExecutor = async (task) => {
+      loadedBy.push(task.window.organizationId);
+      await completeWindow(warehouse.db, refOf(task.window.organizationId), task.owner, {
+        status: 'loaded',
+        rowsLoaded: 1,
+        rowsRejected: 0,
+        counts: {},
+        sourceRef: 'x',
+      });
+      return { kind: 'loaded', rowsLoaded: 1, rowsRejected: 0 };
+    };
+    let waits = 0;
+    const summary = await runPipelines(
+      { db: warehouse.db, logger: silentLogger(), execute, holdOwnerLock },
+      {
+        ...base,
+        pipelines: [alpha],
+        range: { from: day, to: day },
+        sleep: async () => {
+          waits++;
+          await completeWindow(warehouse.db, refOf('org2'), 'other', {
+            status: 'loaded',
+            rowsLoaded: 2,
+            rowsRejected: 0,
+            counts: {},
+            sourceRef: 'y',
+          });
+        },
+      },
+    );
+    await other();
+    expect(loadedBy).toEqual(['org1']);
+    expect(waits).toBe(1);
+    expect(summary.windows).toMatchObject({ loaded: 1, skipped: 1, held: 0, failed: 0 });
+    expect(summary.interrupted).toBe(false);
+    expect(await getWindow(warehouse.db, refOf('org2'))).toMatchObject({ status: 'loaded', rowsLoaded: 2 });
+  });
+
+  it('says so, and does not report success, when it stops waiting for a window a live process holds', async () => {
+    const alpha = pipelines.find((p) => p.name === 'alpha')!;
+    const day = '2026-08-05';
+    const other = await heldByLiveProcess(day, 'busy');
+    const drain = new AbortController();
+    const summary = await runPipelines(
+      {
+        db: warehouse.db,
+        logger: silentLogger(),
+        execute: () => Promise.reject(new Error('not reached')),
+        holdOwnerLock,
+      },
+      {
+        ...base,
+        pipelines: [alpha],
+        organizationId: 'org1',
+        range: { from: day, to: day },
+        drain: drain.signal,
+        sleep: async () => void drain.abort(),
+      },
+    );
+    await other();
+    expect(summary.windows, JSON.stringify(summary)).toMatchObject({ held: 1, loaded: 0, failed: 0 });
+    expect(summary.interrupted).toBe(true);
+  });
+
+  it('stops waiting for a window a live process holds after one lease, and says so', async () => {
+    const alpha = pipelines.find((p) => p.name === 'alpha')!;
+    const day = '2026-08-07';
+    const stuck = await heldByLiveProcess(day, 'stuck');
+    const waits: number[] = [];
+    const summary = await runPipelines(
+      {
+        db: warehouse.db,
+        logger: silentLogger(),
+        execute: () => Promise.reject(new Error('not reached')),
+        holdOwnerLock,
+        heldPollMs: 1000,
+      },
+      {
+        ...base,
+        leaseSeconds: 5,
+        pipelines: [alpha],
+        organizationId: 'org1',
+        range: { from: day, to: day },
+        sleep: async (ms) => void waits.push(ms),
+      },
+    );
+    await stuck();
+    expect(waits).toEqual([1000, 1000, 1000, 1000, 1000]);
+    expect(summary.windows).toMatchObject({ held: 1, loaded: 0, failed: 0 });
+    expect(summary.interrupted).toBe(true);
   });
 });

@@ -3,13 +3,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/load/migrate.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
-import { finishRun, startRun } from '../../src/state/runs.js';
+import {
+  closeAbandonedRuns,
+  finishRun,
+  RUN_LOCK_SPACE,
+  runHolderKey,
+  startRun,
+} from '../../src/state/runs.js';
 import {
   claimWindow,
   completeWindow,
   ensureWindows,
   failWindow,
   getWindow,
+  LEASE_LOCK_SPACE,
   releaseLeases,
   releaseNotReady,
 } from '../../src/state/windows.js';
@@ -23,6 +30,8 @@ describe('run and window state on PostgreSQL', () => {
   const window = { ...ref, start: new Date('2026-11-20T00:00:00Z'), end: new Date('2026-11-21T00:00:00Z') };
   const claim = (owner: string, claimable = ['pending', 'failed'] as const) =>
     claimWindow(warehouse.db, ref, { owner, leaseSeconds: 60, runId: null, claimable });
+  /** An owner as a running process is one: holding its lease lock until `release` (its end). */
+  const live = (owner: string) => warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner);
 
   beforeAll(async () => {
     database = await createTestDatabase('state');
@@ -50,10 +59,55 @@ describe('run and window state on PostgreSQL', () => {
     });
   });
 
+  it('closes the runs a process that is gone left running, and only those', async () => {
+    const release = await warehouse.holdAdvisoryLock(RUN_LOCK_SPACE, runHolderKey());
+    const alive = await startRun(warehouse.db, { command: 'backfill' });
+    const killed = await startRun(warehouse.db, { command: 'run' });
+    const imported = await startRun(warehouse.db, { command: 'import' });
+    // The killed run's process: another pid, which holds no lock.
+    await sql`update etl.runs set pid = 2147483000 where id = ${killed}`.execute(warehouse.db);
+    expect(await closeAbandonedRuns(warehouse.db)).toBe(1);
+    const status = async (id: number) =>
+      (await warehouse.db.selectFrom('etl.runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow())
+        .status as string;
+    expect(await status(killed)).toBe('interrupted');
+    expect(await status(alive)).toBe('running');
+    expect(await status(imported)).toBe('running');
+    await release();
+    // This process gone (its lock released): its run is closed too.
+    expect(await closeAbandonedRuns(warehouse.db)).toBe(1);
+    expect(await status(alive)).toBe('interrupted');
+    await finishRun(warehouse.db, imported, { status: 'succeeded' });
+  });
+
+  it('takes its lease lock again when the server ends the connection holding it', async () => {
+    const release = await live('resilient');
+    const holders = async () =>
+      (
+        await sql<{ pid: number }>`select pid from pg_locks where locktype = 'advisory' and granted
+            and classid = ${LEASE_LOCK_SPACE}::int4::oid and objid = hashtext('resilient')::oid`.execute(
+          warehouse.db,
+        )
+      ).rows;
+    const [first] = await holders();
+    expect(first).toBeDefined();
+    await sql`select pg_terminate_backend(${first!.pid})`.execute(warehouse.db);
+    let again = await holders();
+    while (again.length === 0 || again[0]!.pid === first!.pid) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      again = await holders();
+    }
+    expect(again).toHaveLength(1);
+    await release();
+    expect(await holders()).toEqual([]);
+  });
+
   it('lets exactly one of many concurrent claimers hold a window', async () => {
     await ensureWindows(warehouse.db, [window]);
     await ensureWindows(warehouse.db, [window]);
+    const owners = await Promise.all(Array.from({ length: 8 }, (_, i) => live(`owner-${i}`)));
     const results = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(`owner-${i}`)));
+    for (const release of owners) await release();
     expect(results.filter(Boolean)).toHaveLength(1);
     const holder = results.find(Boolean)!;
     expect(holder.status).toBe('running');
@@ -64,20 +118,27 @@ describe('run and window state on PostgreSQL', () => {
     expect(w!.notReadySince).toBeInstanceOf(Date);
   });
 
-  it('reclaims a running window whose lease expired (its loader died)', async () => {
-    expect(await claim('dead')).toBeDefined();
+  it('reclaims a running window whose lease expired (its loader hung)', async () => {
+    const hung = await live('hung');
+    const alive = await live('alive');
+    expect(await claim('hung')).toBeDefined();
     expect(await claim('alive')).toBeUndefined();
     await sql`update etl.windows set lease_expires_at = now() - interval '1 second'`.execute(warehouse.db);
     const taken = await claim('alive');
     expect(taken?.leaseOwner).toBe('alive');
-    await completeWindow(warehouse.db, ref, 'dead', {
-      status: 'loaded',
-      rowsLoaded: 1,
-      rowsRejected: 0,
-      counts: {},
-      sourceRef: null,
-    });
-    expect((await getWindow(warehouse.db, ref))!.status).toBe('running'); // the dead owner cannot complete it
+    // The owner it was taken from cannot complete it: its load transaction rolls back.
+    await expect(
+      completeWindow(warehouse.db, ref, 'hung', {
+        status: 'loaded',
+        rowsLoaded: 1,
+        rowsRejected: 0,
+        counts: {},
+        sourceRef: null,
+      }),
+    ).rejects.toThrow(/no longer leased to this process/);
+    expect((await getWindow(warehouse.db, ref))!.status).toBe('running');
+    await hung();
+    await alive();
     await completeWindow(warehouse.db, ref, 'alive', {
       status: 'loaded',
       rowsLoaded: 10,
@@ -90,6 +151,24 @@ describe('run and window state on PostgreSQL', () => {
       rowsLoaded: 10,
       notReadySince: null,
     });
+  });
+
+  it('takes over at once, whatever its lease, a window whose holder is gone (killed: its lock released)', async () => {
+    const other = { ...ref, windowKey: '2026-11-25' };
+    await ensureWindows(warehouse.db, [
+      { ...other, start: new Date('2026-11-25T00:00:00Z'), end: new Date('2026-11-26T00:00:00Z') },
+    ]);
+    const claimOther = (owner: string) =>
+      claimWindow(warehouse.db, other, { owner, leaseSeconds: 900, runId: null, claimable: ['pending'] });
+    const killed = await live('killed');
+    const next = await live('next');
+    expect(await claimOther('killed')).toBeDefined();
+    expect(await claimOther('next')).toBeUndefined(); // a live holder keeps its window
+    await killed();
+    const taken = await claimOther('next');
+    expect(taken).toMatchObject({ leaseOwner: 'next', status: 'running', attempts: 2 });
+    expect(taken!.leaseExpiresAt!.getTime()).toBeGreaterThan(Date.now() + 800_000);
+    await next();
   });
 
   it('keeps a loaded window loaded when a re-load fails or is interrupted', async () => {

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -244,4 +244,43 @@ describe.each(backends)('migrations of tables made before them on %s', (_name, o
       { org: 'org_b', source: 'fees/2026-11-01', row: 1, request_id: 'r1' },
     ]);
   });
+});
+
+describe('the embedded warehouse keeps its files to its owner', () => {
+  /** Every path under `root` (itself included) whose permission bits are not `dir`/`file`. */
+  async function openModes(root: string): Promise<string[]> {
+    const found: string[] = [];
+    const visit = async (path: string) => {
+      const info = await stat(path);
+      const want = info.isDirectory() ? 0o700 : 0o600;
+      if ((info.mode & 0o777) !== want) found.push(`${path} ${(info.mode & 0o777).toString(8)}`);
+      if (info.isDirectory()) for (const name of await readdir(path)) await visit(join(path, name));
+    };
+    await visit(root);
+    return found;
+  }
+
+  it('makes the data directory 0700 and its files 0600 whatever the umask, also for a warehouse made before', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cybs-wh-mode-'));
+    const previous = process.umask(0);
+    try {
+      const path = join(dir, 'warehouse');
+      const warehouse = await openWarehouse({ path });
+      await migrateToLatest(warehouse.db);
+      await warehouse.db.executeQuery(sql`create table public.t (x int)`.compile(warehouse.db));
+      expect(await openModes(path)).toEqual([]);
+      await warehouse.close();
+      expect(await openModes(path)).toEqual([]);
+      // A warehouse left open to the world (by an earlier version) is closed again when opened.
+      await chmod(path, 0o777);
+      await mkdir(join(path, 'stray'), { mode: 0o777 });
+      await writeFile(join(path, 'stray', 'f'), 'x', { mode: 0o666 });
+      const again = await openWarehouse({ path });
+      expect(await openModes(path)).toEqual([]);
+      await again.close();
+    } finally {
+      process.umask(previous);
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

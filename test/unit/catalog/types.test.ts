@@ -25,6 +25,13 @@ describe('numeric', () => {
     expect(coerceNumeric('-0.00')).toBe('0.00');
     expect(coerceNumeric('12345678901234567890.123456789')).toBe('12345678901234567890.123456789');
   });
+  it('refuses what PostgreSQL numeric cannot hold: over 131072 digits before the point or 16383 after', () => {
+    expect(coerceNumeric(`1${'0'.repeat(131071)}`)).not.toBe(INVALID);
+    expect(coerceNumeric(`1${'0'.repeat(131072)}`)).toBe(INVALID);
+    expect(coerceNumeric(`-${'0'.repeat(20000)}1.5`)).toBe('-1.5');
+    expect(coerceNumeric(`0.${'1'.repeat(16383)}`)).not.toBe(INVALID);
+    expect(coerceNumeric(`0.${'1'.repeat(16384)}`)).toBe(INVALID);
+  });
   it('rejects exponents, separators and non-numbers', () => {
     for (const bad of ['1e5', '12,34', 'NaN', 'Infinity', '1.2.3', '--1', '.', '+', 'abc', '1 000', '0x10'])
       expect(coerceNumeric(bad), bad).toBe(INVALID);
@@ -70,6 +77,23 @@ describe('timestamptz', () => {
       '1697000000',
     ])
       expect(coerceTimestamptz(bad), bad).toBe(INVALID);
+  });
+  it('refuses year 0000 and instants before AD 1 in UTC: PostgreSQL has no year 0 and refuses them', () => {
+    for (const bad of [
+      '0000-01-01T00:00:00Z',
+      '0000-12-31T23:59:59.500Z',
+      '0000-06-01',
+      '0000-06-01 10:00:00',
+      '0001-01-01T00:30:00+01:00',
+    ])
+      expect(coerceTimestamptz(bad), bad).toBe(INVALID);
+    expect(coerceDate('0000-01-01')).toBe(INVALID);
+    expect(coerceDate('0000-01-01T00:00:00Z')).toBe(INVALID);
+    expect(coerceTimestamptz('0001-01-01T00:00:00Z')).toBe('0001-01-01T00:00:00.000Z');
+    expect(coerceDate('0001-01-01')).toBe('0001-01-01');
+    // Years below 100 are those years, not 1900 and after.
+    expect(coerceTimestamptz('0099-06-01T12:00:00+02:00')).toBe('0099-06-01T10:00:00.000Z');
+    expect(coerceTimestamptz('0001-01-01 01:00:00')).toBe('0001-01-01T01:00:00.000Z');
   });
   it('accepts leap days only in leap years', () => {
     expect(coerceTimestamptz('2024-02-29')).toBe('2024-02-29T00:00:00.000Z');

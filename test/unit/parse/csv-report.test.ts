@@ -137,7 +137,49 @@ describe('CSV reports: bad input', () => {
     expect(error.code).toBe('PARSE_CSV_INVALID');
     expect(error.stage).toBe('parse');
     expect(error.context).toMatchObject({ file: 'test.csv', csvCode: 'CSV_QUOTE_NOT_CLOSED' });
-    expect(error.message).toMatch(/test\.csv: invalid CSV near line \d+/);
+    expect(error.message).toMatch(
+      /^test\.csv: invalid CSV at line 4: a quote opened in this line is never closed/,
+    );
+    expect(error.context.line).toBe(4);
+  });
+
+  it('ends each row at its own line break: CRLF, LF or CR, mixed in one file', async () => {
+    const rows = Array.from({ length: 12 }, (_, i) => `r${i},${i}.00`);
+    const breaks = ['\r\n', '\n', '\r\n', '\r\n', '\n', '\r'];
+    const text =
+      `${META}\r\nrequest_id,amount\r\n` + rows.map((r, i) => r + breaks[i % breaks.length]!).join('');
+    for (const chunk of [1, 2, 5, 4096]) {
+      const source = await openCsvReport(chunked(text, chunk), { fileName: 'test.csv' });
+      const { records, rejects } = await collect(source);
+      expect(rejects, `chunk ${chunk}`).toEqual([]);
+      expect(rowsOf(source, records).map((r) => r['request_id'])).toEqual(rows.map((r) => r.split(',')[0]));
+      expect(records.map((r) => r.recordNumber)).toEqual(rows.map((_, i) => i + 3));
+    }
+  });
+
+  it('names the line where a stray quote opens when the reader stumbles lines later', async () => {
+    const rows = Array.from({ length: 30 }, (_, i) => `r${i},${i}.00`);
+    rows[5] = 'r5,"1.00'; // line 8: opens a quote that the quote of line 20 "closes"
+    rows[17] = 'r17,"2.00",x';
+    const error = await thrown(`${META}\nrequest_id,amount\n${rows.join('\n')}\n`);
+    expect(error.code).toBe('PARSE_CSV_INVALID');
+    expect(error.context).toMatchObject({ line: 20, recordLine: 8, csvCode: 'CSV_INVALID_CLOSING_QUOTE' });
+    expect(error.message).toMatch(
+      /at line 20: .*\(in the record that starts at line 8, where a quote may open/,
+    );
+  });
+
+  it('names the line where an unclosed quote opens, not the end of the file', async () => {
+    const rows = Array.from({ length: 1000 }, (_, i) => (i + 3 === 503 ? `r${i},"1.00` : `r${i},1.00`));
+    // A quoted value with a line break before it moves the lines down by one.
+    rows[10] = `r10,"1.00\n"`;
+    const text = `${META}\nrequest_id,amount\n${rows.join('\n')}\n`;
+    for (const chunk of [7, 4096, 1 << 20]) {
+      const source = await openCsvReport(chunked(text, chunk), { fileName: 'test.csv' });
+      const error = await collect(source).catch((e: unknown) => e as CybsError);
+      expect(error).toMatchObject({ code: 'PARSE_CSV_INVALID', context: { line: 504 } });
+      expect((error as CybsError).message).toMatch(/^test\.csv: invalid CSV at line 504: a quote opened/);
+    }
   });
 
   it('throws PARSE_CSV_INVALID for a stray quote inside a value', async () => {

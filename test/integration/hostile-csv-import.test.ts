@@ -1,0 +1,114 @@
+/**
+ * Hostile CSV files through `cybs-etl import`, on PostgreSQL (fast path first) and on the embedded
+ * warehouse (per-row path): a timestamp in year 0000 is one reject, a CRLF file with LF-ended rows
+ * loads every row, and an unclosed quote is reported at the line where it opens.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+
+const META =
+  'org1,PaymentBatchDetailReport_Daily_Classic,PaymentBatchDetail,1.10,2023-10-10T07:00:00Z to 2023-10-11T07:00:00Z,,,,,,,';
+const HEADER =
+  'batch_id,merchant_id,batch_date,request_id,merchant_ref_number,TransactionReferenceNumber,payment_type,currency,amount,ics_applications,status,transaction_date';
+
+/** `count` data rows of the REST-era Payment Batch Detail layout; `edit` may change row i (0-based). */
+function rows(count: number, first: bigint, edit: (i: number, row: string[]) => void = () => {}): string[] {
+  return Array.from({ length: count }, (_, i) => {
+    const row = [
+      '21265991580',
+      'org1',
+      '2023-10-11T04:15:21Z',
+      String(first + BigInt(i)),
+      `ref-${i}`,
+      String(93211601 + i),
+      'MasterCard',
+      'USD',
+      '35.00',
+      '"ics_bill,ics_auth"',
+      'BATCHED',
+      '2023-10-10T09:33:55Z',
+    ];
+    edit(i, row);
+    return row.join(',');
+  });
+}
+
+describe.each(['postgres', 'pglite'] as const)('hostile CSV files through import (%s)', (kind) => {
+  let dir: string;
+  let database: TestDatabase | undefined;
+  let config: string;
+  const env = () => (database ? { DATABASE_URL: database.url } : {});
+  const run = (args: string[]) => cli(['--config', config, ...args], { env: env() });
+  const importFile = (file: string) =>
+    run(['import', join(dir, file), '--report-definition', 'PaymentBatchDetailClass']);
+  const count = async (where: string) => {
+    const r = await run([
+      'sql',
+      '--json',
+      `select count(*)::int as n from cybs.payment_batch_detail ${where}`,
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    return (JSON.parse(r.stdout) as { n: number }[])[0]!.n;
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'cybs-hostile-csv-'));
+    if (kind === 'postgres') database = await createTestDatabase('hostile_csv');
+    config = join(dir, 'config.yaml');
+    await writeFile(config, `log:\n  level: silent\nwarehouse:\n  path: ${join(dir, 'wh')}\n`);
+  }, 60_000);
+  afterAll(async () => {
+    await database?.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('rejects the one row whose timestamp is in year 0000 and loads the other 3,000', async () => {
+    const data = rows(3001, 6969304358566698703248n, (i, row) => {
+      if (i === 1500) row[11] = '0000-01-01T00:00:00Z';
+    });
+    await writeFile(join(dir, 'year0.csv'), [META, HEADER, ...data].join('\n') + '\n');
+    const r = await importFile('year0.csv');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/: 3000 rows loaded \(3000 new.*\), 1 rejected/);
+    expect(await count('')).toBe(3000);
+    const rejects = await run([
+      'sql',
+      '--json',
+      'select record_number::int as line, message from etl.rejects',
+    ]);
+    const [reject] = JSON.parse(rejects.stdout) as { line: number; message: string }[];
+    expect(reject).toMatchObject({
+      line: 1503,
+      message: expect.stringMatching(/0000-01-01T00:00:00Z/) as unknown,
+    });
+  });
+
+  it('loads every row of a CRLF file in which some rows end with LF alone', async () => {
+    const data = rows(312, 7969304358566698703248n, (i, row) => void (row[4] = `mixed-${i}`));
+    const text = [META, HEADER, ...data].map((line, i) => line + (i > 2 && i % 3 === 0 ? '\n' : '\r\n'));
+    await writeFile(join(dir, 'mixed.csv'), text.join(''));
+    const r = await importFile('mixed.csv');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/: 312 rows loaded \(312 new.*\), 0 rejected/);
+    expect(await count("where merchant_reference_number like 'mixed-%'")).toBe(312);
+  });
+
+  it('says at which line an unclosed quote opens', async () => {
+    const data = rows(1000, 8969304358566698703248n, (i, row) => {
+      row[9] = 'ics_bill';
+      if (i === 500) row[4] = '"never closed';
+    });
+    await writeFile(join(dir, 'quote.csv'), [META, HEADER, ...data].join('\n') + '\n');
+    const r = await importFile('quote.csv');
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(
+      /quote\.csv: invalid CSV at line 503: a quote opened in this line is never closed/,
+    );
+  });
+});
