@@ -5,7 +5,7 @@ import { PIPELINE_NAME_ALIASES } from '../catalog/index.js';
 import { configError } from '../errors.js';
 import { configSchema } from './schema.js';
 import type { Config } from './schema.js';
-import { REPORT_NAME_PATTERN, subscriptionWarnings } from './subscriptions-schema.js';
+import { subscriptionWarnings } from './subscriptions-schema.js';
 
 const WARNINGS = new WeakMap<object, readonly string[]>();
 
@@ -67,13 +67,6 @@ export function parseConfig(text: string, file = 'config.yaml'): Config {
   );
   const result = configSchema.safeParse(raw);
   if (!result.success) throw configError(formatIssues(result.error.issues, file), { file });
-  for (const [name, settings] of Object.entries(result.data.pipelines)) {
-    if (settings.reportName !== undefined && !REPORT_NAME_PATTERN.test(settings.reportName)) {
-      warnings.push(
-        `${file}: key "pipelines.${name}.reportName": "${settings.reportName}" is not a name the service can read a subscription by ([a-zA-Z0-9-_+], at most 80 characters); its reports load, but a one-time backfill cannot read the subscription's fields`,
-      );
-    }
-  }
   const config = deepFreeze(result.data);
   WARNINGS.set(config, Object.freeze(warnings));
   return config;

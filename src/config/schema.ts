@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import * as D from './defaults.js';
-import { subscriptionsSchema } from './subscriptions-schema.js';
+import { REPORT_NAME_PATTERN, subscriptionsSchema } from './subscriptions-schema.js';
 
 export const DEPLOYMENTS = ['test', 'production', 'production-india'] as const;
 export type Deployment = (typeof DEPLOYMENTS)[number];
@@ -21,8 +21,17 @@ export const pipelineSettingsSchema = z.strictObject({
   enabled: z.boolean().default(true),
   /** Partner use: the merchants to load. Omitted: the credential's own organization. */
   organizations: z.array(organizationId).min(1).optional(),
-  /** Subscription report name (report-file pipelines). */
-  reportName: z.string().min(1).max(128).optional(),
+  /**
+   * Subscription report name (report-file pipelines): a name the service reads subscriptions by
+   * (REPORT_NAME_PATTERN); it is sent in queries and names the downloaded file's spool.
+   */
+  reportName: z
+    .string()
+    .regex(
+      REPORT_NAME_PATTERN,
+      'expected the name of a subscription: 1-80 letters, digits, "-", "_" or "+" (the service reads subscriptions only by such names)',
+    )
+    .optional(),
   schedule: scheduleSettingsSchema.optional(),
   /** Time zone the windows are cut in; default: the subscription's (report files), else the schedule's. */
   timezone: z.string().min(1).optional(),

@@ -15,7 +15,6 @@
  * every window of its chunk (the windows load only their own period's rows, see `filterToWindow`).
  */
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { ReportingClient } from '../api/reporting-client.js';
 import { isApiError } from '../api/errors.js';
 import type { ReportSearchResult, ReportSubscription } from '../api/types.js';
@@ -23,7 +22,7 @@ import { CybsError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ColumnSpec, RecordBatch, RecordSource } from '../parse/records.js';
 import type { CalendarWindow } from '../pipeline/plan-windows.js';
-import { makeSpoolDir } from '../pipeline/spool-dirs.js';
+import { makeSpoolDir, spoolFilePath } from '../pipeline/spool-dirs.js';
 import { localDate } from '../pipeline/time-zones.js';
 import { periodsStartingOn } from '../time/report-periods.js';
 import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
@@ -443,7 +442,7 @@ export class OneTimeReports {
     const format = formatOf(report.reportMimeType);
     const timezone = report.timezone ?? request.timeZone;
     const dir = await (this.dir ??= makeSpoolDir('one-time'));
-    const path = join(dir, `${name}.${format}`);
+    const path = spoolFilePath(dir, `${name}.${format}`);
     await this.deps.client.downloadReportToFile(
       {
         reportName: name,

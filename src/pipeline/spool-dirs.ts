@@ -9,7 +9,7 @@
  */
 import { lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Logger } from '../observability/logger.js';
 
 const PREFIX = 'cybs-etl-';
@@ -28,6 +28,26 @@ export const STALE_AFTER_MS = 24 * 3_600_000;
 /** A fresh spool directory of this process, in the system's temporary directory unless `parent`. */
 export function makeSpoolDir(kind?: string, parent = tmpdir()): Promise<string> {
   return mkdtemp(join(parent, `${PREFIX}${kind ? `${kind}-` : ''}${process.pid}-`));
+}
+
+/** Characters a spool file's name keeps; any other becomes `_`. */
+const UNSAFE_NAME_CHARS = /[^A-Za-z0-9._+-]/g;
+/** A file name's limit on common file systems is 255 bytes; a spool's name stays well within it. */
+const MAX_SPOOL_NAME = 120;
+
+/**
+ * The path of a spool file in `dir`, named after `name` (a report name, a report time), which may
+ * come from configuration or from the service: its separators, dots at its start and any other
+ * character outside `[A-Za-z0-9._+-]` are replaced, so that the file is always a plain entry of
+ * `dir`, never a path that leaves it.
+ */
+export function spoolFilePath(dir: string, name: string): string {
+  let safe = name.replace(UNSAFE_NAME_CHARS, '_').slice(0, MAX_SPOOL_NAME);
+  if (safe === '' || safe.startsWith('.')) safe = `_${safe}`;
+  const path = join(dir, safe);
+  if (basename(path) !== safe)
+    throw new Error(`spool file name ${JSON.stringify(safe)} is not a plain file name`);
+  return path;
 }
 
 export interface SweepOptions {

@@ -107,6 +107,16 @@ describe('cybs-etl command line (foundation)', () => {
     expect(r.stderr).toBe('cybs-etl: ' + config + ': unknown key "warehouse.pth".\n');
   });
 
+  it('refuses a pipeline reportName that is a path, with exit 2 and the key path (issue 26 #9)', async () => {
+    const config = join(dir, 'traversal.yaml');
+    await writeFile(config, 'pipelines:\n  transaction_request:\n    reportName: "../../../pwn_rn"\n');
+    const r = await cli(['--config', config, 'run', '--pipelines', 'transaction_request']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `cybs-etl: ${config}: key "pipelines.transaction_request.reportName": expected the name of a subscription: 1-80 letters, digits, "-", "_" or "+" (the service reads subscriptions only by such names).\n`,
+    );
+  });
+
   it('says one sentence for a missing config file, with no stack trace', async () => {
     const r = await cli(['--config', join(dir, 'missing.yaml'), 'migrate']);
     expect(r.code).toBe(2);

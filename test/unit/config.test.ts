@@ -56,21 +56,19 @@ describe('config', () => {
     ).toContain('name the same pipeline');
   });
 
-  it('warns when a pipeline reads a subscription whose name the GET/DELETE path refuses (audit #4)', () => {
+  it('refuses a pipeline reportName the service cannot read a subscription by, with its key path (audit #4, issue 26 #9)', () => {
+    for (const name of ['My daily report', '../../../pwn_rn', 'a/b', '..', 'x'.repeat(81)]) {
+      const message = configErrorOf(`pipelines:\n  transaction_request:\n    reportName: "${name}"\n`);
+      expect(message).toContain('key "pipelines.transaction_request.reportName"');
+      expect(message).toContain('1-80 letters, digits, "-", "_" or "+"');
+    }
     const config = parseConfig(
-      'pipelines:\n  transaction_request:\n    reportName: My daily report\n',
-      'config.yaml',
+      'pipelines:\n  payment_batch_detail:\n    reportName: PaymentBatchDetailReport_Daily_Classic+2\n',
     );
-    expect(configWarnings(config)).toEqual([
-      'config.yaml: key "pipelines.transaction_request.reportName": "My daily report" is not a name the service can read a subscription by ([a-zA-Z0-9-_+], at most 80 characters); its reports load, but a one-time backfill cannot read the subscription\'s fields',
-    ]);
-    expect(
-      configWarnings(
-        parseConfig(
-          'pipelines:\n  payment_batch_detail:\n    reportName: PaymentBatchDetailReport_Daily_Classic\n',
-        ),
-      ),
-    ).toEqual([]);
+    expect(config.pipelines.payment_batch_detail?.reportName).toBe(
+      'PaymentBatchDetailReport_Daily_Classic+2',
+    );
+    expect(configWarnings(config)).toEqual([]);
   });
 
   it('refuses secrets in the file and points to the environment variable', () => {

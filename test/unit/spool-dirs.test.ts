@@ -6,6 +6,7 @@ import {
   DEAD_PROCESS_GRACE_MS,
   STALE_AFTER_MS,
   makeSpoolDir,
+  spoolFilePath,
   sweepStaleSpoolDirs,
 } from '../../src/pipeline/spool-dirs.js';
 
@@ -86,5 +87,21 @@ describe('spool directories', () => {
   it('never fails: a parent that cannot be listed is left alone', async () => {
     const result = await sweepStaleSpoolDirs({ parent: join(parent, 'missing') });
     expect(result).toEqual({ removed: [], bytes: 0 });
+  });
+
+  it('names a spool file after untrusted text only as a plain entry of its directory (issue 26 #9)', () => {
+    const dir = join(parent, 'spool');
+    for (const [name, expected] of [
+      ['../../../pwn_rn_2026-11-20T000000.000Z.csv', '_.._.._.._pwn_rn_2026-11-20T000000.000Z.csv'],
+      ['..', '_..'],
+      ['', '_'],
+      ['/etc/passwd', '_etc_passwd'],
+      ['a\\b\u0000c d.xml', 'a_b_c_d.xml'],
+      ['TransactionRequest+Daily_2026-11-20.csv', 'TransactionRequest+Daily_2026-11-20.csv'],
+    ] as const) {
+      const path = spoolFilePath(dir, name);
+      expect(path).toBe(join(dir, expected));
+    }
+    expect(basename(spoolFilePath(dir, 'x'.repeat(300)))).toHaveLength(120);
   });
 });
