@@ -295,6 +295,26 @@ export function isJsonContentType(contentType: string | undefined): boolean {
   return contentType !== undefined && /^application\/([\w.-]+\+)?json\b/i.test(contentType.trim());
 }
 
+/**
+ * What a report download's Content-Type says it is when that is not the report asked for (`accept`):
+ * an HTML page, a JSON document, or the other report format. Undefined when it may be the report
+ * (no Content-Type, a CSV or XML type as asked, a generic type such as text/plain): the body's own
+ * head is checked after (src/extract/report-identity.ts).
+ */
+export function downloadContentTypeProblem(
+  contentType: string | undefined,
+  accept: string,
+): string | undefined {
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === '') return undefined;
+  if (type.includes('html')) return `an HTML page (Content-Type ${type})`;
+  if (isJsonContentType(type)) return `a JSON document (Content-Type ${type})`;
+  const asked = accept.toLowerCase();
+  if (/[/+]xml$/.test(type) && !asked.includes('xml')) return `an XML document (Content-Type ${type})`;
+  if (type.includes('csv') && !asked.includes('csv')) return `a CSV file (Content-Type ${type})`;
+  return undefined;
+}
+
 async function readChunks(response: RawResponse, graceMs: number): Promise<Buffer[]> {
   const chunks: Buffer[] = [];
   const contentLength = contentLengthOf(response.headers);
@@ -483,6 +503,35 @@ export function createReportingClient(
         body: response.body,
       }),
     );
+  }
+
+  /**
+   * A report download's response, with its body unread. A response whose media type says it is not
+   * the report (a gateway's or proxy's HTML page served with 200, a JSON or XML error document) is
+   * refused before its body is read, and retried as a transient failure.
+   */
+  async function streamDownload(request: ApiRequest, options?: RequestOptions): Promise<StreamedResponse> {
+    return transport.execute(withSignal(request, options), async (response) => {
+      const wrong = downloadContentTypeProblem(response.contentType, request.accept ?? DOWNLOAD_ACCEPT);
+      if (wrong === undefined) {
+        return {
+          status: response.status,
+          contentType: response.contentType,
+          headers: response.headers,
+          body: response.body,
+        };
+      }
+      await response.body.dump().catch(() => {});
+      const path = buildRequestTarget(target.basePath, request.path, request.query);
+      throw new ApiError({
+        code: 'API_INVALID_RESPONSE',
+        method: request.method,
+        path,
+        status: response.status,
+        retryable: true,
+        message: `CyberSource answered ${request.method} ${path} with status ${response.status} and ${wrong} instead of the report file (asked for ${request.accept ?? DOWNLOAD_ACCEPT}).`,
+      });
+    });
   }
 
   function downloadRequest(params: DownloadReportParams): ApiRequest {
@@ -745,7 +794,7 @@ export function createReportingClient(
     },
 
     async downloadReport(params, options) {
-      const response = await stream(downloadRequest(params), options);
+      const response = await streamDownload(downloadRequest(params), options);
       return { ...response, attempt: 1 };
     },
 
@@ -753,7 +802,7 @@ export function createReportingClient(
       const request = withSignal(downloadRequest(params), options);
       const startedAt = now();
       for (let attempt = 1; ; attempt++) {
-        const response = await stream(request);
+        const response = await streamDownload(request);
         let bodyError: unknown;
         response.body.once('error', (error: unknown) => (bodyError = error));
         try {

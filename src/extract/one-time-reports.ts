@@ -173,6 +173,8 @@ export type OneTimeResult =
       reportId: string;
       /** Start of the report's period: the window that starts there keeps the rejects. */
       start: Date;
+      /** End of the report's period. */
+      end: Date;
     }
   | { kind: 'no_data'; reportName: string; reportId: string };
 
@@ -462,6 +464,7 @@ export class OneTimeReports {
       reportName: name,
       reportId: report.reportId,
       start: new Date(known.start),
+      end: new Date(known.end),
     };
   }
 

@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Readable } from 'node:stream';
 import { sameDigest } from '../api/file-digest.js';
@@ -10,6 +10,8 @@ import { CybsError } from '../errors.js';
 import { findReport } from '../extract/find-report.js';
 import { followDownload, isDownloadRestarted } from '../extract/followed-download.js';
 import { fetchOnDemandBodies } from '../extract/on-demand-pages.js';
+import { REPORT_HEAD_BYTES, checkReportHead, reportHeadComplete } from '../extract/report-identity.js';
+import type { ExpectedReport } from '../extract/report-identity.js';
 import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
@@ -237,7 +239,18 @@ async function executeReportWindow(
       ? tablesHoldWhatWasLeft(deps.warehouse, refOf(task), tables, previous).catch(() => true)
       : undefined;
   const expectation = expected ? { digest: expected, tablesAsLeft } : undefined;
-  return withDownloadedBytes(deps, task, params, fileName, readSize, expectation, async (bytes) => {
+  // The body must be this window's report: its organization, report name and period.
+  const report: ExpectedReport = {
+    format: found.format,
+    fileName,
+    reportDefinition: def.reportDefinitionName,
+    organizationId: task.window.organizationId,
+    reportName,
+    start: task.window.start,
+    end: task.window.end,
+    timeZone: task.pipeline.timeZone,
+  };
+  return withDownloadedBytes(deps, task, params, report, readSize, expectation, async (bytes) => {
     const file: FileLoad = { previous, same: bytes.same, digest: bytes.digest, declaration };
     if (found.format === 'xml') return loadXmlFile(deps, task, def, bytes, fileName, source, sourceRef, file);
     const fast =
@@ -288,13 +301,13 @@ async function withDownloadedBytes(
   deps: ExecutorDeps,
   task: WindowTask,
   params: DownloadReportParams,
-  fileName: string,
+  report: ExpectedReport,
   readSize: number,
   expected: { digest: FileDigest; tablesAsLeft: Promise<boolean> | undefined } | undefined,
   use: (bytes: DownloadedBytes) => Promise<WindowResult>,
 ): Promise<WindowResult> {
   return withTempDir(async (dir) => {
-    const path = spoolFilePath(dir, fileName);
+    const path = spoolFilePath(dir, report.fileName);
     // Only a large file is read while it downloads: a small one gains nothing measurable, and
     // overlapping them raised the peak RSS of a 30-day backfill of every pipeline at 20,000
     // transactions a day (four windows at once) from 187–206 MB to 201–213 MB (6 runs each).
@@ -304,12 +317,37 @@ async function withDownloadedBytes(
       startAfter: FOLLOW_AFTER_BYTES,
       expected: expected?.digest,
     });
+    // Every reader gets the bytes once their head is known to be the window's report (checkReportHead).
+    let headChecked: Promise<void> | undefined;
+    const checkFileHead = () =>
+      (headChecked ??= readHead(path).then((head) => checkReportHead(head, report)));
     const complete = async () => {
       await download.done;
+      await checkFileHead();
       return createReadStream(path, { highWaterMark: readSize });
     };
     async function* fromFile(): AsyncGenerator<Buffer> {
       for await (const chunk of await complete()) yield chunk as Buffer;
+    }
+    async function* followed(): AsyncGenerator<Buffer> {
+      const held: Buffer[] = [];
+      let checked = headChecked !== undefined;
+      for await (const chunk of download.chunks()) {
+        if (checked) {
+          yield chunk;
+          continue;
+        }
+        held.push(chunk);
+        const head = Buffer.concat(held);
+        if (!reportHeadComplete(head, report.format, false)) continue;
+        checkReportHead(head, report);
+        checked = true;
+        yield* held.splice(0);
+      }
+      if (!checked) {
+        checkReportHead(Buffer.concat(held), report);
+        yield* held;
+      }
     }
     const digest = async () => (await download.done).digest;
     try {
@@ -317,10 +355,10 @@ async function withDownloadedBytes(
       // known: at its first block that differs, or once complete and the same (then the load may
       // write nothing at all), unless the tables no longer hold what that load left.
       const same = expected !== undefined && (await sameUnless(download.same, expected.tablesAsLeft));
-      let followed = false;
+      let following = false;
       try {
         return await use({
-          read: () => (followed ? fromFile() : ((followed = true), download.chunks())),
+          read: () => (following ? fromFile() : ((following = true), followed())),
           complete,
           same,
           digest,
@@ -334,6 +372,18 @@ async function withDownloadedBytes(
       await expected?.tablesAsLeft;
     }
   });
+}
+
+/** The first REPORT_HEAD_BYTES of a file (all of a smaller one). */
+async function readHead(path: string): Promise<Buffer> {
+  const file = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(REPORT_HEAD_BYTES);
+    const { bytesRead } = await file.read(buffer, 0, REPORT_HEAD_BYTES, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await file.close();
+  }
 }
 
 /** `same`, or false as soon as `tablesAsLeft` says false. */
@@ -398,6 +448,17 @@ async function executeOneTimeWindow(
     return commitNoData(deps, task, def, source, sourceRef);
   }
   const options = { fileName: basename(result.path), report: def.reportDefinitionName };
+  // The file must be the one-time report asked for: its organization, name and period.
+  checkReportHead(await readHead(result.path), {
+    format: result.format,
+    fileName: options.fileName,
+    reportDefinition: def.reportDefinitionName,
+    organizationId: task.window.organizationId,
+    reportName: result.reportName,
+    start: result.start,
+    end: result.end,
+    timeZone: task.pipeline.timeZone,
+  });
   const field = PERIOD_FIELDS[def.reportDefinitionName]!;
   const keepRejects = result.start.getTime() === task.window.start.getTime();
   const inWindow = (records: RecordSource) => filterToWindow(records, field, task.window, keepRejects);

@@ -1,0 +1,161 @@
+/**
+ * A downloaded body is judged from its head: is it a report, and is it the window's (issue 26 #4,
+ * #8)? Written against the real files in samples/cybersource: the REST-era metadata line, the
+ * legacy three-field line with a date-only period, the legacy XML written to the minute, the
+ * Transaction Detail XML with its DOCTYPE, and the service's XML error document.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { downloadContentTypeProblem } from '../../../src/api/reporting-client.js';
+import { isCybsError } from '../../../src/errors.js';
+import { checkReportHead, reportHeadComplete } from '../../../src/extract/report-identity.js';
+import type { ExpectedReport } from '../../../src/extract/report-identity.js';
+import { samplesDir } from '../parse/helpers.js';
+
+const sample = (name: string) => readFileSync(join(samplesDir, name));
+
+const PBD: ExpectedReport = {
+  format: 'csv',
+  fileName: 'PaymentBatchDetailReport_Daily_Classic_2023-10-11.csv',
+  reportDefinition: 'PaymentBatchDetailClass',
+  organizationId: 'wfgsulair',
+  reportName: 'PaymentBatchDetailReport_Daily_Classic',
+  start: new Date('2023-10-10T07:00:00Z'),
+  end: new Date('2023-10-11T07:00:00Z'),
+  timeZone: 'America/Los_Angeles',
+};
+
+function failure(head: Buffer | string, expected: ExpectedReport): string {
+  try {
+    checkReportHead(Buffer.from(head), expected);
+  } catch (error) {
+    expect(isCybsError(error) && error.code === 'EXTRACT_NOT_THE_REPORT').toBe(true);
+    return (error as Error).message;
+  }
+  throw new Error('expected the head to be refused');
+}
+
+describe('report identity from the head of a download', () => {
+  it("accepts the real REST-era CSV as the window's report, and names both values of each difference", () => {
+    const file = sample('rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv');
+    expect(() => checkReportHead(file, PBD)).not.toThrow();
+    // Merchant ids are case-insensitive at the service.
+    expect(() => checkReportHead(file, { ...PBD, organizationId: 'WFGSULAIR' })).not.toThrow();
+    expect(failure(file, { ...PBD, organizationId: 'other_org' })).toBe(
+      `${PBD.fileName}: the downloaded report is not the window's: its metadata names organization "wfgsulair" (the window's: "other_org"); the window is not loaded.`,
+    );
+    expect(failure(file, { ...PBD, reportName: 'Mine_Daily' })).toContain(
+      `report "PaymentBatchDetailReport_Daily_Classic" (the window's: "Mine_Daily")`,
+    );
+    expect(
+      failure(file, {
+        ...PBD,
+        start: new Date('2023-10-11T07:00:00Z'),
+        end: new Date('2023-10-12T07:00:00Z'),
+      }),
+    ).toContain(
+      `period "2023-10-10T07:00:00Z to 2023-10-11T07:00:00Z" (the window's: 2023-10-11T07:00:00.000Z to 2023-10-12T07:00:00.000Z)`,
+    );
+  });
+
+  it('judges the legacy three-field line by its date-only period in the subscription zone, not by its title', () => {
+    const file = sample('legacy-docs-PaymentBatchDetailReport.csv');
+    const day = {
+      ...PBD,
+      timeZone: 'UTC',
+      start: new Date('2003-05-01T00:00:00Z'),
+      end: new Date('2003-05-02T00:00:00Z'),
+    };
+    expect(() => checkReportHead(file, day)).not.toThrow();
+    expect(
+      failure(file, {
+        ...day,
+        start: new Date('2003-05-02T00:00:00Z'),
+        end: new Date('2003-05-03T00:00:00Z'),
+      }),
+    ).toContain('period "2003-05-01 to 2003-05-01"');
+  });
+
+  it('accepts a file without a metadata line whose header names fields of the report', () => {
+    const file = sample('legacy-docs-PaymentBatchDetailReport.csv')
+      .toString('utf8')
+      .split('\n')
+      .slice(1)
+      .join('\n');
+    expect(() => checkReportHead(Buffer.from(file), PBD)).not.toThrow();
+  });
+
+  it('refuses a body that is not a CSV report, saying what it starts with', () => {
+    expect(failure('<!DOCTYPE html>\n<html><body>Bad Gateway</body></html>\n', PBD)).toBe(
+      `${PBD.fileName}: the downloaded body is not a PaymentBatchDetailClass CSV report: it has no metadata line and no header naming a field of the report (it starts with "<!DOCTYPE html> <html><body>Bad Gateway</body></html>"); the window is not loaded.`,
+    );
+    expect(failure('', PBD)).toContain('it starts with nothing (the body is empty)');
+    expect(failure(sample('error-404-resource-notfound.report-downloads.xml'), PBD)).toContain(
+      'no metadata line',
+    );
+  });
+
+  it('judges XML reports by their root element and its MerchantID and period, legacy minutes included', () => {
+    const xml = { ...PBD, format: 'xml' as const, fileName: 'pbd.xml', timeZone: 'America/Los_Angeles' };
+    const legacy = sample('legacy-docs-PaymentBatchDetailReport.excerpt.xml');
+    const legacyDay = {
+      ...xml,
+      organizationId: 'CyberSource',
+      start: new Date('2001-08-16T00:00:00-07:00'),
+      end: new Date('2001-08-17T00:00:00-07:00'),
+    };
+    expect(() => checkReportHead(legacy, legacyDay)).not.toThrow();
+    expect(failure(legacy, { ...legacyDay, organizationId: 'someone' })).toContain(
+      'organization "CyberSource"',
+    );
+    const tdr = sample('transaction-detail-tdr_1_6.killbill-excerpt.xml');
+    expect(() =>
+      checkReportHead(tdr, {
+        ...xml,
+        reportDefinition: 'TransactionDetailReportClass',
+        organizationId: 'ok_go',
+        start: new Date('2009-05-26T18:30:00-08:00'),
+        end: new Date('2009-05-27T18:30:00-08:00'),
+      }),
+    ).not.toThrow();
+    expect(failure(sample('error-404-resource-notfound.report-downloads.xml'), xml)).toContain(
+      'its root element is <errorBean>, not <Report>',
+    );
+    expect(failure('Service Unavailable', xml)).toContain('it has no root element');
+  });
+
+  it('knows when the head holds enough to judge', () => {
+    expect(reportHeadComplete(Buffer.from('a,b,c 2024-01-01 to 2024-01-02\n'), 'csv', false)).toBe(false);
+    expect(reportHeadComplete(Buffer.from('m\nh\nr\nr\n'), 'csv', false)).toBe(true);
+    expect(reportHeadComplete(Buffer.from('<?xml version="1.0"?>\n<Report Name="x"'), 'xml', false)).toBe(
+      false,
+    );
+    expect(reportHeadComplete(Buffer.from('<?xml version="1.0"?>\n<Report Name="x">'), 'xml', false)).toBe(
+      true,
+    );
+    expect(reportHeadComplete(Buffer.from('<Rep'), 'xml', true)).toBe(true);
+  });
+});
+
+describe("a report download's Content-Type", () => {
+  it('refuses an HTML page, a JSON document and the other report format; lets generic types through to the head check', () => {
+    expect(downloadContentTypeProblem('text/html; charset=utf-8', 'text/csv')).toBe(
+      'an HTML page (Content-Type text/html)',
+    );
+    expect(downloadContentTypeProblem('application/xhtml+xml', 'application/xml')).toContain('HTML page');
+    expect(downloadContentTypeProblem('application/hal+json', 'text/csv')).toContain('JSON document');
+    expect(downloadContentTypeProblem('application/xml', 'text/csv')).toContain('XML document');
+    expect(downloadContentTypeProblem('text/csv', 'application/xml')).toContain('CSV file');
+    for (const [type, accept] of [
+      [undefined, 'text/csv'],
+      ['text/csv;charset=UTF-8', 'text/csv'],
+      ['application/xml', 'application/xml'],
+      ['text/xml', 'application/xml, text/csv'],
+      ['application/octet-stream', 'text/csv'],
+      ['text/plain', 'text/csv'],
+    ] as const) {
+      expect(downloadContentTypeProblem(type, accept)).toBeUndefined();
+    }
+  });
+});
