@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
 import { Option } from 'commander';
+import { sql } from 'kysely';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { PIPELINE_NAME_ALIASES, REPORT_DEFINITION_ALIASES, findReportDefinition } from '../catalog/index.js';
 import { CybsError, configError } from '../errors.js';
@@ -14,8 +16,49 @@ import { toLoadSource, toRawLoadSource } from '../pipeline/record-source.js';
 import { loadXmlFast, openXmlFileTargets } from '../pipeline/xml-load-targets.js';
 import { openRawXmlReport } from '../parse/xml-fast.js';
 import { openXmlReport } from '../parse/xml-report.js';
+import type { Db } from '../load/warehouse.js';
 import { finishRun, startRun } from '../state/runs.js';
 import type { CliContext } from './context.js';
+
+/** The SHA-256 of a file's bytes, in hex. */
+async function fileSha256(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/**
+ * What makes an imported file the same report as an earlier import, whatever its name: the report
+ * name and period its metadata names, or, for a file that names no period, its bytes' digest. An
+ * imported file's source is `import:<file name>:<identity>`.
+ */
+async function importIdentity(
+  path: string,
+  meta: { reportName: string | undefined; rawStart: string | undefined; rawEnd: string | undefined },
+): Promise<string> {
+  if (meta.rawStart || meta.rawEnd) {
+    return [meta.reportName ?? '', `${meta.rawStart ?? ''}..${meta.rawEnd ?? ''}`].filter(Boolean).join(':');
+  }
+  return [meta.reportName ?? '', `sha256-${(await fileSha256(path)).slice(0, 32)}`].filter(Boolean).join(':');
+}
+
+/**
+ * The source an earlier import of the same report (`identity`) loaded for the organization, if
+ * any: a new import of it replaces that load's rows instead of adding a second copy of them.
+ */
+async function earlierImportSource(
+  db: Db,
+  organizationId: string,
+  identity: string,
+): Promise<string | undefined> {
+  const suffix = `:${identity}`;
+  const found = await sql<{ source: string }>`
+    select source from etl.sources
+     where organization_id = ${organizationId} and source like 'import:%'
+       and length(source) > ${suffix.length + 'import:'.length} and right(source, ${suffix.length}) = ${suffix}
+     order by source_key desc limit 1`.execute(db);
+  return found.rows[0]?.source;
+}
 
 async function sniffFormat(path: string): Promise<'csv' | 'xml'> {
   const ext = extname(path).toLowerCase();
@@ -88,10 +131,12 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         if (!organizationId) {
           throw configError(`${fileName} does not name its organization; pass --organization-id.`);
         }
-        const range = meta.rawStart || meta.rawEnd ? `${meta.rawStart ?? ''}..${meta.rawEnd ?? ''}` : '';
-        const source = ['import', fileName, meta.reportName ?? '', range].filter(Boolean).join(':');
+        const identity = await importIdentity(file, meta);
         const warehouse = await ctx.warehouse();
         const logger = await ctx.logger();
+        // The same report imported again (under any file name) replaces its earlier load.
+        const earlier = await earlierImportSource(warehouse.db, organizationId, identity);
+        const source = earlier ?? `import:${fileName}:${identity}`;
         if (REPORT_DEFINITION_ALIASES[given] !== undefined || PIPELINE_NAME_ALIASES[given] !== undefined) {
           logger.warn(
             `--report-definition ${given} is a former name of ${pipeline.reportDefinitionName}; importing into ${pipeline.table.schema}.${pipeline.table.name}`,
@@ -176,7 +221,7 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
                     `; ${c.table}: ${c.staged} rows (${c.inserted} new, ${c.updated} updated, ${c.unchanged} unchanged, ${c.deleted} removed), ${c.rejected} rejected`,
                 )
                 .join('') +
-              '.\n',
+              `.${earlier === undefined ? '' : ` It replaced the earlier import of the same report (${earlier}).`}\n`,
           );
         } catch (error) {
           await finishRun(warehouse.db, runId, { status: 'failed', error: (error as Error).message });

@@ -1,0 +1,125 @@
+/**
+ * `cybs-etl import` recognises a report by its content, not its file name (issue 26 #15): the same
+ * Funding Detail report imported as `funding.csv` and then as `funding (1).csv` (a browser's name for
+ * a second download) replaces its earlier load instead of doubling a table keyed by source and line;
+ * a corrected version of the report (same metadata, other rows) replaces it too; a file without
+ * metadata is recognised by its bytes; another report adds its own rows.
+ */
+import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+
+const HEADER = 'request_id,transaction_date,merchant_id,amount,currency_code';
+
+function fundingReport(day: string, rows: number, metadata = true): string {
+  const next = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+  const lines = metadata
+    ? [`org1,FundingDetailReport_Daily,FundingDetail,1.0,${day}T00:00:00Z to ${next}T00:00:00Z,,,`]
+    : [];
+  lines.push(HEADER);
+  for (let i = 0; i < rows; i++) {
+    lines.push(`${7000000000000000000000 + i},${day}T10:00:00Z,org1,${(i + 1).toFixed(2)},USD`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+describe('cybs-etl import recognises a report by its content', () => {
+  let dir: string;
+  let database: TestDatabase;
+  let db: pg.Client;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'cybs-import-identity-'));
+    database = await createTestDatabase('import_identity');
+    await writeFile(join(dir, 'config.yaml'), 'log:\n  level: silent\n');
+    db = new pg.Client({ connectionString: database.url });
+    await db.connect();
+  });
+  afterAll(async () => {
+    await db?.end();
+    await database?.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const importFile = (name: string) =>
+    cli(
+      [
+        '--config',
+        join(dir, 'config.yaml'),
+        'import',
+        join(dir, name),
+        '--report-definition',
+        'FundingDetailClass',
+      ],
+      { env: { DATABASE_URL: database.url } },
+    );
+  const rows = async () =>
+    (
+      await db.query(
+        `select count(*)::int as n, count(distinct _source)::int as sources from cybs.funding_detail`,
+      )
+    ).rows[0] as { n: number; sources: number };
+
+  it('the same report under another file name replaces its earlier load', async () => {
+    await writeFile(join(dir, 'funding.csv'), fundingReport('2024-03-01', 20));
+    const first = await importFile('funding.csv');
+    expect(first.code, first.stderr).toBe(0);
+    expect(await rows()).toEqual({ n: 20, sources: 1 });
+
+    await copyFile(join(dir, 'funding.csv'), join(dir, 'funding (1).csv'));
+    const second = await importFile('funding (1).csv');
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toContain(
+      'It replaced the earlier import of the same report (import:funding.csv:FundingDetailReport_Daily:2024-03-01T00:00:00Z..2024-03-02T00:00:00Z).',
+    );
+    expect(await rows()).toEqual({ n: 20, sources: 1 });
+  });
+
+  it('a corrected version of the report (same metadata) replaces it, whatever its name', async () => {
+    await writeFile(join(dir, 'funding-corrected.csv'), fundingReport('2024-03-01', 18));
+    const r = await importFile('funding-corrected.csv');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('2 removed');
+    expect(await rows()).toEqual({ n: 18, sources: 1 });
+  });
+
+  it("another day's report adds its own rows", async () => {
+    await writeFile(join(dir, 'funding.csv'), fundingReport('2024-03-02', 5));
+    const r = await importFile('funding.csv');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toContain('replaced');
+    expect(await rows()).toEqual({ n: 23, sources: 2 });
+  });
+
+  it('a file without metadata is recognised by its bytes', async () => {
+    await writeFile(join(dir, 'bare.csv'), fundingReport('2024-03-03', 7, false));
+    await copyFile(join(dir, 'bare.csv'), join(dir, 'bare (1).csv'));
+    const options = ['--organization-id', 'org1'];
+    const run = (name: string) =>
+      cli(
+        [
+          '--config',
+          join(dir, 'config.yaml'),
+          'import',
+          join(dir, name),
+          '--report-definition',
+          'FundingDetailClass',
+          ...options,
+        ],
+        { env: { DATABASE_URL: database.url } },
+      );
+    expect((await run('bare.csv')).code).toBe(0);
+    expect(await rows()).toEqual({ n: 30, sources: 3 });
+    const again = await run('bare (1).csv');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(
+      /It replaced the earlier import of the same report \(import:bare\.csv:sha256-[0-9a-f]{32}\)/,
+    );
+    expect(await rows()).toEqual({ n: 30, sources: 3 });
+  });
+});
