@@ -46,7 +46,7 @@ describe('cybs-etl import recognises a report by its content', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const importFile = (name: string) =>
+  const importFile = (name: string, ...extra: string[]) =>
     cli(
       [
         '--config',
@@ -55,6 +55,7 @@ describe('cybs-etl import recognises a report by its content', () => {
         join(dir, name),
         '--report-definition',
         'FundingDetailClass',
+        ...extra,
       ],
       { env: { DATABASE_URL: database.url } },
     );
@@ -99,20 +100,7 @@ describe('cybs-etl import recognises a report by its content', () => {
   it('a file without metadata is recognised by its bytes', async () => {
     await writeFile(join(dir, 'bare.csv'), fundingReport('2024-03-03', 7, false));
     await copyFile(join(dir, 'bare.csv'), join(dir, 'bare (1).csv'));
-    const options = ['--organization-id', 'org1'];
-    const run = (name: string) =>
-      cli(
-        [
-          '--config',
-          join(dir, 'config.yaml'),
-          'import',
-          join(dir, name),
-          '--report-definition',
-          'FundingDetailClass',
-          ...options,
-        ],
-        { env: { DATABASE_URL: database.url } },
-      );
+    const run = (name: string) => importFile(name, '--organization-id', 'org1');
     expect((await run('bare.csv')).code).toBe(0);
     expect(await rows()).toEqual({ n: 30, sources: 3 });
     const again = await run('bare (1).csv');
