@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { PIPELINE_NAME_ALIASES, REPORT_DEFINITION_ALIASES, findReportDefinition } from '../catalog/index.js';
 import { CybsError, configError } from '../errors.js';
+import { checkReportShape, readReportHead } from '../extract/report-identity.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
 import type { LoadWindowResult, LoadWindowTarget, TableLoadResult } from '../load/load-window.js';
@@ -121,6 +122,12 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const format = opts.format ?? (await sniffFormat(file));
         const fileName = basename(file);
         const parseOptions = { fileName, report: pipeline.reportDefinitionName };
+        // A file that is no report of the definition (a web page saved by hand, an error document).
+        checkReportShape(await readReportHead(file), {
+          format,
+          fileName,
+          reportDefinition: pipeline.reportDefinitionName,
+        });
         // The file's first records, for its metadata (and, for CSV, the per-row path's records).
         const records = await (format === 'xml' ? openXmlReport : openCsvReport)(
           createReadStream(file),

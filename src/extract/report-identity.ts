@@ -11,6 +11,7 @@
  * Both failures are EXTRACT_NOT_THE_REPORT: the window fails, nothing of it is loaded, and a later
  * run retries it.
  */
+import { open } from 'node:fs/promises';
 import { parse } from 'csv-parse/sync';
 import { resolveHeader } from '../catalog/index.js';
 import { CybsError } from '../errors.js';
@@ -23,12 +24,16 @@ import type { ReportFormat } from './find-report.js';
 /** The most of a file's start that is examined: a metadata line, a header and a root tag fit easily. */
 export const REPORT_HEAD_BYTES = 1024 * 1024;
 
-export interface ExpectedReport {
+/** What a file must look like to be read as a report of a definition. */
+export interface ReportShape {
   format: ReportFormat;
   /** For messages: the file's name. */
   fileName: string;
   /** The report definition (its header names are the known ones). */
   reportDefinition: string;
+}
+
+export interface ExpectedReport extends ReportShape {
   organizationId: string;
   /** The subscription's report name. */
   reportName: string;
@@ -46,8 +51,8 @@ export interface ExpectedReport {
 const SAME_BOUND_MS = 60_000;
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 
-function notTheReport(expected: ExpectedReport, why: string): CybsError {
-  return new CybsError('EXTRACT_NOT_THE_REPORT', `${expected.fileName}: ${why}; the window is not loaded.`, {
+function notTheReport(expected: ReportShape, why: string): CybsError {
+  return new CybsError('EXTRACT_NOT_THE_REPORT', `${expected.fileName}: ${why}; nothing of it is loaded.`, {
     stage: 'extract',
     retryable: true,
     context: { file: expected.fileName },
@@ -66,13 +71,32 @@ export function reportHeadComplete(head: Buffer, format: ReportFormat, ended: bo
 
 /** Throw EXTRACT_NOT_THE_REPORT unless `head` (the file's first bytes, or all of it) is `expected`. */
 export function checkReportHead(head: Buffer, expected: ExpectedReport): void {
+  const metadata = checkReportShape(head, expected);
+  if (metadata !== undefined) checkIdentity(metadata, expected);
+}
+
+/**
+ * Throw EXTRACT_NOT_THE_REPORT unless `head` is a report of `shape` at all (whichever report it
+ * is); its metadata, when it has any.
+ */
+export function checkReportShape(head: Buffer, shape: ReportShape): ReportMetadata | undefined {
   const text = head
     .subarray(0, REPORT_HEAD_BYTES)
     .toString('utf8')
     .replace(/^\uFEFF/, '');
-  const metadata =
-    expected.format === 'xml' ? xmlHeadMetadata(text, expected) : csvHeadMetadata(text, expected);
-  if (metadata !== undefined) checkIdentity(metadata, expected);
+  return shape.format === 'xml' ? xmlHeadMetadata(text, shape) : csvHeadMetadata(text, shape);
+}
+
+/** The first REPORT_HEAD_BYTES of a file (all of a smaller one). */
+export async function readReportHead(path: string): Promise<Buffer> {
+  const file = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(REPORT_HEAD_BYTES);
+    const { bytesRead } = await file.read(buffer, 0, REPORT_HEAD_BYTES, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await file.close();
+  }
 }
 
 /** What a body starts with, for a message: its first 60 characters on one line. */
@@ -81,7 +105,7 @@ function startOf(text: string): string {
   return start === '' ? 'nothing (the body is empty)' : JSON.stringify(start);
 }
 
-function csvHeadMetadata(text: string, expected: ExpectedReport): ReportMetadata | undefined {
+function csvHeadMetadata(text: string, expected: ReportShape): ReportMetadata | undefined {
   // Whole lines only, unless the head is the whole file.
   const lastBreak = text.lastIndexOf('\n');
   const lines = lastBreak >= 0 && text.length >= REPORT_HEAD_BYTES ? text.slice(0, lastBreak + 1) : text;
@@ -100,7 +124,7 @@ function csvHeadMetadata(text: string, expected: ExpectedReport): ReportMetadata
   if (!known) {
     throw notTheReport(
       expected,
-      `the downloaded body is not a ${expected.reportDefinition} CSV report: it has no metadata line and no header naming a field of the report (it starts with ${startOf(text)})`,
+      `the body is not a ${expected.reportDefinition} CSV report: it has no metadata line and no header naming a field of the report (it starts with ${startOf(text)})`,
     );
   }
   return undefined;
@@ -170,13 +194,13 @@ function unescapeXml(value: string): string {
   });
 }
 
-function xmlHeadMetadata(text: string, expected: ExpectedReport): ReportMetadata {
+function xmlHeadMetadata(text: string, expected: ReportShape): ReportMetadata {
   const root = rootStartTag(text);
   const name = root?.name ?? '';
   if (name.replace(/^.*:/, '') !== 'Report') {
     throw notTheReport(
       expected,
-      `the downloaded body is not an XML report: ${name === '' ? 'it has no root element' : `its root element is <${name}>, not <Report>`} (it starts with ${startOf(text)})`,
+      `the body is not an XML report: ${name === '' ? 'it has no root element' : `its root element is <${name}>, not <Report>`} (it starts with ${startOf(text)})`,
     );
   }
   return xmlReportMetadata(root!.attributes, expected.fileName);
@@ -210,7 +234,7 @@ function checkIdentity(metadata: ReportMetadata, expected: ExpectedReport): void
   if (differences.length > 0) {
     throw notTheReport(
       expected,
-      `the downloaded report is not the window's: its metadata names ${differences.join(', ')}`,
+      `the report is not the window's: its metadata names ${differences.join(', ')}`,
     );
   }
 }

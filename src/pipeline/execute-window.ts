@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Readable } from 'node:stream';
 import { sameDigest } from '../api/file-digest.js';
@@ -10,7 +10,7 @@ import { CybsError } from '../errors.js';
 import { findReport } from '../extract/find-report.js';
 import { followDownload, isDownloadRestarted } from '../extract/followed-download.js';
 import { fetchOnDemandBodies } from '../extract/on-demand-pages.js';
-import { REPORT_HEAD_BYTES, checkReportHead, reportHeadComplete } from '../extract/report-identity.js';
+import { checkReportHead, readReportHead, reportHeadComplete } from '../extract/report-identity.js';
 import type { ExpectedReport } from '../extract/report-identity.js';
 import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
@@ -320,7 +320,7 @@ async function withDownloadedBytes(
     // Every reader gets the bytes once their head is known to be the window's report (checkReportHead).
     let headChecked: Promise<void> | undefined;
     const checkFileHead = () =>
-      (headChecked ??= readHead(path).then((head) => checkReportHead(head, report)));
+      (headChecked ??= readReportHead(path).then((head) => checkReportHead(head, report)));
     const complete = async () => {
       await download.done;
       await checkFileHead();
@@ -372,18 +372,6 @@ async function withDownloadedBytes(
       await expected?.tablesAsLeft;
     }
   });
-}
-
-/** The first REPORT_HEAD_BYTES of a file (all of a smaller one). */
-async function readHead(path: string): Promise<Buffer> {
-  const file = await open(path, 'r');
-  try {
-    const buffer = Buffer.alloc(REPORT_HEAD_BYTES);
-    const { bytesRead } = await file.read(buffer, 0, REPORT_HEAD_BYTES, 0);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await file.close();
-  }
 }
 
 /** `same`, or false as soon as `tablesAsLeft` says false. */
@@ -449,7 +437,7 @@ async function executeOneTimeWindow(
   }
   const options = { fileName: basename(result.path), report: def.reportDefinitionName };
   // The file must be the one-time report asked for: its organization, name and period.
-  checkReportHead(await readHead(result.path), {
+  checkReportHead(await readReportHead(result.path), {
     format: result.format,
     fileName: options.fileName,
     reportDefinition: def.reportDefinitionName,

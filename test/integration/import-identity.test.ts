@@ -110,4 +110,18 @@ describe('cybs-etl import recognises a report by its content', () => {
     );
     expect(await rows()).toEqual({ n: 30, sources: 3 });
   });
+
+  it('refuses a file that is no report of the definition, and loads nothing of it (issue 26 #4)', async () => {
+    const before = await rows();
+    await writeFile(
+      join(dir, 'funding.html.csv'),
+      '<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>Session expired</body></html>\n',
+    );
+    const r = await importFile('funding.html.csv', '--organization-id', 'org1');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      'funding.html.csv: the body is not a FundingDetailClass CSV report: it has no metadata line and no header naming a field of the report (it starts with "<!DOCTYPE html> <html><head><title>Sign in</title></head><bo"); nothing of it is loaded.',
+    );
+    expect(await rows()).toEqual(before);
+  });
 });

@@ -43,7 +43,7 @@ describe('report identity from the head of a download', () => {
     // Merchant ids are case-insensitive at the service.
     expect(() => checkReportHead(file, { ...PBD, organizationId: 'WFGSULAIR' })).not.toThrow();
     expect(failure(file, { ...PBD, organizationId: 'other_org' })).toBe(
-      `${PBD.fileName}: the downloaded report is not the window's: its metadata names organization "wfgsulair" (the window's: "other_org"); the window is not loaded.`,
+      `${PBD.fileName}: the report is not the window's: its metadata names organization "wfgsulair" (the window's: "other_org"); nothing of it is loaded.`,
     );
     expect(failure(file, { ...PBD, reportName: 'Mine_Daily' })).toContain(
       `report "PaymentBatchDetailReport_Daily_Classic" (the window's: "Mine_Daily")`,
@@ -88,7 +88,7 @@ describe('report identity from the head of a download', () => {
 
   it('refuses a body that is not a CSV report, saying what it starts with', () => {
     expect(failure('<!DOCTYPE html>\n<html><body>Bad Gateway</body></html>\n', PBD)).toBe(
-      `${PBD.fileName}: the downloaded body is not a PaymentBatchDetailClass CSV report: it has no metadata line and no header naming a field of the report (it starts with "<!DOCTYPE html> <html><body>Bad Gateway</body></html>"); the window is not loaded.`,
+      `${PBD.fileName}: the body is not a PaymentBatchDetailClass CSV report: it has no metadata line and no header naming a field of the report (it starts with "<!DOCTYPE html> <html><body>Bad Gateway</body></html>"); nothing of it is loaded.`,
     );
     expect(failure('', PBD)).toContain('it starts with nothing (the body is empty)');
     expect(failure(sample('error-404-resource-notfound.report-downloads.xml'), PBD)).toContain(
