@@ -11,6 +11,7 @@
  *             notification-of-changes, payment-batch-summaries
  *   kind      429 (param: Retry-After seconds, default 1) · 500 · 502 · 503 ·
  *             401 (the credentials are refused, as when a key is revoked mid-run) ·
+ *             html-page (a gateway's or proxy's HTML error page, served with status 200) ·
  *             slow-headers (param: delay ms before the headers, default 2000) ·
  *             slow-body (param: delay ms between body chunks, default 200) ·
  *             reset (param: bytes of body sent before the socket is destroyed; default half the first chunk) ·
@@ -54,6 +55,7 @@ export const FAULT_KINDS = [
   '500',
   '502',
   '503',
+  'html-page',
   'slow-headers',
   'slow-body',
   'reset',
@@ -83,7 +85,7 @@ export function parseFaultSpec(spec: string): FaultRule[] {
     if (!text) continue;
     // kind is one of the known kinds (longest first), so that `429x2` reads as kind 429, count 2.
     const m =
-      /^([*a-z-]+):(slow-headers|malformed-row|slow-body|truncate|reset|stuck|error|401|429|500|502|503)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(
+      /^([*a-z-]+):(slow-headers|malformed-row|slow-body|truncate|reset|stuck|error|html-page|401|429|500|502|503)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(
         text,
       ) ?? /^([*a-z-]+):([0-9a-z-]+?)(?:=([^@]*?))?(?:@(\d*\.?\d+))?(?:x(\d+))?$/.exec(text);
     if (!m) {

@@ -109,6 +109,20 @@ export function unauthorizedReply(shape: UnauthorizedShape, detail: string): Rep
  * is documented for the reporting API (not in the spec, the SDK or the docs); the simulator sends it
  * (with an invented TOO_MANY_REQUESTS bean and Retry-After) only to exercise a client's retries.
  */
+/**
+ * A gateway's or proxy's error page served with status 200, as one in front of the service can
+ * send: not the service's answer at all (fault `html-page`).
+ */
+export function gatewayPageReply(): Reply {
+  return {
+    status: 200,
+    headers: { 'content-type': 'text/html; charset=utf-8' },
+    body:
+      '<!DOCTYPE html>\n<html lang="en"><head><title>502 Bad Gateway</title></head>\n' +
+      '<body><h1>Bad Gateway</h1><p>The upstream server did not answer in time.</p></body></html>\n',
+  };
+}
+
 export function serverErrorReply(status: number, retryAfter?: string): Reply {
   if (status === 429) {
     return errorBean(

@@ -35,6 +35,7 @@ import { computeGroundTruth } from './ground-truth.js';
 import type { GroundTruth } from './ground-truth.js';
 import {
   errorBean,
+  gatewayPageReply,
   json,
   reportingError,
   sendReply,
@@ -507,6 +508,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       reply = unauthorizedReply(unauthorizedShape, 'simulated fault: the key was refused');
     } else if (statusFault) {
       reply = serverErrorReply(Number(statusFault.kind), statusFault.param);
+    } else if (drawn.some((f) => f.kind === 'html-page')) {
+      reply = gatewayPageReply();
     } else {
       const accept = req.headers['accept'];
       reply = await match.route.handle(

@@ -69,6 +69,14 @@ const FAULTS: FaultCase[] = [
   },
   { name: 'report stuck in RUNNING', rule: 'stuck', expect: 'not_ready', only: ['search', 'download'] },
   { name: '401 mid-run', rule: '401x1', expect: 'failed', code: /^API_UNAUTHORIZED$/ },
+  // A gateway's HTML page with status 200: a download refuses it by its Content-Type and retries.
+  { name: "a gateway's HTML page with 200, once", rule: 'html-pagex1', expect: 'loaded', only: ['download'] },
+  {
+    name: "a gateway's HTML page with 200 on every attempt",
+    rule: 'html-page',
+    expect: 'failed',
+    code: /^API_INVALID_RESPONSE$/,
+  },
 ];
 
 interface EndpointKind {
