@@ -62,7 +62,7 @@ function notTheReport(expected: ReportShape, why: string): CybsError {
 /** Whether `head` holds enough of the file to judge it (see checkReportHead), or all of it (`ended`). */
 export function reportHeadComplete(head: Buffer, format: ReportFormat, ended: boolean): boolean {
   if (ended || head.length >= REPORT_HEAD_BYTES) return true;
-  if (format === 'xml') return rootStartTag(head.toString('utf8')) !== undefined;
+  if (format === 'xml') return rootStartTag(decodeHead(head)) !== undefined;
   // The metadata line, blank lines after it, and the header.
   let breaks = 0;
   for (const byte of head) if (byte === 0x0a && ++breaks >= 4) return true;
@@ -80,11 +80,19 @@ export function checkReportHead(head: Buffer, expected: ExpectedReport): void {
  * is); its metadata, when it has any.
  */
 export function checkReportShape(head: Buffer, shape: ReportShape): ReportMetadata | undefined {
-  const text = head
-    .subarray(0, REPORT_HEAD_BYTES)
-    .toString('utf8')
-    .replace(/^\uFEFF/, '');
+  const text = decodeHead(head.subarray(0, REPORT_HEAD_BYTES));
   return shape.format === 'xml' ? xmlHeadMetadata(text, shape) : csvHeadMetadata(text, shape);
+}
+
+/** A head's text: UTF-16 when a byte order mark says so, else UTF-8; without the mark. */
+function decodeHead(head: Buffer): string {
+  const bom = head.length >= 2 ? (head[0]! << 8) | head[1]! : 0;
+  if (bom === 0xfffe || bom === 0xfeff) {
+    const units = Buffer.from(head.subarray(2, 2 + ((head.length - 2) & ~1)));
+    if (bom === 0xfeff) units.swap16();
+    return units.toString('utf16le');
+  }
+  return head.toString('utf8').replace(/^\uFEFF/, '');
 }
 
 /** The first REPORT_HEAD_BYTES of a file (all of a smaller one). */

@@ -77,6 +77,18 @@ describe('report identity from the head of a download', () => {
     ).toContain('period "2003-05-01 to 2003-05-01"');
   });
 
+  it('reads the head of a UTF-16 file by its byte order mark', () => {
+    const text = sample('rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv').toString(
+      'utf8',
+    );
+    const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    const be = Buffer.from(le);
+    be.swap16();
+    expect(() => checkReportHead(le, PBD)).not.toThrow();
+    expect(() => checkReportHead(be, PBD)).not.toThrow();
+    expect(failure(le, { ...PBD, organizationId: 'other_org' })).toContain('organization "wfgsulair"');
+  });
+
   it('accepts a file without a metadata line whose header names fields of the report', () => {
     const file = sample('legacy-docs-PaymentBatchDetailReport.csv')
       .toString('utf8')
