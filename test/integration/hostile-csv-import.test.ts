@@ -98,6 +98,35 @@ describe.each(['postgres', 'pglite'] as const)('hostile CSV files through import
     expect(await count("where merchant_reference_number like 'mixed-%'")).toBe(312);
   });
 
+  it('keeps a record whose request id a later line repeats as a reject, and counts what is loaded', async () => {
+    const data = rows(501, 9969304358566698703248n, (i, row) => {
+      if (i === 300) row[3] = String(9969304358566698703248n + 100n);
+    });
+    await writeFile(join(dir, 'dup.csv'), [META, HEADER, ...data].join('\n') + '\n');
+    const r = await importFile('dup.csv');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/: 500 rows loaded \(500 new.*\), 1 rejected/);
+    expect(await count("where request_id like '99693043585666987%'")).toBe(500);
+    expect(
+      await count("where merchant_reference_number = 'ref-300' and request_id = '9969304358566698703348'"),
+    ).toBe(1);
+    const rejects = await run([
+      'sql',
+      '--json',
+      "select record_number::int as line, error_code as code, raw_text as raw, message from etl.rejects where error_code = 'LOAD_DUPLICATE_KEY'",
+    ]);
+    expect(JSON.parse(rejects.stdout)).toEqual([
+      {
+        line: 103,
+        code: 'LOAD_DUPLICATE_KEY',
+        raw: expect.stringContaining(',9969304358566698703348,ref-100,') as unknown,
+        message: expect.stringMatching(
+          /record 103: .*request_id=9969304358566698703348.* repeated by record 303/,
+        ) as unknown,
+      },
+    ]);
+  });
+
   it('says at which line an unclosed quote opens', async () => {
     const data = rows(1000, 8969304358566698703248n, (i, row) => {
       row[9] = 'ics_bill';
