@@ -20,7 +20,11 @@
  *  - a quote that does not open a value, or a quoted value that goes on after its closing quote
  *    (the per-row parser fails the file there; PostgreSQL's CSV reader would have read on);
  *  - a row PostgreSQL's CSV parser refuses (a ragged row, padding values, NUL, invalid UTF-8) or a
- *    row count that differs from the line count JavaScript saw;
+ *    row count that differs from the line count JavaScript saw; a header line that is not UTF-8, a
+ *    UTF-16 file (its byte order mark);
+ *  - a record of more than MAX_RECORD_SIZE bytes: the per-row reader applies its limit to it (in
+ *    characters, never more than the bytes), so both paths accept and refuse the same records, and
+ *    the bytes held back for an unfinished record stay bounded;
  *  - more than MAX_SET_ASIDE_RECORDS records that need the per-row path: a non-text value not
  *    written in the canonical form that both the catalog's coercers and PostgreSQL read
  *    identically (numeric `-?digits[.digits]`, timestamps `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`, dates
@@ -29,12 +33,14 @@
  *    messages.
  * So a clean daily report loads at COPY speed; a file with bad rows is loaded correctly, slower.
  */
+import { isUtf8 } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { guessReportDefinition, resolveHeader } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
 import { CybsError } from '../errors.js';
-import { parseCsvMetadataLine, truncatedCsvError } from '../parse/csv-report.js';
+import { MAX_RECORD_SIZE, parseCsvMetadataLine, truncatedCsvError } from '../parse/csv-report.js';
+import { sniffEncoding } from '../parse/text-encoding.js';
 import { ColumnSet, emptyMetadata } from '../parse/records.js';
 import { CANONICAL_BYTES, writeDecimal } from './canonical-bytes.js';
 import { escapeCopyText } from './copy-text.js';
@@ -149,11 +155,16 @@ export async function openRawCsvReport(
     let quotes = 0;
     for (let i = line.indexOf(QUOTE); i >= 0; i = line.indexOf(QUOTE, i + 1)) quotes++;
     if (quotes % 2 !== 0) throw refuseFastPath('a quoted value spans lines in the header');
+    if (!isUtf8(line)) throw refuseFastPath('a header line that is not UTF-8');
     return line.toString('utf8');
   };
   const fields = (line: string): string[] =>
     (parse(line, { relax_column_count: true }) as string[][])[0] ?? [''];
 
+  // UTF-16 is decoded by the per-row path (UTF-32 refused there in one sentence).
+  while (buffer.length < 4 && (await more()));
+  if (sniffEncoding(buffer.subarray(0, 4), options.fileName) !== 'utf-8')
+    throw refuseFastPath('the file is UTF-16, which the per-row path decodes');
   let first = await nextLine();
   if (first === undefined || first.replace(/^\uFEFF/, '') === '') throw refuseFastPath('an empty first line');
   first = first.replace(/^\uFEFF/, '');
@@ -268,6 +279,10 @@ export const CANONICAL: Record<PgType, RegExp | undefined> = {
 export const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
 
 const COMMA = 0x2c;
+
+function recordTooLarge(line: number): CybsError {
+  return refuseFastPath(`the record on line ${line} is larger than ${MAX_RECORD_SIZE} bytes`);
+}
 
 /** At most this many records per file are set aside for the per-row path; more refuse the file. */
 export const MAX_SET_ASIDE_RECORDS = 1000;
@@ -421,6 +436,7 @@ class BodyScanner {
         atLineStart = false;
       } else if (b === LF) {
         if (atLineStart) throw refuseFastPath('a blank line');
+        if (i - recordStart > MAX_RECORD_SIZE) throw recordTooLarge(this.recordLine);
         const end = i > recordStart && work[i - 1] === CR ? i - 1 : i;
         if (watched[field] === true) this.checkValue(field, work, start, end);
         const escapes = backslash >= 0 && backslash < i;
@@ -457,6 +473,7 @@ class BodyScanner {
       i++;
     }
     this.line = line;
+    if (n - recordStart > MAX_RECORD_SIZE) throw recordTooLarge(this.recordLine);
     // The unfinished record is held back (copied: `chunk` belongs to the caller).
     this.emit(work, emitted, recordStart);
     this.pending = Buffer.from(work.subarray(recordStart));

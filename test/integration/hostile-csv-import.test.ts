@@ -127,6 +127,52 @@ describe.each(['postgres', 'pglite'] as const)('hostile CSV files through import
     ]);
   });
 
+  it('rejects the rows whose request ids are not UTF-8, with their bytes, instead of merging them', async () => {
+    const data = rows(416, 10969304358566698703248n, (i, row) => {
+      if (i === 200 || i === 201) row[3] = `u8_key${i === 200 ? '\u00ff' : '\u00fe'}`;
+    });
+    // The two request ids as bytes 0xFF and 0xFE (latin1 writes each of those characters as one byte).
+    const text = [META, HEADER, ...data].join('\n') + '\n';
+    await writeFile(join(dir, 'utf8.csv'), Buffer.from(text, 'latin1'));
+    const r = await importFile('utf8.csv');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/: 414 rows loaded \(414 new.*\), 2 rejected/);
+    expect(await count("where request_id like '10969304358566698703%'")).toBe(414);
+    expect(await count("where request_id like 'u8_key%'")).toBe(0);
+    const rejects = await run([
+      'sql',
+      '--json',
+      "select record_number::int as line, raw_text as raw, message from etl.rejects where error_code = 'PARSE_INVALID_UTF8' order by 1",
+    ]);
+    expect(JSON.parse(rejects.stdout)).toEqual(
+      [
+        [203, 'FF'],
+        [204, 'FE'],
+      ].map(([line, hex]) => ({
+        line,
+        raw: expect.stringContaining(`,u8_key\\x${hex},ref-${Number(line) - 3},`) as unknown,
+        message: expect.stringMatching(
+          new RegExp(
+            `^utf8\\.csv line ${line}: request_id holds bytes that are not UTF-8 \\(u8_key\\\\x${hex}\\)`,
+          ),
+        ) as unknown,
+      })),
+    );
+  });
+
+  it('refuses a record larger than 32 Mi characters with the same sentence on either path', async () => {
+    const data = rows(20, 11969304358566698703248n, (i, row) => {
+      if (i === 10) row[4] = 'x'.repeat(33 * 1024 * 1024);
+    });
+    await writeFile(join(dir, 'huge.csv'), [META, HEADER, ...data].join('\n') + '\n');
+    const r = await importFile('huge.csv');
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(
+      /huge\.csv: invalid CSV at line 13: a record starting in this line exceeds 32 Mi characters \(a value that large, or a quote that is never closed\)/,
+    );
+  });
+
   it('says at which line an unclosed quote opens', async () => {
     const data = rows(1000, 8969304358566698703248n, (i, row) => {
       row[9] = 'ics_bill';
