@@ -173,6 +173,35 @@ describe.each(['postgres', 'pglite'] as const)('hostile CSV files through import
     );
   });
 
+  it('reads a UTF-16 file by its byte order mark, either byte order', async () => {
+    const data = rows(40, 12969304358566698703248n, (i, row) => void (row[4] = `Zoë-${i}`));
+    const le = Buffer.from('\uFEFF' + [META, HEADER, ...data].join('\r\n') + '\r\n', 'utf16le');
+    await writeFile(join(dir, 'utf16le.csv'), le);
+    const r = await importFile('utf16le.csv');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/: 40 rows loaded \(40 new.*\), 0 rejected/);
+    expect(await count("where merchant_reference_number like 'Zoë-%'")).toBe(40);
+    const be = Buffer.from(
+      '\uFEFF' + [META, HEADER, ...data.map((line) => line.replace('Zoë', 'Zoé'))].join('\n') + '\n',
+      'utf16le',
+    ).swap16();
+    await writeFile(join(dir, 'utf16be.csv'), be);
+    const again = await importFile('utf16be.csv');
+    expect(again.code, again.stderr).toBe(0);
+    expect(await count("where merchant_reference_number like 'Zoé-%'")).toBe(40);
+  });
+
+  it('says in one sentence that a UTF-32 file is not supported', async () => {
+    const text = Buffer.from([0xff, 0xfe, 0, 0, ...Buffer.from([META, HEADER].join('\n'), 'utf16le')]);
+    await writeFile(join(dir, 'utf32.csv'), text);
+    const r = await importFile('utf32.csv');
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(
+      /utf32\.csv: the file is UTF-32 \(its byte order mark says so\), which is not supported/,
+    );
+  });
+
   it('says at which line an unclosed quote opens', async () => {
     const data = rows(1000, 8969304358566698703248n, (i, row) => {
       row[9] = 'ics_bill';
