@@ -1964,7 +1964,7 @@ async function mergeStaging(
   const options = ctx.options;
   const staging = sql.id('pg_temp', stagingName);
   const deduplicated = async (): Promise<MergeCounts> => {
-    await rejectRepeatedKeys(ctx, trx, decl, source, staged, staging);
+    await rejectRepeatedKeys(ctx, trx, decl, source, staging);
     return upsertStaging(trx, decl, source, staged, staging, options, true);
   };
   const changed = await unchangedLeftOut(trx, decl, source, staged, stagingName, stagedCount, options);
@@ -1982,16 +1982,11 @@ async function mergeStaging(
   return deduplicated();
 }
 
-/** A staged value as CSV text: NULL empty, quoted when it holds a comma, quote or line break. */
-function csvCell(column: string): RawBuilder<unknown> {
-  const text = sql`coalesce(${sql.id('s', column)}::text, '')`;
-  return sql`case when ${text} ~ '[",\r\n]' then '"' || replace(${text}, '"', '""') || '"' else ${text} end`;
-}
-
 /**
  * Every staged record whose natural key a later record of the source (a higher `_source_row`)
- * repeats goes to etl.rejects (LOAD_DUPLICATE_KEY): its values as staged, in the source's column
- * order as CSV text, and the record that is loaded in its place. Written by one statement, however
+ * repeats goes to etl.rejects (LOAD_DUPLICATE_KEY): its values as staged, as a JSON object (keys
+ * in jsonb's order, the same on every load path whatever the order of the source's columns), and
+ * the record that is loaded in its place. Written by one statement, however
  * many there are; counted with the window's rejects (and its threshold).
  */
 async function rejectRepeatedKeys(
@@ -1999,7 +1994,6 @@ async function rejectRepeatedKeys(
   trx: Db,
   decl: TableDecl,
   source: LoadSource,
-  staged: StagedColumn[],
   staging: RawBuilder<unknown>,
 ): Promise<void> {
   const { pipeline, organizationId, windowKey } = ctx.options.window;
@@ -2018,10 +2012,7 @@ async function rejectRepeatedKeys(
       select s."_source_row" as line,
              max(s."_source_row") over (${partition}) as kept,
              ${keyText} as key_text,
-             ${sql.join(
-               staged.map((c) => csvCell(c.name)),
-               sql` || ',' || `,
-             )} as raw
+             (to_jsonb(s) - '_source_row')::text as raw
         from ${staging} as s
     ), written as (
       insert into etl.rejects (pipeline, organization_id, window_key, source, record_number, raw_text,
