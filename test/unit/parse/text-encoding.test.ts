@@ -1,4 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import { Readable } from 'node:stream';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   ReportDecoder,
@@ -78,5 +80,29 @@ describe('text encoding of report files', () => {
     const decoder = new ReportDecoder('bad.xml');
     const bytes = Buffer.from([0xff, 0xfe, 0x3c, 0x00, 0x00, 0xd8, 0x3e, 0x00]);
     expect(() => decoder.decode(bytes)).toThrow(/^bad\.xml: the file is not valid UTF-16LE/);
+  });
+
+  it('never reads two different byte strings as the same text, and never as U+FFFD (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uint8Array({ maxLength: 24 }),
+        fc.uint8Array({ maxLength: 24 }),
+        fc.integer({ min: 1, max: 8 }),
+        async (a, b, size) => {
+          // U+10FF80..U+10FFFF written in a file read as an escaped byte does (such a value is a
+          // reject either way: holdsInvalidUtf8).
+          const privateUse = Buffer.from([0xf4, 0x8f]);
+          fc.pre(!Buffer.from(a).includes(privateUse) && !Buffer.from(b).includes(privateUse));
+          // A leading ASCII byte: a file is sniffed for its encoding by its first bytes.
+          const one = await guarded(Buffer.from([0x41, ...a]), size);
+          const two = await guarded(Buffer.from([0x41, ...b]), size);
+          const replacement = Buffer.from([0xef, 0xbf, 0xbd]);
+          expect(one.text.includes('\uFFFD')).toBe(Buffer.from(a).includes(replacement));
+          expect(one.invalid).toBe(!isUtf8(Buffer.from(a)));
+          expect(one.text === two.text).toBe(Buffer.from(a).equals(Buffer.from(b)));
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
