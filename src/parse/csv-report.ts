@@ -272,6 +272,7 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
     );
   }
   takeLine(first);
+  const firstRecord = first;
   let metadata = parseCsvMetadataLine(first, fileName);
   let headerLine = 1;
   if (metadata !== undefined) {
@@ -292,12 +293,18 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
     metadata = emptyMetadata('csv', fileName);
   }
   const header = first;
-  if (guard.invalid && header.some(holdsInvalidUtf8)) {
+  // The metadata (organization, period) and the header are never read from bytes that are not UTF-8.
+  for (const [line, record] of [
+    [1, firstRecord],
+    [headerLine, header],
+  ] as const) {
+    const bad = guard.invalid ? record.find(holdsInvalidUtf8) : undefined;
+    if (bad === undefined) continue;
     close();
     throw parseError(
       'PARSE_CSV_INVALID',
-      `${fileName}: the header line ${headerLine} holds bytes that are not UTF-8 (${showInvalidUtf8(header.find(holdsInvalidUtf8)!)}).`,
-      { file: fileName, line: headerLine },
+      `${fileName}: line ${line} (${line === headerLine ? 'the header' : 'the metadata line'}) holds bytes that are not UTF-8 (${showInvalidUtf8(bad)}).`,
+      { file: fileName, line },
     );
   }
   if (header.every((h) => h.trim() === '')) {

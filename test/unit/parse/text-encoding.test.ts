@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { openCsvReport } from '../../../src/parse/csv-report.js';
 import {
   ReportDecoder,
   Utf8Guard,
@@ -104,5 +105,23 @@ describe('text encoding of report files', () => {
       ),
       { numRuns: 500 },
     );
+  });
+
+  it('fails a CSV file whose metadata line or header is not UTF-8, naming the line', async () => {
+    const meta =
+      'org\xff,PaymentBatchDetailReport_Daily_Classic,PaymentBatchDetail,1.10,2023-10-10T07:00:00Z to 2023-10-11T07:00:00Z';
+    for (const [text, line, what] of [
+      [`${meta}\nrequest_id,amount\n1,1.00\n`, 1, 'the metadata line'],
+      ['request_id,am\xfeount\n1,1.00\n', 1, 'the header'],
+      [`${meta.replace('\xff', '')}\nrequest_id,am\xfeount\n1,1.00\n`, 2, 'the header'],
+    ] as const) {
+      await expect(
+        openCsvReport(Readable.from([Buffer.from(text, 'latin1')]), { fileName: 'm.csv' }),
+      ).rejects.toThrow(
+        new RegExp(
+          `^m\\.csv: line ${line} \\(${what}\\) holds bytes that are not UTF-8 \\(.*\\\\x(FF|FE).*\\)\\.$`,
+        ),
+      );
+    }
   });
 });
