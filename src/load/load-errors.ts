@@ -6,6 +6,8 @@ export const LOAD_ERROR_CODES = {
   missingKey: 'LOAD_MISSING_KEY',
   /** A value does not fit its existing column's type: the record goes to etl.rejects. */
   typeMismatch: 'LOAD_TYPE_MISMATCH',
+  /** A record whose natural key a later record of its source repeats: rejected, the later one loaded. */
+  duplicateKey: 'LOAD_DUPLICATE_KEY',
   /** A text value holds a NUL character, which PostgreSQL text cannot store: rejected. */
   invalidText: 'LOAD_INVALID_TEXT',
   /** More rejects than the window allows: the window is rolled back. */

@@ -141,9 +141,12 @@ export interface TableLoadResult {
   unchanged: number;
   deleted: number;
   rejected: number;
-  /** Records staged for this table (accepted by the loader), duplicates included. */
+  /** Records loaded into this table: one per natural key of the source (duplicates are rejects). */
   staged: number;
-  /** Staged records dropped because a later record of the source had the same natural key. */
+  /**
+   * Records of the source whose natural key a later record of it repeats: each is a reject
+   * (LOAD_DUPLICATE_KEY, counted in `rejected`), the later record is the one loaded.
+   */
   duplicates: number;
   columnsAdded: string[];
 }
@@ -176,6 +179,7 @@ export interface LoadedState {
     columns: string[];
     /** Rows of the table whose `_source` is the source (after the load). */
     owned: number;
+    /** Records staged for the table, duplicates of a key included. */
     staged: number;
     rejected: number;
   }[];
@@ -430,7 +434,7 @@ async function unchangedSince(
 ): Promise<boolean> {
   const tables = targets.map((t) => ({ table: t.table, source: t.source.source }));
   if (!(await holdsWhatWasLeft(trx, ctx.options.window, tables, previous))) return false;
-  ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.staged, 0);
+  ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.owned, 0);
   ctx.rejects.count = previous.rejected;
   try {
     checkRejects(ctx, true);
@@ -536,7 +540,7 @@ async function confirmUnchanged(
       unchanged: t.owned,
       deleted: 0,
       rejected: t.rejected,
-      staged: t.staged,
+      staged: t.owned,
       duplicates: t.staged - t.owned,
       columnsAdded: [],
     })),
@@ -569,7 +573,7 @@ async function loadedState(
   const state: LoadedState = { tables: [], rejected: ctx.rejects.count, writers: [] };
   for (const [index, t] of tables.entries()) {
     const { decl, source } = loaded[index]!;
-    const owned = t.staged - t.duplicates;
+    const owned = t.staged;
     if (t.inserted + t.updated < owned) {
       const found = await sql<{ x: string }>`
         select xmin::text as x from ${sql.id(decl.schema, decl.name)}
@@ -591,7 +595,7 @@ async function loadedState(
       source,
       columns: columnList(columns),
       owned,
-      staged: t.staged,
+      staged: t.staged + t.duplicates,
       rejected: t.rejected,
     });
   }
@@ -782,7 +786,9 @@ async function loadTarget(
     ctx.rowsLoaded += stagedCount;
     await buildDeferredIndexes(ctx, trx, decl);
     const copied = performance.now();
-    const merge = await mergeStaging(trx, decl, source, staged, stagingName, stagedCount, ctx.options);
+    const merge = await mergeStaging(ctx, trx, decl, source, staged, stagingName, stagedCount);
+    const duplicates = stagedCount - merge.distinct;
+    ctx.rowsLoaded -= duplicates;
     if (merge.writer !== undefined) ctx.writers.add(merge.writer);
     const merged = performance.now();
     const deleted = await deleteVanished(trx, decl, source, staging, ctx.options, merge.distinct);
@@ -804,8 +810,8 @@ async function loadTarget(
       unchanged: merge.distinct - merge.inserted - merge.updated,
       deleted,
       rejected: ctx.rejects.count - rejectedBefore,
-      staged: stagedCount,
-      duplicates: stagedCount - merge.distinct,
+      staged: merge.distinct,
+      duplicates,
       columnsAdded: added,
     };
   } catch (error) {
@@ -1943,20 +1949,26 @@ interface MergeCounts {
  * A report rarely holds a key twice, so the rows go in as they are first (no sort): one statement
  * cannot touch a row twice, so it fails (21000) when the source does hold a key twice, and then
  * (rolled back to a savepoint) the rows are de-duplicated on the natural key, the last record of
- * the source winning, and upserted again.
+ * the source winning, and upserted again; each earlier record of a repeated key is a reject
+ * (rejectRepeatedKeys), so no record vanishes unseen.
  */
 async function mergeStaging(
+  ctx: WindowContext,
   trx: Db,
   decl: TableDecl,
   source: LoadSource,
   staged: StagedColumn[],
   stagingName: string,
   stagedCount: number,
-  options: LoadWindowOptions,
 ): Promise<MergeCounts> {
+  const options = ctx.options;
   const staging = sql.id('pg_temp', stagingName);
+  const deduplicated = async (): Promise<MergeCounts> => {
+    await rejectRepeatedKeys(ctx, trx, decl, source, staging);
+    return upsertStaging(trx, decl, source, staged, staging, options, true);
+  };
   const changed = await unchangedLeftOut(trx, decl, source, staged, stagingName, stagedCount, options);
-  if (changed === 'repeated key') return upsertStaging(trx, decl, source, staged, staging, options, true);
+  if (changed === 'repeated key') return deduplicated();
   if (changed === 'none') return { distinct: stagedCount, inserted: 0, updated: 0 };
   await sql`savepoint cybs_merge`.execute(trx);
   try {
@@ -1967,7 +1979,69 @@ async function mergeStaging(
     if ((error as { code?: unknown } | null)?.code !== '21000') throw error;
     await sql`rollback to savepoint cybs_merge`.execute(trx);
   }
-  return upsertStaging(trx, decl, source, staged, staging, options, true);
+  return deduplicated();
+}
+
+/**
+ * Every staged record whose natural key a later record of the source (a higher `_source_row`)
+ * repeats goes to etl.rejects (LOAD_DUPLICATE_KEY): its values as staged, as a JSON object (keys
+ * in jsonb's order, the same on every load path whatever the order of the source's columns), and
+ * the record that is loaded in its place. Written by one statement, however
+ * many there are; counted with the window's rejects (and its threshold).
+ */
+async function rejectRepeatedKeys(
+  ctx: WindowContext,
+  trx: Db,
+  decl: TableDecl,
+  source: LoadSource,
+  staging: RawBuilder<unknown>,
+): Promise<void> {
+  const { pipeline, organizationId, windowKey } = ctx.options.window;
+  const key = dataKey(decl);
+  const partition = key.length > 0 ? sql`partition by ${sql.join(key.map((k) => sql.id('s', k)))}` : sql``;
+  const keyText =
+    key.length > 0
+      ? sql.join(
+          key.map((k) => sql`${`${k}=`}::text || coalesce(${sql.id('s', k)}::text, '')`),
+          sql` || ', ' || `,
+        )
+      : sql`''`;
+  const table = `${decl.schema}.${decl.name}`;
+  const result = await sql<{ n: string; samples: { line: number; message: string }[] | null }>`
+    with repeated as (
+      select s."_source_row" as line,
+             max(s."_source_row") over (${partition}) as kept,
+             ${keyText} as key_text,
+             (to_jsonb(s) - '_source_row')::text as raw
+        from ${staging} as s
+    ), written as (
+      insert into etl.rejects (pipeline, organization_id, window_key, source, record_number, raw_text,
+                               error_code, message, run_id)
+      select ${pipeline}, ${organizationId}, ${windowKey}, ${source.source}, r.line, r.raw,
+             ${LOAD_ERROR_CODES.duplicateKey},
+             ${`${source.source} record `} || r.line || ${`: its natural key in ${table} (`} || r.key_text ||
+               ${') is repeated by record '} || r.kept || ${', which is loaded; this record is kept as a reject.'},
+             ${ctx.options.runId}::bigint
+        from repeated as r
+       where r.line < r.kept
+      returning record_number, message
+    )
+    select count(*)::bigint as n,
+           (select json_agg(json_build_object('line', w.record_number, 'message', w.message))
+              from (select * from written order by record_number limit ${REJECT_SAMPLES}) as w) as samples
+      from written`.execute(trx);
+  const row = result.rows[0]!;
+  ctx.rejects.count += Number(row.n);
+  for (const sample of row.samples ?? []) {
+    if (ctx.rejects.samples.length >= REJECT_SAMPLES) break;
+    ctx.rejects.samples.push({
+      table,
+      recordNumber: Number(sample.line),
+      code: LOAD_ERROR_CODES.duplicateKey,
+      message: sample.message,
+    });
+  }
+  checkRejects(ctx, false);
 }
 
 /**

@@ -8,6 +8,8 @@
  *    without such a field is taken as the header (no metadata).
  *  - Header: each name resolved with `resolveHeader` (either convention, ids, aliases); unknown
  *    headers become text columns listed in `unknownColumns`.
+ *  - UTF-8, or UTF-16 with its byte order mark; a value with bytes that are not UTF-8 is a reject
+ *    `PARSE_INVALID_UTF8` with its line, the bytes written as `\xNN` (text-encoding.ts).
  *  - RFC 4180 quoting (commas, quotes, CR/LF inside quoted values), a UTF-8 BOM; each line ends at
  *    its own line break, CRLF, LF or CR, whatever the others are (a CRLF file with LF-ended rows).
  *  - A blank line is skipped (counted as `blankLines`), so a trailing empty line is harmless.
@@ -42,9 +44,11 @@ import {
   parseError,
   summaryOf,
 } from './records.js';
+import { Utf8Guard, holdsInvalidUtf8, showInvalidUtf8 } from './text-encoding.js';
 import type { OpenReportOptions, RecordBatch, RecordSource, ReportInput, ReportMetadata } from './records.js';
 
-const MAX_RECORD_SIZE = 32 * 1024 * 1024;
+/** The largest record, in characters, either CSV path reads (fast-csv.ts refuses larger ones in bytes). */
+export const MAX_RECORD_SIZE = 32 * 1024 * 1024;
 const RANGE = /^\s*(\d{4}-\d{2}-\d{2}\S*)\s+to\s+(\d{4}-\d{2}-\d{2}\S*)\s*$/;
 
 export function toReadable(input: ReportInput): Readable {
@@ -159,7 +163,7 @@ function wrapCsvError(error: unknown, fileName: string, recordLine: number): unk
       e.code === 'CSV_QUOTE_NOT_CLOSED'
         ? 'a quote opened in this line is never closed (truncated file or a stray quote)'
         : e.code === 'CSV_MAX_RECORD_SIZE'
-          ? 'a record starting in this line exceeds 32 Mi characters, most likely an unterminated quote'
+          ? 'a record starting in this line exceeds 32 Mi characters (a value that large, or a quote that is never closed), the largest record the reader takes'
           : line > recordLine
             ? // A quoted value ran over line breaks to here: where it opened tells the cause.
               `${String(e.message).replace(/\.$/, '')} (in the record that starts at line ${recordLine}, where a quote may open that should not)`
@@ -197,16 +201,19 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
     record_delimiter: ['\r\n', '\n', '\r'],
   });
   const source = toReadable(input);
-  source.on('error', (error) => parser.destroy(error));
+  // UTF-16 decoded, bytes that are not UTF-8 escaped (text-encoding.ts).
+  const guard = new Utf8Guard(fileName);
+  source.on('error', (error) => guard.destroy(error));
+  guard.on('error', (error) => parser.destroy(error));
   // The last character of the input, to tell a file that ends inside its last line.
   let lastChar = '';
-  source.on('data', (chunk: Buffer | string) => {
+  guard.on('data', (chunk: Buffer | string) => {
     if (chunk.length === 0) return;
     lastChar = typeof chunk === 'string' ? chunk.slice(-1) : String.fromCharCode(chunk[chunk.length - 1]!);
   });
   const endsInsideLine = (): boolean => lastChar !== '' && lastChar !== '\n' && lastChar !== '\r';
   const truncated = (line: number, detail: string) => truncatedCsvError(fileName, line, detail);
-  source.pipe(parser);
+  source.pipe(guard).pipe(parser);
   const reader = new ObjectReader<string[]>(parser);
 
   let pending: string[][] = [];
@@ -217,7 +224,9 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
   const close = (): void => {
     if (!exhausted) {
       exhausted = true;
-      source.unpipe(parser);
+      source.unpipe(guard);
+      guard.unpipe(parser);
+      guard.destroy();
       parser.destroy();
       if (!source.destroyed) source.destroy();
     }
@@ -263,6 +272,7 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
     );
   }
   takeLine(first);
+  const firstRecord = first;
   let metadata = parseCsvMetadataLine(first, fileName);
   let headerLine = 1;
   if (metadata !== undefined) {
@@ -283,6 +293,20 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
     metadata = emptyMetadata('csv', fileName);
   }
   const header = first;
+  // The metadata (organization, period) and the header are never read from bytes that are not UTF-8.
+  for (const [line, record] of [
+    [1, firstRecord],
+    [headerLine, header],
+  ] as const) {
+    const bad = guard.invalid ? record.find(holdsInvalidUtf8) : undefined;
+    if (bad === undefined) continue;
+    close();
+    throw parseError(
+      'PARSE_CSV_INVALID',
+      `${fileName}: line ${line} (${line === headerLine ? 'the header' : 'the metadata line'}) holds bytes that are not UTF-8 (${showInvalidUtf8(bad)}).`,
+      { file: fileName, line },
+    );
+  }
   if (header.every((h) => h.trim() === '')) {
     close();
     throw parseError('PARSE_CSV_INVALID', `${fileName}: the header line ${headerLine} is empty.`, {
@@ -319,7 +343,17 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
           builder.totals.blankLines++;
           continue;
         }
-        if (n !== width && !(n > width && row.slice(width).every((v) => v === ''))) {
+        const notUtf8 = guard.invalid ? row.findIndex(holdsInvalidUtf8) : -1;
+        if (notUtf8 >= 0) {
+          builder.rejects.push({
+            recordNumber: line,
+            raw: showInvalidUtf8(serialiseCsvRow(row)),
+            code: 'PARSE_INVALID_UTF8',
+            message:
+              `${fileName} line ${line}: ${columns[notUtf8]?.sourceName ?? `value ${notUtf8 + 1}`} holds bytes that are not UTF-8 ` +
+              `(${showInvalidUtf8(row[notUtf8]!)}); row kept as a reject, those bytes written as \\xNN.`,
+          });
+        } else if (n !== width && !(n > width && row.slice(width).every((v) => v === ''))) {
           builder.rejects.push({
             recordNumber: line,
             raw: serialiseCsvRow(row),

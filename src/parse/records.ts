@@ -20,10 +20,12 @@
  * Error codes:
  *  - thrown (whole file unusable), CybsError stage 'parse': `PARSE_CSV_INVALID` (broken quote, record
  *    too large), `PARSE_CSV_TRUNCATED` (the file ends inside its last line), `PARSE_XML_INVALID` (malformed XML), `PARSE_JSON_INVALID` (wrong body or section
- *    shape), `PARSE_EMPTY` (no content, or a metadata line without a header); context
+ *    shape), `PARSE_EMPTY` (no content, or a metadata line without a header),
+ *    `PARSE_UNSUPPORTED_ENCODING` / `PARSE_INVALID_ENCODING` (UTF-32; UTF-16 that is not); context
  *    `{ file, line | record, … }`;
  *  - rejects: `MAP_INVALID_VALUE` (a value that does not fit its column's type), `PARSE_CSV_COLUMN_COUNT`
- *    (a CSV row with the wrong number of values), `PARSE_JSON_INVALID` (a JSON item that is not an object).
+ *    (a CSV row with the wrong number of values), `PARSE_INVALID_UTF8` (a CSV value with bytes that
+ *    are not UTF-8), `PARSE_JSON_INVALID` (a JSON item that is not an object).
  */
 import { CybsError } from '../errors.js';
 import { EXPECTED_FORM, coercerFor, truncateForMessage, unknownColumnName } from '../catalog/index.js';
@@ -233,7 +235,13 @@ export function invalidValueReject(
 
 export function parseError(
   code:
-    'PARSE_CSV_INVALID' | 'PARSE_CSV_TRUNCATED' | 'PARSE_XML_INVALID' | 'PARSE_JSON_INVALID' | 'PARSE_EMPTY',
+    | 'PARSE_CSV_INVALID'
+    | 'PARSE_CSV_TRUNCATED'
+    | 'PARSE_XML_INVALID'
+    | 'PARSE_JSON_INVALID'
+    | 'PARSE_EMPTY'
+    | 'PARSE_UNSUPPORTED_ENCODING'
+    | 'PARSE_INVALID_ENCODING',
   message: string,
   context: Record<string, unknown>,
   cause?: unknown,

@@ -61,6 +61,7 @@ import { localName, parseAttributes } from './xml-scanner.js';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { xmlReportMetadata } from './xml-report.js';
+import { ReportDecoder } from './text-encoding.js';
 
 export const NEW_COLUMN_REASON = 'a record has a column the records before it did not have';
 
@@ -962,7 +963,8 @@ export async function openRawXmlReport(
   };
 
   async function* text(chunks: Chunks): AsyncGenerator<string> {
-    const decoder = new TextDecoder('utf-8');
+    // UTF-8, or UTF-16 told by its first bytes (text-encoding.ts).
+    const decoder = new ReportDecoder(options.fileName);
     for await (const chunk of chunks)
       yield typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
     const last = decoder.decode();

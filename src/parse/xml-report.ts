@@ -64,6 +64,7 @@ import {
 import type { OpenReportOptions, RecordBatch, RecordSource, ReportInput, ReportMetadata } from './records.js';
 import { XmlRecordScanner, XmlScanError, localName } from './xml-scanner.js';
 import type { ScannedRecord } from './xml-scanner.js';
+import { ReportDecoder } from './text-encoding.js';
 
 export interface OpenXmlReportOptions extends OpenReportOptions {
   /** Local name of the record element; default: the report definition's, else `Request`. */
@@ -182,7 +183,8 @@ export async function openXmlReport(
   const recordElement = options.recordElement ?? givenDefinition?.xmlRecordElement ?? 'Request';
   const scanner = new XmlRecordScanner(recordElement);
   const source = toReadable(input);
-  const decoder = new TextDecoder('utf-8');
+  // UTF-8, or UTF-16 told by its first bytes (text-encoding.ts).
+  const decoder = new ReportDecoder(fileName);
   const parser = createRecordParser();
   const set = new ColumnSet();
   const builder = new BatchBuilder(set, batchSize, maxChars);

@@ -2,10 +2,10 @@
  * Audit #8: `cybs-etl import` of the real Transaction Detail XML (killbill `tdr_1_6`, DOCTYPE'd)
  * as a Transaction Request report lands its request in cybs.transaction_request (RequestDate as
  * the transaction date, values typed), its three application replies and its line item in the
- * child tables; importing it again changes nothing. On PostgreSQL and on PGlite. `pipelines --sql`
- * declares the child tables with their comments.
+ * child tables; importing it again changes nothing; the same file in UTF-16 loads alike. On
+ * PostgreSQL and on PGlite. `pipelines --sql` declares the child tables with their comments.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sql } from 'kysely';
@@ -47,13 +47,13 @@ describe.each(['postgres', 'pglite'])('cybs-etl import of Transaction Detail XML
   });
 
   const env = (): Record<string, string> => (database ? { DATABASE_URL: database.url } : {});
-  const importSample = () =>
+  const importSample = (file = SAMPLE) =>
     cli(
       [
         '--config',
         config,
         'import',
-        SAMPLE,
+        file,
         '--report-definition',
         'TransactionRequestClass',
         '--format',
@@ -176,5 +176,21 @@ describe.each(['postgres', 'pglite'])('cybs-etl import of Transaction Detail XML
       /comment on column "cybs"\."transaction_request_application_reply"\."reply_number" is 'position of the reply/,
     );
     expect(ddl.stdout).toMatch(/comment on column "cybs"\."transaction_request_line_item"\."_source_row" is/);
+  });
+
+  it.each([
+    ['with a byte order mark, little-endian', 'le-bom.xml', true, false],
+    ['without a mark, big-endian', 'be.xml', false, true],
+  ])('reads the sample in UTF-16 %s', async (_, name, bom, swap) => {
+    const text = (await readFile(SAMPLE, 'utf8')).replace(/encoding="UTF-8"/i, 'encoding="UTF-16"');
+    const bytes = Buffer.from((bom ? '\uFEFF' : '') + text, 'utf16le');
+    await writeFile(join(dir, name), swap ? bytes.swap16() : bytes);
+    const r = await importSample(join(dir, name));
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /into cybs\.transaction_request \(organization ok_go\): 1 rows loaded .*, 0 rejected/,
+    );
+    expect(r.stdout).toMatch(/cybs\.transaction_request_application_reply: 3 rows .*, 0 rejected/);
   });
 });

@@ -98,6 +98,112 @@ describe.each(['postgres', 'pglite'] as const)('hostile CSV files through import
     expect(await count("where merchant_reference_number like 'mixed-%'")).toBe(312);
   });
 
+  it('keeps a record whose request id a later line repeats as a reject, and counts what is loaded', async () => {
+    const data = rows(501, 9969304358566698703248n, (i, row) => {
+      if (i === 300) row[3] = String(9969304358566698703248n + 100n);
+    });
+    await writeFile(join(dir, 'dup.csv'), [META, HEADER, ...data].join('\n') + '\n');
+    const r = await importFile('dup.csv');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/: 500 rows loaded \(500 new.*\), 1 rejected/);
+    expect(await count("where request_id like '99693043585666987%'")).toBe(500);
+    expect(
+      await count("where merchant_reference_number = 'ref-300' and request_id = '9969304358566698703348'"),
+    ).toBe(1);
+    const rejects = await run([
+      'sql',
+      '--json',
+      "select record_number::int as line, error_code as code, raw_text as raw, message from etl.rejects where error_code = 'LOAD_DUPLICATE_KEY'",
+    ]);
+    expect(JSON.parse(rejects.stdout)).toEqual([
+      {
+        line: 103,
+        code: 'LOAD_DUPLICATE_KEY',
+        raw: expect.stringMatching(
+          /^\{.*"request_id": "9969304358566698703348".*"merchant_reference_number": "ref-100".*\}$/,
+        ) as unknown,
+        message: expect.stringMatching(
+          /record 103: .*request_id=9969304358566698703348.* repeated by record 303/,
+        ) as unknown,
+      },
+    ]);
+  });
+
+  it('rejects the rows whose request ids are not UTF-8, with their bytes, instead of merging them', async () => {
+    const data = rows(416, 10969304358566698703248n, (i, row) => {
+      if (i === 200 || i === 201) row[3] = `u8_key${i === 200 ? '\u00ff' : '\u00fe'}`;
+    });
+    // The two request ids as bytes 0xFF and 0xFE (latin1 writes each of those characters as one byte).
+    const text = [META, HEADER, ...data].join('\n') + '\n';
+    await writeFile(join(dir, 'utf8.csv'), Buffer.from(text, 'latin1'));
+    const r = await importFile('utf8.csv');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/: 414 rows loaded \(414 new.*\), 2 rejected/);
+    expect(await count("where request_id like '10969304358566698703%'")).toBe(414);
+    expect(await count("where request_id like 'u8_key%'")).toBe(0);
+    const rejects = await run([
+      'sql',
+      '--json',
+      "select record_number::int as line, raw_text as raw, message from etl.rejects where error_code = 'PARSE_INVALID_UTF8' order by 1",
+    ]);
+    expect(JSON.parse(rejects.stdout)).toEqual(
+      [
+        [203, 'FF'],
+        [204, 'FE'],
+      ].map(([line, hex]) => ({
+        line,
+        raw: expect.stringContaining(`,u8_key\\x${hex},ref-${Number(line) - 3},`) as unknown,
+        message: expect.stringMatching(
+          new RegExp(
+            `^utf8\\.csv line ${line}: request_id holds bytes that are not UTF-8 \\(u8_key\\\\x${hex}\\)`,
+          ),
+        ) as unknown,
+      })),
+    );
+  });
+
+  it('refuses a record larger than 32 Mi characters with the same sentence on either path', async () => {
+    const data = rows(20, 11969304358566698703248n, (i, row) => {
+      if (i === 10) row[4] = 'x'.repeat(33 * 1024 * 1024);
+    });
+    await writeFile(join(dir, 'huge.csv'), [META, HEADER, ...data].join('\n') + '\n');
+    const r = await importFile('huge.csv');
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(
+      /huge\.csv: invalid CSV at line 13: a record starting in this line exceeds 32 Mi characters \(a value that large, or a quote that is never closed\)/,
+    );
+  });
+
+  it('reads a UTF-16 file by its byte order mark, either byte order', async () => {
+    const data = rows(40, 12969304358566698703248n, (i, row) => void (row[4] = `Zoë-${i}`));
+    const le = Buffer.from('\uFEFF' + [META, HEADER, ...data].join('\r\n') + '\r\n', 'utf16le');
+    await writeFile(join(dir, 'utf16le.csv'), le);
+    const r = await importFile('utf16le.csv');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/: 40 rows loaded \(40 new.*\), 0 rejected/);
+    expect(await count("where merchant_reference_number like 'Zoë-%'")).toBe(40);
+    const be = Buffer.from(
+      '\uFEFF' + [META, HEADER, ...data.map((line) => line.replace('Zoë', 'Zoé'))].join('\n') + '\n',
+      'utf16le',
+    ).swap16();
+    await writeFile(join(dir, 'utf16be.csv'), be);
+    const again = await importFile('utf16be.csv');
+    expect(again.code, again.stderr).toBe(0);
+    expect(await count("where merchant_reference_number like 'Zoé-%'")).toBe(40);
+  });
+
+  it('says in one sentence that a UTF-32 file is not supported', async () => {
+    const text = Buffer.from([0xff, 0xfe, 0, 0, ...Buffer.from([META, HEADER].join('\n'), 'utf16le')]);
+    await writeFile(join(dir, 'utf32.csv'), text);
+    const r = await importFile('utf32.csv');
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(
+      /utf32\.csv: the file is UTF-32 \(its byte order mark says so\), which is not supported/,
+    );
+  });
+
   it('says at which line an unclosed quote opens', async () => {
     const data = rows(1000, 8969304358566698703248n, (i, row) => {
       row[9] = 'ics_bill';

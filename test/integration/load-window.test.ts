@@ -302,7 +302,7 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
     expect(await count(warehouse.db, 'cybs.emptied')).toBe(5);
   });
 
-  it('duplicate keys within one source: the last occurrence wins', async () => {
+  it('duplicate keys within one source: the last occurrence wins, the earlier ones are rejects', async () => {
     const decl = txnDecl('dups');
     const items = [
       txnRow(1, '1.00'),
@@ -312,9 +312,36 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
       txnRow(1, '1.22'),
     ];
     const result = await load({
+      window: { pipeline: 'test', organizationId: ORG, windowKey: 'dups' },
       targets: [{ table: decl, source: generatedSource('d', TXN_COLUMNS, items, 2) }],
+      rejectThreshold: 1,
     });
-    expect(tableResult(result, 'dups')).toMatchObject({ inserted: 3, staged: 5, duplicates: 2 });
+    expect(tableResult(result, 'dups')).toMatchObject({ inserted: 3, staged: 3, duplicates: 2, rejected: 2 });
+    expect(result).toMatchObject({ rowsLoaded: 3, rowsRejected: 2 });
+    const rejects = await sql<Record<string, unknown>>`
+      select source, record_number::int as record_number, raw_text, error_code, message
+        from etl.rejects where window_key = 'dups' order by record_number`.execute(warehouse.db);
+    expect(rejects.rows).toEqual(
+      [
+        [1, '1.00'],
+        [3, '1.11'],
+      ].map(([line, amount]) =>
+        expect.objectContaining({
+          source: 'd',
+          record_number: line,
+          // The staged values as a JSON object (a timestamp as PostgreSQL writes it).
+          raw_text: expect.stringMatching(
+            new RegExp(
+              `^\\{.*"amount": ${String(amount).replace('.', '\\.')},.*"request_id": "${requestId(1)}".*\\}$`,
+            ),
+          ),
+          error_code: 'LOAD_DUPLICATE_KEY',
+          message: expect.stringContaining(
+            `record ${line}: its natural key in cybs.dups (request_id=${requestId(1)}) is repeated by record 5`,
+          ),
+        }),
+      ),
+    );
     const rows = await snapshot(warehouse.db, 'dups');
     expect(rows.map((r) => [r.request_id, r.amount, r._source_row])).toEqual([
       [requestId(1), '1.22', 5],
@@ -332,7 +359,11 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
       txnRow(3, '3.00'),
     ];
     const reload = (first: string, runId: number) =>
-      load({ targets: [{ table: decl, source: generatedSource('d', TXN_COLUMNS, items(first), 2) }], runId });
+      load({
+        targets: [{ table: decl, source: generatedSource('d', TXN_COLUMNS, items(first), 2) }],
+        runId,
+        rejectThreshold: 1,
+      });
     const rows = async () =>
       (await snapshot(warehouse.db, 'dups_reload')).map((r) => [
         r.request_id,
@@ -352,7 +383,9 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
       inserted: 0,
       updated: 0,
       unchanged: 3,
+      staged: 3,
       duplicates: 1,
+      rejected: 1,
     });
     expect(await rows()).toEqual(loaded);
     // Only the overridden first occurrence changed: the table's row still equals the last one.
@@ -360,7 +393,9 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
       inserted: 0,
       updated: 0,
       unchanged: 3,
+      staged: 3,
       duplicates: 1,
+      rejected: 1,
     });
     expect(await rows()).toEqual(loaded);
   });
@@ -375,6 +410,7 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
       load({
         targets: [{ table: decl, source: generatedSource('m', TXN_COLUMNS, items(amount), 3) }],
         runId,
+        rejectThreshold: 1,
       });
     await reload((i) => `${i}.50`, run1);
     const result = await reload((i) => `${i}.75`, run2);
@@ -382,7 +418,9 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
       inserted: 0,
       updated: 9,
       unchanged: 1,
+      staged: 10,
       duplicates: 1,
+      rejected: 1,
     });
     const rows = await snapshot(warehouse.db, 'most_changed');
     expect(rows.map((r) => [r.request_id, r.amount, r._source_row])).toEqual([

@@ -90,7 +90,7 @@ describe('hostile input: random and broken bytes (property-based)', () => {
     tried.push('300 CSV bodies of quotes/separators/CR/LF/NUL/BOM and invalid UTF-8 sequences');
   });
 
-  it('invalid UTF-8 in a value is read as U+FFFD (a value, not a crash), and a NUL byte is kept as text', async () => {
+  it('invalid UTF-8 in a value is a reject with its bytes (never U+FFFD, a crash or a merge), and a NUL byte is kept as text', async () => {
     const body = Buffer.concat([
       Buffer.from(`${META}request_id,amount,Note\n1,1.00,`),
       Buffer.from([0xff, 0xfe, 0x41]),
@@ -98,9 +98,21 @@ describe('hostile input: random and broken bytes (property-based)', () => {
     ]);
     const source = await openCsvReport(bytes(body, 5), { fileName: 'u.csv' });
     const values: unknown[][] = [];
-    for await (const b of source.batches) for (const r of b.records) values.push(r.values);
-    expect(values[0]![2]).toBe('\uFFFD\uFFFDA');
-    expect(values).toHaveLength(2);
+    const rejects: unknown[] = [];
+    for await (const b of source.batches) {
+      for (const r of b.records) values.push(r.values);
+      rejects.push(...b.rejects);
+    }
+    expect(rejects).toEqual([
+      {
+        recordNumber: 3,
+        raw: '1,1.00,\\xFF\\xFEA',
+        code: 'PARSE_INVALID_UTF8',
+        message:
+          'u.csv line 3: Note holds bytes that are not UTF-8 (\\xFF\\xFEA); row kept as a reject, those bytes written as \\xNN.',
+      },
+    ]);
+    expect(values).toEqual([[expect.anything(), expect.anything(), 'a\u0000b']]);
     tried.push('invalid UTF-8 in a value; NUL in a value');
   });
 
