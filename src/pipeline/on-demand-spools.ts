@@ -5,7 +5,7 @@ import { sectionsOf } from '../catalog/index.js';
 import type { OnDemandSection } from '../catalog/index.js';
 import type { OnDemandPage } from '../extract/on-demand-pages.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
-import { encodeCopyValue } from '../load/copy-text.js';
+import { COPY_NULL, encodeCopyValue } from '../load/copy-text.js';
 import { CybsError } from '../errors.js';
 import type { LoadWindowTarget } from '../load/load-window.js';
 import { parseOnDemandResponse, sectionColumns } from '../parse/on-demand.js';
@@ -174,7 +174,8 @@ export class OnDemandSpools {
       const rejects = section.rejects
         .filter(kept)
         .map((r) => ({ ...r, recordNumber: renumber(r.recordNumber) }));
-      await spool.writePage(records.columns, typed, rejects);
+      // Nothing to write (an empty section, or all its records repeats): no segment, as when scanned.
+      if (typed.length + rejects.length > 0) await spool.writePage(records.columns, typed, rejects);
       if (dropped > 0) this.repeated.set(name, (this.repeated.get(name) ?? 0) + dropped);
       this.offsets.set(name, Math.max(last, base + records.summary().dataRows - dropped));
     }
@@ -227,12 +228,18 @@ export class OnDemandSpools {
         section.count === 0 ? [] : page.lines.toString('utf8', section.start, section.end).split('\n');
       text.length = section.count;
       lines.push(text);
-      // The request id is each section's first field, so a line's first cell.
+      // The request id is each section's first field, so a line's first cell; its record number
+      // the last cell (not compared).
       return {
         name,
         items: text.map((line, n) => {
-          const tab = line.indexOf('\t');
-          return { number: n + 1, id: tab < 0 ? line : line.slice(0, tab), text: line };
+          const id = line.slice(0, line.indexOf('\t'));
+          // An item without a request id (`\N`) cannot be recognised: it is kept, as when parsed.
+          return {
+            number: n + 1,
+            id: id === COPY_NULL ? undefined : id,
+            text: line.slice(0, line.lastIndexOf('\t')),
+          };
         }),
       };
     });
@@ -246,7 +253,10 @@ export class OnDemandSpools {
       const drop = repeats.get(name);
       const kept = drop === undefined ? lines[i]! : lines[i]!.filter((_, n) => !drop.has(n + 1));
       if (drop !== undefined) this.repeated.set(name, (this.repeated.get(name) ?? 0) + drop.size);
-      const bytes = Buffer.from(kept.map((line) => `${line}\n`).join(''), 'utf8');
+      // The kept lines numbered on from the last record written (the repeats take no number).
+      const base = this.offsets.get(name) ?? 0;
+      const numbered = kept.map((line, k) => `${line.slice(0, line.lastIndexOf('\t'))}\t${base + k + 1}\n`);
+      const bytes = Buffer.from(numbered.join(''), 'utf8');
       parts.push(bytes);
       sections.push({ start: at, end: at + bytes.length, count: kept.length });
       at += bytes.length;

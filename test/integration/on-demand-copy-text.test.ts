@@ -675,7 +675,7 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
     // One page of 18 requests, and the same read as two pages whose second repeats two requests of
     // the first (two records inserted before them while paging), with all their items.
     const cases = [
-      { whole: page(2000, 18, true), name: 'scanned' },
+      { whole: page(2000, 18, true, false), name: 'scanned' },
       { whole: page(2100, 18, false), name: 'parsed, bad rows mixed in' },
     ];
     for (const [k, { whole }] of cases.entries()) {
@@ -711,7 +711,7 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
   });
 
   it('a first page read from its bytes and a second parsed: the repeated requests are recognised (issue 26 #5)', async () => {
-    const whole = page(2200, 18, true);
+    const whole = page(2200, 18, true, false);
     const pages = [slicePage(whole, 2200, 0, 10), slicePage(whole, 2200, 8, 18)];
     // An unknown key on a request of the second page only: that page is parsed.
     (pages[1]!['requestDetails'] as Record<string, unknown>[])[5]!['extraKey'] = 'x';
@@ -725,7 +725,7 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
   });
 
   it('the same request id with other values on two pages fails the window, and nothing is loaded (issue 26 #5)', async () => {
-    const whole = page(2300, 18, true);
+    const whole = page(2300, 18, true, false);
     const pages = [slicePage(whole, 2300, 0, 10), slicePage(whole, 2300, 8, 18)];
     const settlement = (pages[1]!['settlements'] as Record<string, unknown>[])[1]!;
     pages[1]!['settlements'] = (pages[1]!['settlements'] as Record<string, unknown>[]).map((s) =>
