@@ -66,7 +66,7 @@ import {
   summaryOf,
 } from './records.js';
 import type { OpenReportOptions, RecordBatch, RecordSource, ReportInput, ReportMetadata } from './records.js';
-import { XmlRecordScanner, XmlScanError, localName } from './xml-scanner.js';
+import { XmlRecordScanner, XmlScanError } from './xml-scanner.js';
 import type { ScannedRecord } from './xml-scanner.js';
 
 export interface OpenXmlReportOptions extends OpenReportOptions {
@@ -153,8 +153,9 @@ export function xmlReportMetadata(
 ): ReportMetadata {
   const metadata = emptyMetadata('xml', fileName);
   for (const [k, v] of rootAttributes) metadata.attributes[k] = v;
+  // Only the root's own (unprefixed) attributes: a prefixed one is of another namespace.
   const get = (name: string): string | undefined => {
-    const hit = rootAttributes.find(([k]) => localName(k) === name);
+    const hit = rootAttributes.find(([k]) => k === name);
     return hit === undefined || hit[1] === '' ? undefined : hit[1];
   };
   metadata.reportName = get('Name');

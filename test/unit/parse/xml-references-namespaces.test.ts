@@ -127,6 +127,16 @@ describe('XML namespaces: only the report’s own elements are records', () => {
     expect(rejects[0]!.raw).toContain('<x:City xmlns:x="urn:evil">Evil</x:City>');
   });
 
+  it('the report metadata are the root element’s own attributes, not ones of another namespace', async () => {
+    const injected = real.replace(
+      'Name="Transaction Detail"',
+      'xmlns:evil="urn:evil" evil:MerchantID="victim" Name="Transaction Detail"',
+    );
+    const source = await openXmlReport(chunked(injected, 64), { fileName: 'tdr.xml' });
+    expect(source.metadata.organizationId).toBe('ok_go');
+    expect(source.metadata.reportName).toBe('Transaction Detail');
+  });
+
   it('a prefix no one declared makes the file malformed', async () => {
     const error = await failure(withRecords((id) => `<evil:Request RequestID="${id}"/>`));
     expect(error.code).toBe('PARSE_XML_INVALID');
