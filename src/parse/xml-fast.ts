@@ -58,7 +58,13 @@ import { canonicalCopyValue } from '../load/raw-text-copy.js';
 import type { RawCopyTextBody } from '../load/raw-text-copy.js';
 import { ColumnSet } from './records.js';
 import type { ColumnSpec, ReportMetadata } from './records.js';
-import { isXmlChar, localName, parseAttributes, referenceProblem } from './xml-scanner.js';
+import {
+  duplicateAttribute,
+  isXmlChar,
+  localName,
+  parseAttributes,
+  referenceProblem,
+} from './xml-scanner.js';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { xmlReportMetadata } from './xml-report.js';
@@ -488,7 +494,8 @@ class FastXmlScanner {
       const tag = b.slice(nameEnd, gt);
       // What the per-row path judges: a reference XML does not allow (it fails the file), and
       // namespaces below the root (whose elements may not be the report's).
-      if (referenceProblem(tag) !== undefined) refuse('an unusual reference in an attribute');
+      if (referenceProblem(tag) !== undefined || duplicateAttribute(name, `${name}${tag}`) !== undefined)
+        refuse('an unusual reference or an attribute twice');
       const attributes = parseAttributes(tag);
       if (this.rootSeen && attributes.some(([k]) => k === 'xmlns' || k.includes(':')))
         refuse('a namespace declaration or prefixed attribute below the root');

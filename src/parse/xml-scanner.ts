@@ -136,6 +136,18 @@ export function referenceProblem(text: string): string | undefined {
   return undefined;
 }
 
+/** A sentence when an attribute appears twice in the start tag `tag` (from the name on) of `name`. */
+export function duplicateAttribute(name: string, tag: string): string | undefined {
+  const first = tag.indexOf('=');
+  if (first < 0 || tag.indexOf('=', first + 1) < 0) return undefined;
+  const seen = new Set<string>();
+  for (const [k] of parseAttributes(tag.slice(name.length))) {
+    if (seen.has(k)) return `the attribute ${k} appears twice in <${name}>`;
+    seen.add(k);
+  }
+  return undefined;
+}
+
 export function parseAttributes(tag: string): [string, string][] {
   const out: [string, string][] = [];
   ATTRIBUTE.lastIndex = 0;
@@ -273,7 +285,7 @@ export class XmlRecordScanner {
 
   /** Outside records, a reference XML does not allow in an attribute makes the document unreadable. */
   private checkReferences(name: string, tag: string, at: number): void {
-    const problem = referenceProblem(tag);
+    const problem = referenceProblem(tag) ?? duplicateAttribute(name, tag);
     if (problem !== undefined) this.fail(`In <${name}>, ${problem}`, at);
   }
 
@@ -400,8 +412,9 @@ export class XmlRecordScanner {
       );
       if (this.recordStart >= 0) {
         // An element or attribute of another namespace inside a record is not the report's.
-        if (this.recordProblem === undefined)
-          this.recordProblem = this.namespaceProblem(name, namespace, attributeNamespaces);
+        // An attribute twice is not XML either (which of its values would be the record's?).
+        this.recordProblem ??=
+          duplicateAttribute(name, tag) ?? this.namespaceProblem(name, namespace, attributeNamespaces);
         if (!selfClosing) this.stack.push({ name, inherited: this.recordInherited, scope, foreign: false });
         continue;
       }
@@ -422,7 +435,8 @@ export class XmlRecordScanner {
         this.recordStart = lt;
         this.recordInherited = parent.inherited;
         this.recordDepth = this.stack.length;
-        this.recordProblem = this.namespaceProblem(name, namespace, attributeNamespaces);
+        this.recordProblem =
+          duplicateAttribute(name, tag) ?? this.namespaceProblem(name, namespace, attributeNamespaces);
         if (selfClosing) return this.finishRecord(end + 1);
         this.stack.push({ name, inherited: parent.inherited, scope, foreign });
         continue;

@@ -431,6 +431,16 @@ describe('fast XML path ≡ per-row path', () => {
       fast.warehouse.db,
     );
     expect(cities.rows[0]!.n).toBe(0);
+    // An attribute twice in a record: a reject, on both paths.
+    const twice = editRecords(simulated, (r, i) =>
+      i === 3 ? r.replace('<Request ', '<Request Source="x" ') : r,
+    );
+    await expectSame({ ...TR, text: twice, windowKey: 'r19e', rejectThreshold: 0.5 }, 'per-row');
+    const twiceRejects = await sql<{ message: string }>`
+      select message from etl.rejects where window_key = 'r19e'`.execute(fast.warehouse.db);
+    expect(twiceRejects.rows.map((r) => r.message)).toEqual([
+      expect.stringContaining('the attribute Source appears twice in <Request>'),
+    ]);
     // In an attribute of an element enclosing the records: the file cannot be read, on both paths.
     const enclosing = simulated.replace('<Requests>', '<Requests Note="&#0;">');
     await expectSame({ ...TR, text: enclosing, windowKey: 'r19b' }, 'per-row');

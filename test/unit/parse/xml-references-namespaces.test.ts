@@ -86,6 +86,26 @@ describe('XML character references and entities', () => {
   });
 });
 
+describe('XML attributes twice', () => {
+  it('a record with an attribute twice is a reject (not the last value silently); in an enclosing element, malformed', async () => {
+    const twice = (id: string) => plain(id).replace(`RequestID="${id}"`, `RequestID="${id}" RequestID="1"`);
+    const inLeaf = (id: string) =>
+      plain(id).replace(/<ApplicationReply Name="([^"]*)"/, '<ApplicationReply Name="$1" Name="x"');
+    const { rows, rejects } = await read(withRecords(plain, twice, inLeaf));
+    expect(rows).toHaveLength(1);
+    expect(rejects.map((r) => [r.recordNumber, r.message])).toEqual([
+      [2, 'tdr.xml record 2: the attribute RequestID appears twice in <Request>; the record is not read.'],
+      [
+        3,
+        'tdr.xml record 3: the attribute Name appears twice in <ApplicationReply>; the record is not read.',
+      ],
+    ]);
+    const error = await failure(real.replace('<Requests>', '<Requests a="1" a="2">'));
+    expect(error.code).toBe('PARSE_XML_INVALID');
+    expect(error.message).toContain('the attribute a appears twice in <Requests>');
+  });
+});
+
 describe('XML namespaces: only the report’s own elements are records', () => {
   it('the real Transaction Detail namespace is the report’s: its records load', async () => {
     expect(real).toContain('xmlns="https://ebctest.cybersource.com/ebctest/reports/dtd/tdr_1_6.dtd"');
