@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { FileDigester } from '../api/file-digest.js';
 import type { FileDigest } from '../api/file-digest.js';
 import { sectionsOf } from '../catalog/index.js';
@@ -281,7 +281,7 @@ export class OnDemandSpools {
       }
     const repeated = new Set<string>();
     for (const [id, texts] of byRequest) {
-      const digest = createHash('sha1').update(texts.join('\n')).digest('base64');
+      const digest = hash('sha1', texts.join('\n'), 'base64');
       const earlier = this.requests.get(id);
       if (earlier === undefined) {
         this.requests.set(id, { page: this.pages, digest });
