@@ -19,6 +19,7 @@ import { ApiError, createTransportError, isApiError, isTransientTransportError }
 import { encodePathSegment, formatReportDate, formatTimeParam, requireText } from './params.js';
 import { fastPageCheck } from './fast-page-check.js';
 import { FileDigester } from './file-digest.js';
+import { JsonBodyLimits } from './json-body-limits.js';
 import type { FileDigest } from './file-digest.js';
 import { decideRetry } from './retry.js';
 import {
@@ -315,11 +316,25 @@ export function downloadContentTypeProblem(
   return undefined;
 }
 
-async function readChunks(response: RawResponse, graceMs: number): Promise<Buffer[]> {
+/**
+ * A JSON body's chunks, within its bounds (src/api/json-body-limits.ts): `tooLarge` turns the
+ * sentence saying which bound a body passes into the error thrown (the rest is not read).
+ */
+async function readChunks(
+  response: RawResponse,
+  graceMs: number,
+  tooLarge: (problem: string) => Error,
+): Promise<Buffer[]> {
   const chunks: Buffer[] = [];
   const contentLength = contentLengthOf(response.headers);
-  for await (const chunk of chunksWithinDeadline(response.body, { contentLength, graceMs }))
+  const limits = new JsonBodyLimits();
+  const declared = limits.overLimit(contentLength);
+  if (declared !== undefined) throw tooLarge(declared);
+  for await (const chunk of chunksWithinDeadline(response.body, { contentLength, graceMs })) {
+    const problem = limits.update(chunk);
+    if (problem !== undefined) throw tooLarge(problem);
     chunks.push(chunk);
+  }
   return chunks;
 }
 
@@ -434,7 +449,17 @@ export function createReportingClient(
     fastCheck?: (data: unknown) => unknown,
   ): Promise<JsonPage<z.output<S>>> {
     const req = withSignal(request, options);
-    const chunks = await transport.execute(req, (response) => readChunks(response, config.api.bodyTimeoutMs));
+    const path = buildRequestTarget(target.basePath, req.path, req.query);
+    const tooLarge = (problem: string) =>
+      new ApiError({
+        code: 'API_INVALID_RESPONSE',
+        method: req.method,
+        path,
+        message: `CyberSource answered ${req.method} ${path} with ${problem}.`,
+      });
+    const chunks = await transport.execute(req, (response) =>
+      readChunks(response, config.api.bodyTimeoutMs, tooLarge),
+    );
     return { chunks, json: () => checkedJson(req, decodeText(Buffer.concat(chunks)), schema, fastCheck) };
   }
 

@@ -13,7 +13,8 @@
  *    names its DTD (Transaction Detail files; skipped, never read: one with an internal subset
  *    refuses); no comment or processing instruction anywhere;
  *  - elements enclosing the records (`<Requests>`, `<Batches><Batch BatchID=…>`): attributes read
- *    exactly as the per-row scanner reads them (inherited as `Element.Attribute`);
+ *    exactly as the per-row scanner reads them (inherited as `Element.Attribute`), without
+ *    namespace declarations or prefixed attributes (all elements are of the root's namespace);
  *  - a record (`<Request a="…">`, not self-closing) holds leaves (`<Name>text</Name>`, `<Name/>`),
  *    groups of leaves (`<Group><Field>…</Field></Group>`) and groups of such groups
  *    (`<PaymentMethod><Card><AccountSuffix>`), without attributes on them but the label of a
@@ -57,7 +58,13 @@ import { canonicalCopyValue } from '../load/raw-text-copy.js';
 import type { RawCopyTextBody } from '../load/raw-text-copy.js';
 import { ColumnSet } from './records.js';
 import type { ColumnSpec, ReportMetadata } from './records.js';
-import { localName, parseAttributes } from './xml-scanner.js';
+import {
+  duplicateAttribute,
+  isXmlChar,
+  localName,
+  parseAttributes,
+  referenceProblem,
+} from './xml-scanner.js';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { xmlReportMetadata } from './xml-report.js';
@@ -223,8 +230,8 @@ function decodeEntities(text: string): string {
     if (m[3] !== undefined) out += NAMED[m[3]]!;
     else {
       const code = m[1] !== undefined ? Number(m[1]) : parseInt(m[2]!, 16);
-      if (code === 0 || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff) || code === 13 || code === 9)
-        return refuse('an unusual character reference');
+      // One XML does not allow is the per-row path's reject.
+      if (!isXmlChar(code) || code === 13 || code === 9) return refuse('an unusual character reference');
       out += String.fromCodePoint(code);
     }
     from = ENTITY.lastIndex;
@@ -485,7 +492,14 @@ class FastXmlScanner {
       const gt = this.tagEnd(nameEnd);
       if (gt < 0) return this.more(p);
       if (b.charCodeAt(gt - 1) === 47) refuse('a self-closing element outside records');
-      const attributes = parseAttributes(b.slice(nameEnd, gt));
+      const tag = b.slice(nameEnd, gt);
+      // What the per-row path judges: a reference XML does not allow (it fails the file), and
+      // namespaces below the root (whose elements may not be the report's).
+      if (referenceProblem(tag) !== undefined || duplicateAttribute(name, `${name}${tag}`) !== undefined)
+        refuse('an unusual reference or an attribute twice');
+      const attributes = parseAttributes(tag);
+      if (this.rootSeen && attributes.some(([k]) => k === 'xmlns' || k.includes(':')))
+        refuse('a namespace declaration or prefixed attribute below the root');
       if (!this.rootSeen) {
         this.rootSeen = true;
         this.startMetadata(attributes);

@@ -3,8 +3,8 @@
  * each record element in the byte stream and fast-xml-parser parses the records (in groups of ≤ 50
  * records / 64 Ki characters, to amortise its per-call set-up; never the document), with tag and
  * attribute value parsing off (22-digit ids stay text) and no DOCTYPE ever reaching it (so no
- * entity expansion; the five XML entities and character references are decoded — and, leniently,
- * HTML named entities).
+ * entity expansion; the five XML entities and character references are decoded, any other
+ * reference makes its record a reject).
  *
  * Mapping of one record (`<Request>` by default, or the report definition's `xmlRecordElement`):
  *  - the root element's attributes are report metadata (`Name`, `Version`, `MerchantID`,
@@ -31,6 +31,10 @@
  *  - a record's own values win over inherited ones.
  * Columns are discovered while reading: `columns` grows, and each batch lists its `newColumns`. The
  * first batch is read when the report is opened, so `columns` is already populated then.
+ * Rejects (`PARSE_XML_RECORD`, the record's text kept): a record that refers to an entity other than
+ * the five XML ones or to a character XML does not allow (`&#0;`, `&#xD800;`), or that holds an
+ * element or attribute of another namespace than the root element's. Elements of another namespace
+ * outside records (and what they enclose) are not records.
  * Errors: malformed XML → thrown `PARSE_XML_INVALID` with the record number; a document without any
  * element → `PARSE_EMPTY`.
  */
@@ -62,7 +66,7 @@ import {
   summaryOf,
 } from './records.js';
 import type { OpenReportOptions, RecordBatch, RecordSource, ReportInput, ReportMetadata } from './records.js';
-import { XmlRecordScanner, XmlScanError, localName } from './xml-scanner.js';
+import { XmlRecordScanner, XmlScanError } from './xml-scanner.js';
 import type { ScannedRecord } from './xml-scanner.js';
 import { ReportDecoder } from './text-encoding.js';
 
@@ -150,8 +154,9 @@ export function xmlReportMetadata(
 ): ReportMetadata {
   const metadata = emptyMetadata('xml', fileName);
   for (const [k, v] of rootAttributes) metadata.attributes[k] = v;
+  // Only the root's own (unprefixed) attributes: a prefixed one is of another namespace.
   const get = (name: string): string | undefined => {
-    const hit = rootAttributes.find(([k]) => localName(k) === name);
+    const hit = rootAttributes.find(([k]) => k === name);
     return hit === undefined || hit[1] === '' ? undefined : hit[1];
   };
   metadata.reportName = get('Name');
@@ -464,6 +469,19 @@ export async function openXmlReport(
     let groupChars = 0;
     for await (const record of scanned) {
       if (metadata === undefined) startMetadata();
+      if (record.problem !== undefined) {
+        // Kept whole as a reject of the records (the items of a child table's read go with it).
+        if (childGroup === undefined) {
+          builder.rejects.push({
+            recordNumber: record.recordNumber,
+            raw: record.text,
+            code: 'PARSE_XML_RECORD',
+            message: `${fileName} record ${record.recordNumber}: ${record.problem}; the record is not read.`,
+          });
+          if (builder.full) yield builder.take();
+        }
+        continue;
+      }
       group.push(record);
       groupChars += record.text.length;
       if (group.length >= GROUP_RECORDS || groupChars >= GROUP_CHARS) {

@@ -7,7 +7,14 @@
  * boundaries — and checks that tags nest properly. Each record's text is then parsed on its own.
  *
  * The DOCTYPE is skipped, never interpreted: entity declarations are not expanded (billion-laughs
- * safe); a DOCTYPE or an `<!ENTITY` inside a record is malformed.
+ * safe); a DOCTYPE or an `<!ENTITY` inside a record is malformed. A record that refers to any
+ * entity but the five XML ones, or to a character XML does not allow, carries that as its
+ * `problem` (a reject); in an attribute of an element enclosing records it is malformed.
+ *
+ * Namespaces: the root element's namespace is the report's. Records are elements of it, inside
+ * elements of it; elements of another namespace (and what they enclose) are not records, and a
+ * record holding one (or a prefixed attribute of one) carries that as its `problem`. A prefix
+ * nobody declared is malformed.
  *
  * Bounds (hostile or broken files): a record, or a tag/comment/declaration outside records, larger
  * than {@link MAX_XML_RECORD_CHARS} characters, and elements nested deeper than
@@ -26,6 +33,11 @@ export interface ScannedRecord {
   text: string;
   /** Attributes of the enclosing elements below the root, as [`Element.Attribute`, value]. */
   inherited: readonly (readonly [string, string])[];
+  /**
+   * Why the record cannot be read as it is written (a reference to an undefined entity or to a
+   * character XML does not allow, an element or attribute of another namespace): a reject.
+   */
+  problem?: string;
 }
 
 export class XmlScanError extends Error {
@@ -38,9 +50,15 @@ export class XmlScanError extends Error {
   }
 }
 
+/** Namespace bindings in scope: prefix → namespace name (`''`: the default namespace). */
+type Scope = ReadonlyMap<string, string>;
+
 interface OpenElement {
   name: string;
   inherited: readonly (readonly [string, string])[];
+  scope: Scope;
+  /** The element, or one enclosing it, is of another namespace than the report's root. */
+  foreign: boolean;
 }
 
 const NAME_END = /[\s/>]/;
@@ -67,6 +85,69 @@ export function decodeXmlText(text: string): string {
   );
 }
 
+/** Whether `code` is a character XML 1.0 allows in a document. */
+export function isXmlChar(code: number): boolean {
+  return (
+    code === 9 ||
+    code === 10 ||
+    code === 13 ||
+    (code >= 0x20 && code <= 0xd7ff) ||
+    (code >= 0xe000 && code <= 0xfffd) ||
+    (code >= 0x10000 && code <= 0x10ffff)
+  );
+}
+
+const REFERENCE = /&(?:#([0-9]{1,8});|#x([0-9a-fA-F]{1,8});|(amp|lt|gt|quot|apos);)?/y;
+const SHOWN_REFERENCE = /&[^\s&<;]{0,20};?/y;
+
+/**
+ * The first `&` in `text` (markup of a record, a tag) that is not one of the five XML entities or a
+ * reference to a character XML allows, as a sentence; undefined when there is none. CDATA sections
+ * and comments are skipped (their `&` is text).
+ */
+export function referenceProblem(text: string): string | undefined {
+  let at = text.indexOf('&');
+  if (at < 0) return undefined;
+  let markup = text.indexOf('<!');
+  while (at >= 0) {
+    // A CDATA section or comment before the `&`: skip it (and any `&` inside it).
+    while (markup >= 0 && markup < at) {
+      const cdata = text.startsWith('<![CDATA[', markup);
+      const close = cdata ? text.indexOf(']]>', markup) : text.indexOf('-->', markup);
+      if (close < 0) return undefined;
+      if (close > at) at = text.indexOf('&', close);
+      markup = text.indexOf('<!', close);
+      if (at < 0) return undefined;
+    }
+    REFERENCE.lastIndex = at;
+    const m = REFERENCE.exec(text)!;
+    SHOWN_REFERENCE.lastIndex = at;
+    const shown = SHOWN_REFERENCE.exec(text)?.[0] ?? '&';
+    if (m[0] === '&')
+      return /^&[A-Za-z_][\w.-]*;$/.test(shown)
+        ? `the entity ${shown} is not defined (only &amp; &lt; &gt; &quot; &apos; are)`
+        : `the & of ${JSON.stringify(shown)} does not start a reference (&amp; would)`;
+    if (m[3] === undefined) {
+      const code = m[1] !== undefined ? Number(m[1]) : parseInt(m[2]!, 16);
+      if (!isXmlChar(code)) return `the character reference ${m[0]} is not a character XML allows`;
+    }
+    at = text.indexOf('&', at + m[0].length);
+  }
+  return undefined;
+}
+
+/** A sentence when an attribute appears twice in the start tag `tag` (from the name on) of `name`. */
+export function duplicateAttribute(name: string, tag: string): string | undefined {
+  const first = tag.indexOf('=');
+  if (first < 0 || tag.indexOf('=', first + 1) < 0) return undefined;
+  const seen = new Set<string>();
+  for (const [k] of parseAttributes(tag.slice(name.length))) {
+    if (seen.has(k)) return `the attribute ${k} appears twice in <${name}>`;
+    seen.add(k);
+  }
+  return undefined;
+}
+
 export function parseAttributes(tag: string): [string, string][] {
   const out: [string, string][] = [];
   ATTRIBUTE.lastIndex = 0;
@@ -84,6 +165,10 @@ export class XmlRecordScanner {
   private recordStart = -1;
   private recordDepth = 0;
   private recordInherited: readonly (readonly [string, string])[] = [];
+  /** Why the record being read is a reject (first problem found), if it is one. */
+  private recordProblem: string | undefined;
+  /** The namespace of the root element: the report's own (records are elements of it). */
+  private reportNamespace = '';
   private ended = false;
   private rootClosed = false;
   recordCount = 0;
@@ -160,6 +245,62 @@ export class XmlRecordScanner {
           this.fail('Text outside the root element', i);
       }
     }
+  }
+
+  /**
+   * The namespace bindings in scope inside a start tag (`tag`: from the name to before `>`) and the
+   * namespace of its element and of its prefixed attributes that are not declarations.
+   */
+  private namespacesOf(
+    name: string,
+    tag: string,
+    parent: Scope,
+    at: number,
+  ): { scope: Scope; namespace: string; attributeNamespaces: string[] } {
+    let scope = parent;
+    const prefixed: string[] = [];
+    if (tag.includes(':') || tag.includes('xmlns')) {
+      let declared: Map<string, string> | undefined;
+      for (const [k, v] of parseAttributes(tag.slice(name.length))) {
+        if (k === 'xmlns' || k.startsWith('xmlns:')) {
+          declared ??= new Map(parent);
+          declared.set(k === 'xmlns' ? '' : k.slice(6), v);
+        } else if (k.includes(':') && !k.startsWith('xml:')) prefixed.push(k.slice(0, k.indexOf(':')));
+      }
+      if (declared !== undefined) scope = declared;
+    }
+    const resolve = (prefix: string): string => {
+      const namespace = scope.get(prefix);
+      if (namespace === undefined && prefix !== '')
+        this.fail(`The namespace prefix ${prefix} of <${name}> is not declared`, at);
+      return namespace ?? '';
+    };
+    const colon = name.indexOf(':');
+    return {
+      scope,
+      namespace: resolve(colon < 0 ? '' : name.slice(0, colon)),
+      attributeNamespaces: prefixed.map(resolve),
+    };
+  }
+
+  /** Outside records, a reference XML does not allow in an attribute makes the document unreadable. */
+  private checkReferences(name: string, tag: string, at: number): void {
+    const problem = referenceProblem(tag) ?? duplicateAttribute(name, tag);
+    if (problem !== undefined) this.fail(`In <${name}>, ${problem}`, at);
+  }
+
+  /** Why an element inside a record is not the report's, if it is not. */
+  private namespaceProblem(
+    name: string,
+    namespace: string,
+    attributeNamespaces: readonly string[],
+  ): string | undefined {
+    const other =
+      namespace !== this.reportNamespace
+        ? namespace
+        : attributeNamespaces.find((n) => n !== this.reportNamespace);
+    if (other === undefined) return undefined;
+    return `<${name}> ${namespace === other ? 'is an element' : 'has an attribute'} of the namespace ${JSON.stringify(other)}, not the report's (${JSON.stringify(this.reportNamespace)})`;
   }
 
   /** End of a start tag beginning at `lt` (quotes respected), or -1. */
@@ -262,37 +403,54 @@ export class XmlRecordScanner {
       if (!selfClosing && this.stack.length >= MAX_XML_DEPTH) {
         this.fail(`Elements nested deeper than ${MAX_XML_DEPTH} levels`, lt);
       }
+      const parent = this.stack[this.stack.length - 1];
+      const { scope, namespace, attributeNamespaces } = this.namespacesOf(
+        name,
+        tag,
+        parent?.scope ?? new Map(),
+        lt,
+      );
       if (this.recordStart >= 0) {
-        if (!selfClosing) this.stack.push({ name, inherited: this.recordInherited });
+        // An element or attribute of another namespace inside a record is not the report's.
+        // An attribute twice is not XML either (which of its values would be the record's?).
+        this.recordProblem ??=
+          duplicateAttribute(name, tag) ?? this.namespaceProblem(name, namespace, attributeNamespaces);
+        if (!selfClosing) this.stack.push({ name, inherited: this.recordInherited, scope, foreign: false });
         continue;
       }
       if (this.rootClosed) this.fail(`A second root element <${name}>`, lt);
-      if (this.stack.length === 0) {
+      if (parent === undefined) {
+        this.checkReferences(name, tag, lt);
         this.rootName = name;
         this.rootAttributes = parseAttributes(tag.slice(name.length));
+        this.reportNamespace = namespace;
         if (selfClosing) this.rootClosed = true;
-        else this.stack.push({ name, inherited: [] });
+        else this.stack.push({ name, inherited: [], scope, foreign: false });
         continue;
       }
-      const parent = this.stack[this.stack.length - 1]!;
-      if (localName(name) === this.recordElement) {
+      // Elements of another namespace (and what they enclose) are not the report's: no records.
+      const foreign = parent.foreign || namespace !== this.reportNamespace;
+      if (!foreign && localName(name) === this.recordElement) {
         this.recordCount++;
         this.recordStart = lt;
         this.recordInherited = parent.inherited;
         this.recordDepth = this.stack.length;
+        this.recordProblem =
+          duplicateAttribute(name, tag) ?? this.namespaceProblem(name, namespace, attributeNamespaces);
         if (selfClosing) return this.finishRecord(end + 1);
-        this.stack.push({ name, inherited: parent.inherited });
+        this.stack.push({ name, inherited: parent.inherited, scope, foreign });
         continue;
       }
       if (!selfClosing) {
+        this.checkReferences(name, tag, lt);
         const attributes = parseAttributes(tag.slice(name.length));
         const ln = localName(name);
-        const own = attributes.filter(([k]) => k !== 'xmlns' && !k.startsWith('xmlns:'));
+        const own = attributes.filter(([k]) => k !== 'xmlns' && !k.startsWith('xmlns:') && !k.includes(':'));
         const inherited =
-          own.length === 0
+          foreign || own.length === 0
             ? parent.inherited
-            : [...parent.inherited, ...own.map(([k, v]) => [`${ln}.${localName(k)}`, v] as const)];
-        this.stack.push({ name, inherited });
+            : [...parent.inherited, ...own.map(([k, v]) => [`${ln}.${k}`, v] as const)];
+        this.stack.push({ name, inherited, scope, foreign });
       }
     }
   }
@@ -304,7 +462,11 @@ export class XmlRecordScanner {
       text,
       inherited: this.recordInherited,
     };
+    // References in the record's text, its tags' included.
+    const problem = this.recordProblem ?? referenceProblem(text);
+    if (problem !== undefined) record.problem = problem;
     this.recordStart = -1;
+    this.recordProblem = undefined;
     this.pos = endIndex;
     return record;
   }

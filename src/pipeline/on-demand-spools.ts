@@ -1,14 +1,17 @@
+import { hash } from 'node:crypto';
 import { FileDigester } from '../api/file-digest.js';
 import type { FileDigest } from '../api/file-digest.js';
 import { sectionsOf } from '../catalog/index.js';
 import type { OnDemandSection } from '../catalog/index.js';
 import type { OnDemandPage } from '../extract/on-demand-pages.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
+import { COPY_NULL, encodeCopyValue } from '../load/copy-text.js';
+import { CybsError } from '../errors.js';
 import type { LoadWindowTarget } from '../load/load-window.js';
 import { parseOnDemandResponse, sectionColumns } from '../parse/on-demand.js';
 import { OnDemandPageScanner } from '../parse/on-demand-scan.js';
-import type { ScanPlan } from '../parse/on-demand-scan.js';
-import type { ColumnSpec } from '../parse/records.js';
+import type { ScanPlan, ScannedPage, ScannedSection } from '../parse/on-demand-scan.js';
+import type { ColumnSpec, RecordSource, RejectedRecord, TypedRecord } from '../parse/records.js';
 import { CopyTextSpool } from './copy-text-spool.js';
 import type { OnDemandPipelineDef } from './define-pipeline.js';
 import { declaredColumns } from './record-source.js';
@@ -25,6 +28,12 @@ interface ScannedSectionSpool {
  * across pages so that (source, row) stays unique in the window. A page comes either parsed
  * (parseOnDemandResponse, then CopyTextSpool.writePage) or, for purchase-refund-details, read from
  * its bytes by OnDemandPageScanner (`scan`), whose lines are what writePage would have written.
+ *
+ * Paging is not a snapshot: records inserted while the pages are read shift the later pages, so a
+ * request read on one page comes again on the next. A request (its items in every section, by
+ * request id) met on an earlier page is recognised and kept once when its items are the very same;
+ * the same request id with other items fails the window (the pages cannot be reconciled; a later
+ * attempt reads them again). One short digest per request of the window is held for this.
  */
 export class OnDemandSpools {
   readonly spools: Map<string, CopyTextSpool>;
@@ -32,8 +41,14 @@ export class OnDemandSpools {
   private readonly scanner: OnDemandPageScanner | undefined;
   /** The scanner's sections, in its plan's order (empty without a scanner). */
   private readonly scanned: ScannedSectionSpool[];
+  /** The scanner's section of request details (its count is a page's record count). */
+  private readonly scanCounted: number;
   /** Pages written. */
   pages = 0;
+  /** Request id (as a COPY text cell) → the page that had it first and the digest of its items there. */
+  private readonly requests = new Map<string, { page: number; digest: string }>();
+  /** Records left out because an earlier page had them, by section. */
+  readonly repeated = new Map<string, number>();
 
   constructor(
     dir: string,
@@ -50,6 +65,7 @@ export class OnDemandSpools {
     const plan = def.endpoint === 'purchase-refund-details' ? this.scanPlan() : undefined;
     this.scanner = plan ? new OnDemandPageScanner(plan.plan) : undefined;
     this.scanned = plan ? plan.spools : [];
+    this.scanCounted = plan ? plan.plan.counted.section : -1;
   }
 
   /**
@@ -104,7 +120,7 @@ export class OnDemandSpools {
    */
   async write(page: OnDemandPage): Promise<void> {
     this.pages++;
-    await this.writePage(page);
+    await this.writePage(page.scanned ? { scanned: this.withoutRepeatsScanned(page.scanned) } : page);
     await this.previousWritten;
     this.previousWritten = Promise.all(this.scanned.map((s) => s.spool.written()));
   }
@@ -128,21 +144,171 @@ export class OnDemandSpools {
       source: `${this.source}#page${this.pages}`,
       batchSize: Number.POSITIVE_INFINITY,
     });
+    // Each section's records and rejects (one batch: batchSize is unbounded), repeats left out.
+    const read: ParsedSection[] = [];
     for (const [name, records] of Object.entries(parsed.sections)) {
-      const spool = this.spools.get(name);
-      if (!spool) continue;
-      const base = this.offsets.get(name) ?? 0;
-      let last = base;
+      if (!this.spools.has(name)) continue;
+      const section: ParsedSection = { name, source: records, records: [], rejects: [] };
       for await (const batch of records.batches) {
-        const typed = batch.records.map((r) => {
-          last = base + r.recordNumber;
-          return { recordNumber: last, values: r.values };
-        });
-        const rejects = batch.rejects.map((r) => ({ ...r, recordNumber: base + r.recordNumber }));
-        await spool.writePage(records.columns, typed, rejects);
+        section.records.push(...batch.records);
+        section.rejects.push(...batch.rejects);
       }
-      this.offsets.set(name, Math.max(last, base + records.summary().dataRows));
+      read.push(section);
     }
+    const repeats = this.repeatsOf(read.map((section) => this.parsedItems(section, page.body)));
+    for (const { name, source: records, ...section } of read) {
+      const spool = this.spools.get(name)!;
+      const kept = (r: { recordNumber: number }) => !repeats.get(name)?.has(r.recordNumber);
+      const base = this.offsets.get(name) ?? 0;
+      const dropped = repeats.get(name)?.size ?? 0;
+      // Records keep going on from the last one written (repeats take no number).
+      const renumber =
+        dropped === 0
+          ? (n: number) => base + n
+          : numbering(base, [...section.records, ...section.rejects].filter(kept));
+      let last = base;
+      const typed = section.records.filter(kept).map((r) => {
+        last = Math.max(last, renumber(r.recordNumber));
+        return { recordNumber: renumber(r.recordNumber), values: r.values };
+      });
+      const rejects = section.rejects
+        .filter(kept)
+        .map((r) => ({ ...r, recordNumber: renumber(r.recordNumber) }));
+      // Nothing to write (an empty section, or all its records repeats): no segment, as when scanned.
+      if (typed.length + rejects.length > 0) await spool.writePage(records.columns, typed, rejects);
+      if (dropped > 0) this.repeated.set(name, (this.repeated.get(name) ?? 0) + dropped);
+      this.offsets.set(name, Math.max(last, base + records.summary().dataRows - dropped));
+    }
+  }
+
+  /**
+   * The items of a parsed section as (record number, request id cell, text to compare): a record's
+   * cells, or a reject's item as it came (the page's items, by the reject's number).
+   */
+  private parsedItems(section: ParsedSection, body: unknown): SectionItems {
+    const columns = section.source.columns;
+    const idIndex = columns.findIndex((c) => c.sourceName === REQUEST_ID);
+    const declared = sectionsOf(this.def.endpoint).find((s) => s.name === section.name);
+    const width = declared?.fields.length ?? 0;
+    const raw = declared === undefined ? undefined : (body as Record<string, unknown>)[declared.key];
+    const items: SectionItems['items'] = [];
+    for (const r of section.records) {
+      const id = idIndex < 0 ? null : (r.values[idIndex] ?? null);
+      // The declared fields' cells, as a scanned line has them, then the unknown keys a page brought.
+      const cells = r.values.map((v) => encodeCopyValue(v) ?? JSON.stringify(v));
+      let text = cells.slice(0, width).join('\t');
+      for (let i = width; i < cells.length; i++)
+        if (r.values[i] !== null && r.values[i] !== undefined)
+          text += `\t${columns[i]!.sourceName}=${cells[i]!}`;
+      items.push({
+        number: r.recordNumber,
+        id: typeof id === 'string' ? encodeCopyValue(id) : undefined,
+        text,
+      });
+    }
+    for (const r of section.rejects) {
+      const item = Array.isArray(raw) ? (raw[r.recordNumber - 1] as unknown) : undefined;
+      const id =
+        item !== null && typeof item === 'object' ? (item as Record<string, unknown>)[REQUEST_ID] : undefined;
+      items.push({
+        number: r.recordNumber,
+        id: typeof id === 'string' ? encodeCopyValue(id) : undefined,
+        text: `reject ${JSON.stringify(item ?? r.raw)}`,
+      });
+    }
+    return { name: section.name, items };
+  }
+
+  /** A scanned page without the requests an earlier page had (unchanged when there are none). */
+  private withoutRepeatsScanned(page: ScannedPage): ScannedPage {
+    const lines: string[][] = [];
+    const read: SectionItems[] = this.scanned.map(({ name }, i) => {
+      const section = page.sections[i]!;
+      const text =
+        section.count === 0 ? [] : page.lines.toString('utf8', section.start, section.end).split('\n');
+      text.length = section.count;
+      lines.push(text);
+      // The request id is each section's first field, so a line's first cell; its record number
+      // the last cell (not compared).
+      return {
+        name,
+        items: text.map((line, n) => {
+          const id = line.slice(0, line.indexOf('\t'));
+          // An item without a request id (`\N`) cannot be recognised: it is kept, as when parsed.
+          return {
+            number: n + 1,
+            id: id === COPY_NULL ? undefined : id,
+            text: line.slice(0, line.lastIndexOf('\t')),
+          };
+        }),
+      };
+    });
+    const repeats = this.repeatsOf(read);
+    if (repeats.size === 0) return page;
+    const sections: ScannedSection[] = [];
+    const parts: Buffer[] = [];
+    let at = 0;
+    for (let i = 0; i < read.length; i++) {
+      const { name } = read[i]!;
+      const drop = repeats.get(name);
+      const kept = drop === undefined ? lines[i]! : lines[i]!.filter((_, n) => !drop.has(n + 1));
+      if (drop !== undefined) this.repeated.set(name, (this.repeated.get(name) ?? 0) + drop.size);
+      // The kept lines numbered on from the last record written (the repeats take no number).
+      const base = this.offsets.get(name) ?? 0;
+      const numbered = kept.map((line, k) => `${line.slice(0, line.lastIndexOf('\t'))}\t${base + k + 1}\n`);
+      const bytes = Buffer.from(numbered.join(''), 'utf8');
+      parts.push(bytes);
+      sections.push({ start: at, end: at + bytes.length, count: kept.length });
+      at += bytes.length;
+    }
+    const counted = sections[this.scanCounted]!;
+    return { ...page, lines: Buffer.concat(parts), sections, records: counted.count };
+  }
+
+  /**
+   * The records (by section, their numbers in the page) of the requests an earlier page had with
+   * the very same items; fails when an earlier page had a request with other items. Records the
+   * requests of this page for the pages after it.
+   */
+  private repeatsOf(sections: readonly SectionItems[]): Map<string, Set<number>> {
+    const byRequest = new Map<string, string[]>();
+    for (const { name, items } of sections)
+      for (const { id, text } of items) {
+        if (id === undefined) continue;
+        let texts = byRequest.get(id);
+        if (texts === undefined) byRequest.set(id, (texts = []));
+        texts.push(`${name}\t${text}`);
+      }
+    const repeated = new Set<string>();
+    for (const [id, texts] of byRequest) {
+      const digest = hash('sha1', texts.join('\n'), 'base64');
+      const earlier = this.requests.get(id);
+      if (earlier === undefined) {
+        this.requests.set(id, { page: this.pages, digest });
+        continue;
+      }
+      if (earlier.digest !== digest) {
+        throw new CybsError(
+          'EXTRACT_PAGES_INCONSISTENT',
+          `${this.source}: request id ${id} is on page ${earlier.page} and again on page ${this.pages} with other values; the pages changed while they were read and cannot be reconciled`,
+          {
+            stage: 'extract',
+            retryable: true,
+            context: { requestId: id, pages: [earlier.page, this.pages] },
+          },
+        );
+      }
+      repeated.add(id);
+    }
+    const out = new Map<string, Set<number>>();
+    if (repeated.size === 0) return out;
+    for (const { name, items } of sections) {
+      const numbers = new Set(
+        items.filter((i) => i.id !== undefined && repeated.has(i.id)).map((i) => i.number),
+      );
+      if (numbers.size > 0) out.set(name, numbers);
+    }
+    return out;
   }
 
   async close(): Promise<void> {
@@ -166,6 +332,28 @@ export class OnDemandSpools {
     }
     return digester.digest();
   }
+}
+
+const REQUEST_ID = 'requestId';
+
+interface ParsedSection {
+  name: string;
+  source: RecordSource;
+  records: TypedRecord[];
+  rejects: RejectedRecord[];
+}
+
+/** A section's items of one page: number in the page, request id (a COPY text cell), text compared. */
+interface SectionItems {
+  name: string;
+  items: { number: number; id: string | undefined; text: string }[];
+}
+
+/** New numbers, from `base + 1` on, for the kept records and rejects of a page (by their number in it). */
+function numbering(base: number, kept: readonly { recordNumber: number }[]): (n: number) => number {
+  const numbers = [...new Set(kept.map((r) => r.recordNumber))].sort((a, b) => a - b);
+  const map = new Map(numbers.map((n, i) => [n, base + i + 1]));
+  return (n) => map.get(n)!;
 }
 
 /** The section of request details (the page's record count) and its request id field. */

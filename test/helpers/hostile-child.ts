@@ -9,6 +9,11 @@ import { openXmlReport } from '../../src/parse/xml-report.js';
 import type { RecordSource } from '../../src/parse/records.js';
 import { isCybsError } from '../../src/errors.js';
 import { applyV8RuntimeFlags } from '../../src/runtime-flags.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createReportingClient } from '../../src/api/reporting-client.js';
+import { configSchema } from '../../src/config/schema.js';
+import { parseOnDemandResponse } from '../../src/parse/on-demand.js';
 
 // As the CLI does at start-up (src/runtime-flags.ts).
 applyV8RuntimeFlags();
@@ -46,6 +51,53 @@ async function* repeated(parts: () => Iterable<string>): AsyncGenerator<Buffer> 
   }
   yield Buffer.from(buf);
 }
+
+/**
+ * A purchase-refund-details page served by a loopback server (chunked, no Content-Length) and read
+ * through the reporting client as a run reads it; its request details as the records.
+ */
+async function servedPage(head: string, fill: string, bytes: number, tail: string): Promise<RecordSource> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const chunks = stream(head, fill, bytes, tail);
+    const pump = async () => {
+      for await (const chunk of chunks) {
+        if (res.destroyed) return;
+        if (!res.write(chunk)) await new Promise((resolve) => res.once('drain', resolve));
+      }
+      res.end();
+    };
+    res.on('close', () => void chunks.return(undefined));
+    void pump().catch(() => res.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const client = createReportingClient({
+    credentials: {
+      auth: 'http-signature',
+      merchantId: 'merchant7',
+      keyId: '08c94330-f618-42a3-b09d-e1e43be5efda',
+      sharedSecret: 'yBJxy6LjM2TmcPGu+GaJrHtkke25fPpUX+UY6/L/1tE=',
+    },
+    target: { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+    api: configSchema.parse({}).api,
+    userAgent: 'cybs-etl/0.0.0-test',
+  });
+  try {
+    const body = await client.getPurchaseRefundDetails({
+      startTime: new Date('2024-01-01T00:00:00Z'),
+      endTime: new Date('2024-01-02T00:00:00Z'),
+      offset: 0,
+      limit: 2000,
+    });
+    return parseOnDemandResponse('purchase-refund-details', body).sections['requestDetails']!;
+  } finally {
+    await client.close();
+    server.closeAllConnections();
+    server.close();
+  }
+}
+
+const JSON_HEAD = '{"offset":0,"limit":2000,"pageResults":1,"requestDetails":[';
 
 const XML_HEAD = '<?xml version="1.0" encoding="utf-8"?>\n<Report Name="Hostile" Version="1.0"><Requests>';
 
@@ -102,6 +154,22 @@ const CASES: Record<string, () => Promise<RecordSource>> = {
     openXmlReport(stream('<?xml version="1.0"?>\n<!DOCTYPE x [<!-- ', 'a', 100 * MB, ' -->]><Report/>\n'), {
       fileName: 'h.xml',
     }),
+  'json-150mb-value': () => servedPage(`${JSON_HEAD}{"requestId":"1","groupName":"`, 'g', 150 * MB, '"}]}'),
+  'json-150mb-page': () =>
+    servedPage(
+      `${JSON_HEAD}{"requestId":"0","groupName":"g"}`,
+      ',{"requestId":"7000000000000000000001","groupName":"g","merchantReferenceNumber":"ref"}',
+      150 * MB,
+      ']}',
+    ),
+  'json-19mb-page': () =>
+    servedPage(
+      `${JSON_HEAD}{"requestId":"0","groupName":"g"}`,
+      ',{"requestId":"7000000000000000000001","groupName":"g","merchantReferenceNumber":"ref"}',
+      19 * MB,
+      ']}',
+    ),
+  'json-15mb-value': () => servedPage(`${JSON_HEAD}{"requestId":"1","groupName":"`, 'g', 15 * MB, '"}]}'),
   'xml-100mb-unclosed-record': () =>
     openXmlReport(stream(`${XML_HEAD}<Request RequestID="1">`, '<x>1</x>', 100 * MB, ''), {
       fileName: 'h.xml',

@@ -412,6 +412,81 @@ describe('fast XML path ≡ per-row path', () => {
     );
   });
 
+  it('rejects records with references XML does not allow or undefined entities, on both paths (issue 26 #19)', async () => {
+    const bad = ['&#0;', '&#xD800;', '&#x110000;', '&foo;', '&nbsp;', '&#xFFFE;', 'a & b'];
+    const text = editRecords(simulated, (r, i) => (i < bad.length ? setLeaf(r, 'City', `x${bad[i]!}y`) : r));
+    await expectSame({ ...TR, text, windowKey: 'r19a', rejectThreshold: 0.5 }, 'per-row');
+    const rejects = await sql<{ record_number: number; raw_text: string; message: string }>`
+      select record_number::int as record_number, raw_text, message from etl.rejects
+       where window_key = 'r19a' order by record_number`.execute(fast.warehouse.db);
+    expect(rejects.rows.map((r) => r.record_number)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    for (const [i, r] of rejects.rows.entries()) {
+      expect(r.raw_text).toContain(`<City>x${bad[i]!}y</City>`);
+      expect(r.message).toMatch(/record \d+: the (character reference|entity|& of)/);
+    }
+    // No row of the table holds the literal text or lost the character.
+    const cities = await sql<{ n: number }>`
+      select count(*)::int as n from cybs.transaction_request
+       where _source = 'src:r19a' and (bill_to_city like 'x%y' or bill_to_city like '%&%')`.execute(
+      fast.warehouse.db,
+    );
+    expect(cities.rows[0]!.n).toBe(0);
+    // An attribute twice in a record: a reject, on both paths.
+    const twice = editRecords(simulated, (r, i) =>
+      i === 3 ? r.replace('<Request ', '<Request Source="x" ') : r,
+    );
+    await expectSame({ ...TR, text: twice, windowKey: 'r19e', rejectThreshold: 0.5 }, 'per-row');
+    const twiceRejects = await sql<{ message: string }>`
+      select message from etl.rejects where window_key = 'r19e'`.execute(fast.warehouse.db);
+    expect(twiceRejects.rows.map((r) => r.message)).toEqual([
+      expect.stringContaining('the attribute Source appears twice in <Request>'),
+    ]);
+    // In an attribute of an element enclosing the records: the file cannot be read, on both paths.
+    const enclosing = simulated.replace('<Requests>', '<Requests Note="&#0;">');
+    await expectSame({ ...TR, text: enclosing, windowKey: 'r19b' }, 'per-row');
+  });
+
+  it('reads only the elements of the report namespace as records, on both paths (issue 26 #19)', async () => {
+    const root = /<Report[^>]*>/.exec(simulated)![0];
+    const own = /xmlns="([^"]*)"/.exec(root)?.[1] ?? '';
+    const text = editRecords(simulated, (r, i) => {
+      if (i === 1)
+        return r
+          .replace('<Request ', '<evil:Request xmlns:evil="urn:evil" ')
+          .replace('</Request>', '</evil:Request>');
+      if (i === 2) return r.replace('<Request ', '<Request xmlns="urn:evil" ');
+      if (i === 3) return `<Wrap xmlns="urn:evil">${r}</Wrap>`;
+      if (i === 4) return r.replace('<BillTo>', '<BillTo><x:City xmlns:x="urn:evil">Evil</x:City>');
+      if (i === 5)
+        return r.replace('<Request ', `<t:Request xmlns:t="${own}" `).replace('</Request>', '</t:Request>');
+      return r;
+    });
+    await expectSame({ ...TR, text, windowKey: 'r19c', rejectThreshold: 0.5 }, 'per-row');
+    const records = simulated.match(/<Request /g)!.length;
+    const loaded = await sql<{ n: number }>`
+      select count(*)::int as n from cybs.transaction_request where _source = 'src:r19c'`.execute(
+      fast.warehouse.db,
+    );
+    // Three records are not the report's, one is a reject (its City of another namespace).
+    expect(loaded.rows[0]!.n).toBe(records - 4);
+    const rejects = await sql<{ message: string }>`
+      select message from etl.rejects where window_key = 'r19c'`.execute(fast.warehouse.db);
+    expect(rejects.rows.map((r) => r.message)).toEqual([
+      expect.stringContaining('<x:City> is an element of the namespace "urn:evil"'),
+    ]);
+    // A namespace declaration on an element enclosing records of the report's namespace: per-row, same rows.
+    const declared = simulated.replace('<Requests>', `<Requests xmlns:x="urn:other">`);
+    await expectSame({ ...TR, text: declared, windowKey: 'r19d' }, 'per-row');
+    expect(
+      (
+        await sql<{ n: number }>`
+      select count(*)::int as n from cybs.transaction_request where _source = 'src:r19d'`.execute(
+          fast.warehouse.db,
+        )
+      ).rows[0]!.n,
+    ).toBe(records);
+  });
+
   it('leaves malformed and truncated files to the per-row path, which fails them the same way', async () => {
     const truncated = simulated.slice(0, Math.floor(simulated.length / 2));
     await expectSame({ ...TR, text: truncated, windowKey: 'w6' }, 'per-row');

@@ -230,6 +230,28 @@ describe('OnDemandPageScanner', () => {
     expect(await same([pretty, JSON.stringify(p, null, '\t')])).toEqual([true, true]);
   });
 
+  it('leaves out requests repeated from an earlier page, numbering on, as the parse path does (issue 26 #5)', async () => {
+    // Records 10…17 read as two pages of 5 whose second repeats 13 and 14 (inserted while paging).
+    const pages = [page(10, 5), page(13, 5)];
+    expect(await same(pages)).toEqual([true, true]);
+    const { records } = await spool(
+      pages.map((p) => Buffer.from(JSON.stringify(p))),
+      true,
+    );
+    // Each section numbered 1… without a gap: request details 8, not 10.
+    expect(records[0]).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    // The same request id with other values on the later page: the same failure both ways.
+    const changed = edited(page(13, 5), (c) => (items(c, 'settlements')[1]!['amount'] = '1.00'));
+    const failed = await spool(
+      [page(10, 5), changed].map((p) => Buffer.from(JSON.stringify(p))),
+      true,
+    ).catch((e: unknown) => e);
+    expect(String(failed)).toContain(
+      `request id ${id(14)} is on page 1 and again on page 2 with other values`,
+    );
+    expect(await same([page(10, 5), changed])).toEqual([]);
+  });
+
   it('leaves to the parse path every page it does not answer for', async () => {
     const base = page(0, 6);
     const cases: [string, Page | string | Buffer][] = [

@@ -376,7 +376,7 @@ const TIMESTAMPS: [string, string][] = [
 ];
 
 describe('DOCTYPE', () => {
-  it('is never read for entities: an external entity stays text, nothing is fetched', async () => {
+  it('is never read for entities: nothing is fetched, a record that uses one is a reject as written', async () => {
     const xml = `<?xml version="1.0"?>
 <!DOCTYPE Report SYSTEM "https://ebctest.cybersource.com/ebctest/reports/dtd/tdr_1_6.dtd" [
   <!ENTITY xxe SYSTEM "file:///etc/passwd">
@@ -384,10 +384,15 @@ describe('DOCTYPE', () => {
 ]>
 <Report Name="Transaction Detail"><Requests><Request RequestID="1" MerchantReferenceNumber="&xxe;"><BillTo><City>&remote;</City></BillTo></Request></Requests></Report>`;
     const source = await openText(xml);
-    const { records } = await collect(source);
-    expect(rowsOf(source, records)).toEqual([
-      { request_id: '1', merchant_reference_number: '&xxe;', bill_to_city: '&remote;' },
+    const { records, rejects } = await collect(source);
+    expect(records).toEqual([]);
+    expect(rejects.map((r) => [r.recordNumber, r.raw])).toEqual([
+      [
+        1,
+        '<Request RequestID="1" MerchantReferenceNumber="&xxe;"><BillTo><City>&remote;</City></BillTo></Request>',
+      ],
     ]);
+    expect(rejects[0]!.message).toContain('the entity &xxe; is not defined');
   });
 });
 
