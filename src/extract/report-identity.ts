@@ -17,6 +17,7 @@ import { resolveHeader } from '../catalog/index.js';
 import { CybsError } from '../errors.js';
 import { parseCsvMetadataLine } from '../parse/csv-report.js';
 import type { ReportMetadata } from '../parse/records.js';
+import { sniffEncoding } from '../parse/text-encoding.js';
 import { xmlReportMetadata } from '../parse/xml-report.js';
 import { localDate } from '../pipeline/time-zones.js';
 import type { ReportFormat } from './find-report.js';
@@ -62,7 +63,14 @@ function notTheReport(expected: ReportShape, why: string): CybsError {
 /** Whether `head` holds enough of the file to judge it (see checkReportHead), or all of it (`ended`). */
 export function reportHeadComplete(head: Buffer, format: ReportFormat, ended: boolean): boolean {
   if (ended || head.length >= REPORT_HEAD_BYTES) return true;
-  if (format === 'xml') return rootStartTag(decodeHead(head)) !== undefined;
+  if (format === 'xml') {
+    try {
+      return rootStartTag(decodeHead(head, 'the report')) !== undefined;
+    } catch {
+      // An encoding no reader takes: enough is known to judge (checkReportShape says why).
+      return true;
+    }
+  }
   // The metadata line, blank lines after it, and the header.
   let breaks = 0;
   for (const byte of head) if (byte === 0x0a && ++breaks >= 4) return true;
@@ -80,19 +88,22 @@ export function checkReportHead(head: Buffer, expected: ExpectedReport): void {
  * is); its metadata, when it has any.
  */
 export function checkReportShape(head: Buffer, shape: ReportShape): ReportMetadata | undefined {
-  const text = decodeHead(head.subarray(0, REPORT_HEAD_BYTES));
+  const text = decodeHead(head.subarray(0, REPORT_HEAD_BYTES), shape.fileName);
   return shape.format === 'xml' ? xmlHeadMetadata(text, shape) : csvHeadMetadata(text, shape);
 }
 
-/** A head's text: UTF-16 when a byte order mark says so, else UTF-8; without the mark. */
-function decodeHead(head: Buffer): string {
-  const bom = head.length >= 2 ? (head[0]! << 8) | head[1]! : 0;
-  if (bom === 0xfffe || bom === 0xfeff) {
-    const units = Buffer.from(head.subarray(2, 2 + ((head.length - 2) & ~1)));
-    if (bom === 0xfeff) units.swap16();
-    return units.toString('utf16le');
-  }
-  return head.toString('utf8').replace(/^\uFEFF/, '');
+/**
+ * A head's text in the encoding its first bytes say (src/parse/text-encoding.ts: UTF-16 by its byte
+ * order mark, or an XML declaration written in UTF-16 without one; else UTF-8), without the mark.
+ * UTF-32 throws the readers' own one-sentence error.
+ */
+function decodeHead(head: Buffer, fileName: string): string {
+  const encoding = sniffEncoding(head, fileName);
+  if (encoding === 'utf-8') return head.toString('utf8').replace(/^\uFEFF/, '');
+  const start = head[0] === 0xff || head[0] === 0xfe ? 2 : 0;
+  const units = Buffer.from(head.subarray(start, start + ((head.length - start) & ~1)));
+  if (encoding === 'utf-16be') units.swap16();
+  return units.toString('utf16le');
 }
 
 /** The first REPORT_HEAD_BYTES of a file (all of a smaller one). */
