@@ -45,7 +45,7 @@ import {
   guessReportDefinition,
   resolveHeader,
 } from '../catalog/index.js';
-import type { PgType, ResolvedField } from '../catalog/index.js';
+import type { PgType } from '../catalog/index.js';
 import {
   XML_LABEL_ATTRIBUTES,
   XML_RECORD_ATTRIBUTE_FIELDS,
@@ -67,7 +67,7 @@ import {
 } from './xml-scanner.js';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { xmlReportMetadata } from './xml-report.js';
+import { resolveXmlColumn, xmlReportMetadata } from './xml-report.js';
 import { ReportDecoder } from './text-encoding.js';
 
 export const NEW_COLUMN_REASON = 'a record has a column the records before it did not have';
@@ -380,18 +380,7 @@ class FastXmlScanner {
     let index = this.pathColumns.get(pathKey);
     if (index !== undefined) return index;
     if (!this.growing) refuse(NEW_COLUMN_REASON);
-    let field: ResolvedField | undefined;
-    let name = fallback;
-    for (const candidate of candidates) {
-      const resolved = resolveHeader(candidate, this.resolveOptions);
-      if (resolved.kind === 'catalog') {
-        field = resolved;
-        // A path the catalog knows (`PaymentMethod/Card/AccountSuffix`) is named by its field id.
-        name = candidate.includes('/') ? resolved.id : candidate;
-        break;
-      }
-    }
-    field ??= resolveHeader(fallback, this.resolveOptions);
+    const { field, name } = resolveXmlColumn(candidates, fallback, this.resolveOptions);
     index = this.set.add(field, name, true);
     this.pathColumns.set(pathKey, index);
     return index;

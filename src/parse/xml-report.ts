@@ -177,6 +177,25 @@ export interface XmlRecordSource extends RecordSource {
   repeatedGroupsSeen(): ReadonlySet<XmlRepeatedGroupName>;
 }
 
+/**
+ * The field and source name of an XML leaf: the first candidate (`Group.Field` names, or a path
+ * the catalog knows, such as `PaymentMethod/Card/AccountSuffix`, named then by its field id) the
+ * catalog resolves, else `fallback` as it resolves (an unknown column under its full path). Shared
+ * by both XML readers, so they name every column alike.
+ */
+export function resolveXmlColumn(
+  candidates: readonly string[],
+  fallback: string,
+  options: Parameters<typeof resolveHeader>[1],
+): { field: ResolvedField; name: string } {
+  for (const candidate of candidates) {
+    const resolved = resolveHeader(candidate, options);
+    if (resolved.kind === 'catalog')
+      return { field: resolved, name: candidate.includes('/') ? resolved.id : candidate };
+  }
+  return { field: resolveHeader(fallback, options), name: fallback };
+}
+
 export async function openXmlReport(
   input: ReportInput,
   options: OpenXmlReportOptions,
@@ -234,18 +253,7 @@ export async function openXmlReport(
   const columnOf = (pathKey: string, candidates: readonly string[], fallback: string): number => {
     let index = pathColumns.get(pathKey);
     if (index !== undefined) return index;
-    let field: ResolvedField | undefined;
-    let name = fallback;
-    for (const candidate of candidates) {
-      const resolved = resolveHeader(candidate, resolveOptions);
-      if (resolved.kind === 'catalog') {
-        field = resolved;
-        // A path the catalog knows (`PaymentMethod/Card/AccountSuffix`) is named by its field id.
-        name = candidate.includes('/') ? resolved.id : candidate;
-        break;
-      }
-    }
-    field ??= resolveHeader(fallback, resolveOptions);
+    const { field, name } = resolveXmlColumn(candidates, fallback, resolveOptions);
     index = set.add(field, name, true);
     pathColumns.set(pathKey, index);
     return index;
