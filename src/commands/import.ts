@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
 import { Option } from 'commander';
@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { PIPELINE_NAME_ALIASES, REPORT_DEFINITION_ALIASES, findReportDefinition } from '../catalog/index.js';
 import { CybsError, configError } from '../errors.js';
-import { checkReportShape, readReportHead } from '../extract/report-identity.js';
+import { checkReportShape, readReportHead, reportHeadText } from '../extract/report-identity.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
 import type { LoadWindowResult, LoadWindowTarget, TableLoadResult } from '../load/load-window.js';
@@ -61,24 +61,12 @@ async function earlierImportSource(
   return found.rows[0]?.source;
 }
 
-async function sniffFormat(path: string): Promise<'csv' | 'xml'> {
+/** The format a file's name says, else its head: a first `<` (in its own encoding) is XML. */
+function sniffFormat(path: string, head: Buffer): 'csv' | 'xml' {
   const ext = extname(path).toLowerCase();
   if (ext === '.xml') return 'xml';
   if (ext === '.csv') return 'csv';
-  const handle = await open(path, 'r');
-  try {
-    const { buffer, bytesRead } = await handle.read(Buffer.alloc(64), 0, 64, 0);
-    return /^\s*</.test(
-      buffer
-        .subarray(0, bytesRead)
-        .toString('utf8')
-        .replace(/^\uFEFF/, ''),
-    )
-      ? 'xml'
-      : 'csv';
-  } finally {
-    await handle.close();
-  }
+  return /^\s*</.test(reportHeadText(head.subarray(0, 64), basename(path))) ? 'xml' : 'csv';
 }
 
 export function registerImportCommand(program: Command, ctx: CliContext): void {
@@ -119,11 +107,12 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         } catch {
           throw configError(`file ${file} does not exist or cannot be read.`);
         }
-        const format = opts.format ?? (await sniffFormat(file));
+        const head = await readReportHead(file);
+        const format = opts.format ?? sniffFormat(file, head);
         const fileName = basename(file);
         const parseOptions = { fileName, report: pipeline.reportDefinitionName };
         // A file that is no report of the definition (a web page saved by hand, an error document).
-        checkReportShape(await readReportHead(file), {
+        checkReportShape(head, {
           format,
           fileName,
           reportDefinition: pipeline.reportDefinitionName,

@@ -65,7 +65,7 @@ export function reportHeadComplete(head: Buffer, format: ReportFormat, ended: bo
   if (ended || head.length >= REPORT_HEAD_BYTES) return true;
   if (format === 'xml') {
     try {
-      return rootStartTag(decodeHead(head, 'the report')) !== undefined;
+      return rootStartTag(reportHeadText(head, 'the report')) !== undefined;
     } catch {
       // An encoding no reader takes: enough is known to judge (checkReportShape says why).
       return true;
@@ -88,7 +88,7 @@ export function checkReportHead(head: Buffer, expected: ExpectedReport): void {
  * is); its metadata, when it has any.
  */
 export function checkReportShape(head: Buffer, shape: ReportShape): ReportMetadata | undefined {
-  const text = decodeHead(head.subarray(0, REPORT_HEAD_BYTES), shape.fileName);
+  const text = reportHeadText(head.subarray(0, REPORT_HEAD_BYTES), shape.fileName);
   return shape.format === 'xml' ? xmlHeadMetadata(text, shape) : csvHeadMetadata(text, shape);
 }
 
@@ -97,7 +97,7 @@ export function checkReportShape(head: Buffer, shape: ReportShape): ReportMetada
  * order mark, or an XML declaration written in UTF-16 without one; else UTF-8), without the mark.
  * UTF-32 throws the readers' own one-sentence error.
  */
-function decodeHead(head: Buffer, fileName: string): string {
+export function reportHeadText(head: Buffer, fileName: string): string {
   const encoding = sniffEncoding(head, fileName);
   if (encoding === 'utf-8') return head.toString('utf8').replace(/^\uFEFF/, '');
   const start = head[0] === 0xff || head[0] === 0xfe ? 2 : 0;
