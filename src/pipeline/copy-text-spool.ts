@@ -193,8 +193,9 @@ export class CopyTextSpool {
 
   /** Finish writing; safe to call more than once. */
   async close(): Promise<void> {
-    for (const s of this.segments) await s.close();
-    await this.slow.close();
+    const closed = await Promise.allSettled([...this.segments.map((s) => s.close()), this.slow.close()]);
+    const failed = closed.find((c) => c.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /**
@@ -245,12 +246,16 @@ class SegmentFile {
   readonly hash = createHash('sha256');
   /** The last write issued (writes complete in order). */
   private lastWrite: Promise<void> = Promise.resolve();
+  /** The file's first error (open or write): thrown by the next write, written() and close(). */
+  private error?: Error;
 
   constructor(
     readonly path: string,
     readonly width: number,
   ) {
     this.out = createWriteStream(path);
+    // Never an unhandled 'error' event (a full disk, a removed directory): the spool's error.
+    this.out.on('error', (error) => (this.error ??= error));
   }
 
   /** Buffer one line; a promise (to await) when the buffer was written out, else undefined. */
@@ -276,13 +281,15 @@ class SegmentFile {
     await this.send(text, text.length, lines);
   }
 
-  /** Resolves once every write issued so far has completed (or failed: the stream reports it). */
-  written(): Promise<void> {
-    return this.lastWrite;
+  /** Resolves once every write issued so far has completed; rejects if one failed. */
+  async written(): Promise<void> {
+    await this.lastWrite;
+    if (this.error) throw this.error;
   }
 
   /** Hash and write `lines` lines of `bytes` bytes; counted as written once the write completes. */
   private async send(data: string | Buffer, bytes: number, lines: number): Promise<void> {
+    if (this.error) throw this.error;
     this.hash.update(data);
     let more = true;
     this.lastWrite = new Promise((resolve) => {
@@ -324,8 +331,12 @@ class SegmentFile {
   close(): Promise<void> {
     this.closing ??= (async () => {
       await this.flush();
-      this.out.end();
-      if (!this.out.closed) await once(this.out, 'close');
+      if (!this.out.closed) {
+        const closed = once(this.out, 'close');
+        this.out.end();
+        await closed;
+      }
+      if (this.error) throw this.error;
     })();
     return this.closing;
   }

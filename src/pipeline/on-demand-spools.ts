@@ -122,7 +122,10 @@ export class OnDemandSpools {
     this.pages++;
     await this.writePage(page.scanned ? { scanned: this.withoutRepeatsScanned(page.scanned) } : page);
     await this.previousWritten;
-    this.previousWritten = Promise.all(this.scanned.map((s) => s.spool.written()));
+    const written = Promise.all(this.scanned.map((s) => s.spool.written()));
+    // Awaited by the next write or by close(), where a failed write surfaces; never unhandled.
+    written.catch(() => undefined);
+    this.previousWritten = written;
   }
 
   private previousWritten: Promise<unknown> = Promise.resolve();
@@ -311,8 +314,14 @@ export class OnDemandSpools {
     return out;
   }
 
+  /** Finish every spool's files (all of them, even when one failed); throws the first error. */
   async close(): Promise<void> {
-    for (const spool of this.spools.values()) await spool.close();
+    const closed = await Promise.allSettled([
+      this.previousWritten,
+      ...[...this.spools.values()].map((spool) => spool.close()),
+    ]);
+    const failed = closed.find((c) => c.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /** The spooled sections as load targets (after close()). */

@@ -83,12 +83,16 @@ export class RecordSpool {
   private readonly rejects: LoadBatch['rejects'] = [];
   private count = 0;
   private readonly hash = createHash('sha256');
+  /** The file's first error (open or write): thrown by the next write and by close(). */
+  private error?: Error;
 
   constructor(
     private readonly path: string,
     fallbackColumns: readonly SourceColumn[],
   ) {
     this.out = createWriteStream(path, { encoding: 'utf8' });
+    // Never an unhandled 'error' event (a full disk, a removed directory): the spool's error.
+    this.out.on('error', (error) => (this.error ??= error));
     this.fallback = [...fallbackColumns];
   }
 
@@ -97,6 +101,7 @@ export class RecordSpool {
   }
 
   async write(recordNumber: number, values: readonly LoadValue[]): Promise<void> {
+    if (this.error) throw this.error;
     this.count++;
     const line = `${JSON.stringify([recordNumber, ...values])}\n`;
     this.hash.update(line, 'utf8');
@@ -116,8 +121,12 @@ export class RecordSpool {
   /** Finish writing; safe to call more than once. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      this.out.end();
-      if (!this.out.closed) await once(this.out, 'close');
+      if (!this.out.closed) {
+        const closed = once(this.out, 'close');
+        this.out.end();
+        await closed;
+      }
+      if (this.error) throw this.error;
     })();
     return this.closing;
   }

@@ -47,17 +47,21 @@ async function spool(pages: readonly Buffer[], scan: boolean): Promise<Spooled> 
   dirs.push(dir);
   const spools = new OnDemandSpools(dir, def, SOURCE);
   const answered: boolean[] = [];
-  for (const [n, bytes] of pages.entries()) {
-    // As the client hands them: in chunks as received (or whole).
-    const size = [1000, 7, bytes.length][n % 3]!;
-    const chunks = Array.from({ length: Math.ceil(bytes.length / size) }, (_, k) =>
-      bytes.subarray(k * size, (k + 1) * size),
-    );
-    const scanned = scan ? spools.scan(chunks) : undefined;
-    answered.push(scanned !== undefined);
-    await spools.write(scanned ? { scanned } : { body: checked(bytes.toString('utf8')) });
+  try {
+    for (const [n, bytes] of pages.entries()) {
+      // As the client hands them: in chunks as received (or whole).
+      const size = [1000, 7, bytes.length][n % 3]!;
+      const chunks = Array.from({ length: Math.ceil(bytes.length / size) }, (_, k) =>
+        bytes.subarray(k * size, (k + 1) * size),
+      );
+      const scanned = scan ? spools.scan(chunks) : undefined;
+      answered.push(scanned !== undefined);
+      await spools.write(scanned ? { scanned } : { body: checked(bytes.toString('utf8')) });
+    }
+  } finally {
+    // Also on a refused page, so that no file is still being opened when the directory goes.
+    await spools.close();
   }
-  await spools.close();
   const files = new Map<string, Buffer>();
   for (const name of (await readdir(dir)).sort()) files.set(name, await readFile(join(dir, name)));
   const targets = spools.targets();
@@ -416,5 +420,16 @@ describe('OnDemandPageScanner', () => {
     const answered = await same(pages);
     answeredPages = answered.filter(Boolean).length;
     expect(answeredPages).toBeGreaterThan(8);
+  });
+  it("reports a spool file it cannot write as the write's error, never as an unhandled event", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cybs-scan-'));
+    await rm(dir, { recursive: true });
+    const spools = new OnDemandSpools(dir, def, SOURCE);
+    const bytes = Buffer.from(JSON.stringify(page(0, 3)), 'utf8');
+    const failed = await (async () => {
+      await spools.write({ body: checked(bytes.toString('utf8')) });
+      await spools.close();
+    })().catch((error: unknown) => error as NodeJS.ErrnoException);
+    expect(failed).toMatchObject({ code: 'ENOENT' });
   });
 });
