@@ -16,6 +16,7 @@ import { sweepStaleSpoolDirs } from '../pipeline/spool-dirs.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { WindowExecutor } from '../pipeline/run-pipelines.js';
 import type { SimulatorHandle } from '../simulator/start-simulator.js';
+import { subscriptionRequest } from '../subscriptions/declared-subscriptions.js';
 import { scheduleOfSubscription } from '../time/report-periods.js';
 import type { CliContext } from './context.js';
 
@@ -72,7 +73,21 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
   } else {
     // Loaded only without credentials: a real deployment never loads the simulator.
     const { startSimulator } = await import('../simulator/start-simulator.js');
-    simulator = await startSimulator({ organizations: 2, transactionsPerDay: 200, logger });
+    // The simulator holds the subscriptions config.yaml declares, as `subscriptions apply` would.
+    const declared = (config.subscriptions ?? []).flatMap((decl) => {
+      const body = subscriptionRequest(decl) as unknown as Record<string, unknown>;
+      return decl.organizations
+        ? decl.organizations.map((organizationId) => ({ ...body, organizationId }))
+        : [body];
+    });
+    simulator = await startSimulator({
+      organizations: 2,
+      transactionsPerDay: 200,
+      logger,
+      ...(declared.length > 0
+        ? { additionalSubscriptions: declared, subscriptionsSource: 'config.yaml' }
+        : {}),
+    });
     ctx.onClose(() => simulator!.close());
     const key = simulator.portfolioCredentials;
     credentials = {

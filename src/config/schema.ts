@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import * as D from './defaults.js';
+import { analyticsSettingsSchema } from './analytics.js';
 import { REPORT_NAME_PATTERN, subscriptionsSchema } from './subscriptions-schema.js';
 
 export const DEPLOYMENTS = ['test', 'production', 'production-india'] as const;
@@ -105,6 +106,8 @@ export const configSchema = z.strictObject({
     .default({}),
   /** Report subscriptions as code (cybs-etl subscriptions plan/apply); absent: not managed. */
   subscriptions: subscriptionsSchema.optional(),
+  /** The cybs_analytics models' pipelines and subscriptions in one switch (src/config/analytics.ts). */
+  analytics: analyticsSettingsSchema,
 });
 
 export type Config = z.infer<typeof configSchema>;
