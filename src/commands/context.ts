@@ -120,7 +120,7 @@ export class CliContext {
   async warehouse(options: { migrate?: boolean } = {}): Promise<Warehouse> {
     const config = await this.config();
     const url = this.env().databaseUrl ?? config.warehouse.url;
-    // Loaded on demand: commands that never touch the warehouse do not pay for kysely, pg and PGlite.
+    // Loaded on demand: commands that never touch the warehouse do not pay for kysely and pg.
     const { openWarehouse } = await import('../load/warehouse.js');
     const { migrateToLatest } = await import('../load/migrate.js');
     const warehouse = await openWarehouse({ url, path: config.warehouse.path });

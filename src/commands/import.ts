@@ -140,9 +140,8 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         }
         const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
         const window = { pipeline: pipeline.name, organizationId, windowKey: source };
-        /** On PostgreSQL: the fast path (as for downloads); undefined when it refuses the file. */
+        /** The fast path (as for downloads); undefined when it refuses the file. */
         const loadFast = async (): Promise<LoadWindowResult | undefined> => {
-          if (warehouse.kind !== 'postgres') return undefined;
           if (format === 'xml') {
             return loadXmlFast(
               pipeline,

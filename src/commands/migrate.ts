@@ -9,7 +9,7 @@ export function registerMigrateCommand(program: Command, ctx: CliContext): void 
     .action(async () => {
       const warehouse = await ctx.warehouse({ migrate: false });
       const result = await migrateToLatest(warehouse.db);
-      const where = `${warehouse.kind === 'pglite' ? 'embedded warehouse' : 'PostgreSQL'} ${warehouse.location}`;
+      const where = `${warehouse.kind === 'embedded' ? 'embedded warehouse' : 'PostgreSQL'} ${warehouse.location}`;
       ctx.io.stdout.write(
         result.applied.length === 0
           ? `Warehouse ${where} is up to date (${result.alreadyApplied} migrations applied earlier).\n`

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { CliContext } from './context.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
+import type { WarehouseKind } from '../load/warehouse.js';
 
 export function registerRunCommand(program: Command, ctx: CliContext): void {
   program
@@ -40,9 +41,9 @@ export function splitList(value: string): string[] {
     .filter(Boolean);
 }
 
-export function whereTheDataIs(kind: 'postgres' | 'pglite', location: string): string {
+export function whereTheDataIs(kind: WarehouseKind, location: string): string {
   const query = `select date_trunc('day', transaction_date) as day, currency_code, count(*), sum(amount) from cybs.transaction_request group by 1, 2 order by 1, 2;`;
-  return kind === 'pglite'
+  return kind === 'embedded'
     ? `\nData is in the embedded warehouse at ${location} (schemas cybs and etl). Try:\n` +
         `  npx cybs-etl sql "${query}"\n`
     : `\nData is in PostgreSQL ${location} (schemas cybs and etl). Try:\n  psql "$DATABASE_URL" -c "${query}"\n`;

@@ -46,7 +46,7 @@ export type PipelineSettings = z.infer<typeof pipelineSettingsSchema>;
 export const configSchema = z.strictObject({
   warehouse: z
     .strictObject({
-      /** PostgreSQL URL; DATABASE_URL wins. Omit both for the embedded PGlite warehouse. */
+      /** PostgreSQL URL; DATABASE_URL wins. Omit both for the embedded warehouse (a PostgreSQL server cybs-etl runs itself at `path`). */
       url: z.string().url().optional(),
       path: z.string().min(1).default(D.DEFAULT_WAREHOUSE_PATH),
     })

@@ -45,7 +45,7 @@ interface PgErrorLike {
   table?: unknown;
 }
 
-/** The SQLSTATE (or Node error code) of an error thrown by pg or PGlite. */
+/** The SQLSTATE (or Node error code) of an error thrown by pg. */
 export function sqlState(error: unknown): string | undefined {
   const code = (error as PgErrorLike | null)?.code;
   return typeof code === 'string' ? code : undefined;

