@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, chown, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import pg from 'pg';
@@ -176,6 +176,12 @@ async function ensureCluster(dataDir: string, bin: Binaries, runAs: RunAs | unde
   if (existing && !existing.isDirectory()) {
     throw connectFailure(dataDir, 'it is a file, not a directory; set warehouse.path to a directory');
   }
+  if (existing && (await readdir(dataDir)).length > 0) {
+    throw connectFailure(
+      dataDir,
+      'it holds files but no PostgreSQL data directory; set warehouse.path to a new or empty directory',
+    );
+  }
   await makeParents(dataDir, runAs);
   // initdb into a directory of its own, then one rename: two processes creating the warehouse at
   // once cannot both write into it, and a crash mid-way leaves no half-made cluster behind.
@@ -200,7 +206,7 @@ async function ensureCluster(dataDir: string, bin: Binaries, runAs: RunAs | unde
     throw connectFailure(dataDir, `initdb failed: ${lastLines(init.output)}`);
   }
   try {
-    if (existing) await rm(dataDir, { recursive: false }).catch(() => undefined);
+    // An empty directory is replaced (rename onto an empty directory).
     await rename(staging, dataDir);
   } catch (error) {
     await rm(staging, { recursive: true, force: true });
@@ -225,10 +231,12 @@ async function livePostmaster(dataDir: string): Promise<number | undefined> {
   if (!Number.isInteger(pid) || pid <= 0) return undefined;
   try {
     process.kill(pid, 0);
-    return pid;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM' ? pid : undefined;
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
   }
+  // A lock file left by a machine that stopped, naming a pid another program has since: not ours.
+  const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
+  return command === undefined || command.includes('postgres') ? pid : undefined;
 }
 
 /** Start the server detached (its own session: a Ctrl-C at this terminal does not reach it). */

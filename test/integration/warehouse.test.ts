@@ -296,6 +296,20 @@ describe('the embedded warehouse refuses what it cannot open, in one sentence', 
     }
   });
 
+  it('a directory that holds other files: says to choose a new or empty one', async () => {
+    const dir = await warehouseTempDir('cybs-wh-other-');
+    try {
+      const path = join(dir, 'warehouse');
+      await mkdir(path, { mode: 0o700 });
+      await writeFile(join(path, 'notes.txt'), 'mine');
+      await expect(openWarehouse({ path })).rejects.toThrow(
+        `Cannot open the embedded warehouse at ${path}: it holds files but no PostgreSQL data directory; set warehouse.path to a new or empty directory`,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it.runIf(process.getuid?.() === 0)(
     'as root, a directory above it that the server user cannot enter: names it and the fix',
     async () => {
