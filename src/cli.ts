@@ -6,11 +6,11 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { DEFAULT_CONFIG_PATH } from './config/defaults.js';
-import { isCybsError } from './errors.js';
 import { scrubSecrets } from './observability/redact.js';
 import { packageVersion } from './paths.js';
 import { applyV8RuntimeFlags } from './runtime-flags.js';
 import { CliContext } from './commands/context.js';
+import { explainError } from './commands/explain-error.js';
 import type { CliIo } from './commands/context.js';
 import type { Command as CommandType } from 'commander';
 
@@ -123,13 +123,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     const verbose = program.opts<{ verbose?: boolean }>().verbose === true;
     const secrets = ctx.secrets();
-    const message = isCybsError(error)
-      ? error.message
-      : `unexpected error: ${(error as Error)?.message ?? String(error)}`;
+    const { message, exitCode } = explainError(ctx.warehouseFailure(error));
     io.stderr.write(`cybs-etl: ${scrubSecrets(message, secrets)}\n`);
     if (verbose && error instanceof Error && error.stack)
       io.stderr.write(`${scrubSecrets(error.stack, secrets)}\n`);
-    return isCybsError(error) ? error.exitCode : EXIT_FAILURE;
+    return exitCode;
   } finally {
     process.exitCode = previousExitCode;
     await ctx.close();
