@@ -1,6 +1,6 @@
 import { validateDetailed as validateCron } from 'node-cron';
 import { z } from 'zod';
-import { isValidTimeZone } from '../pipeline/time-zones.js';
+import { isValidTimeZone, parseDay } from '../pipeline/time-zones.js';
 import { POSTGRES_URL_EXAMPLE, postgresUrlProblem } from './database-url.js';
 import * as D from './defaults.js';
 import { REPORT_NAME_PATTERN, subscriptionsSchema } from './subscriptions-schema.js';
@@ -8,11 +8,21 @@ import { REPORT_NAME_PATTERN, subscriptionsSchema } from './subscriptions-schema
 export const DEPLOYMENTS = ['test', 'production', 'production-india'] as const;
 export type Deployment = (typeof DEPLOYMENTS)[number];
 
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected a date written YYYY-MM-DD');
+/** A date written YYYY-MM-DD that is on the calendar (2024-02-30 is not). */
+const isoDate = z.string().refine(isCalendarDate, 'expected a calendar date written YYYY-MM-DD');
 const positiveInt = z.number().int().positive();
 const organizationId = z
   .string()
   .regex(/^[a-zA-Z0-9_-]{1,32}$/, 'expected an organizationId of 1-32 letters, digits, "-" or "_"');
+
+function isCalendarDate(date: string): boolean {
+  try {
+    parseDay(date);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** An IANA time zone this runtime knows, checked when the config loads (not when a task starts). */
 const timeZone = z.string().superRefine((zone, ctx) => {

@@ -38,6 +38,10 @@ describe('config', () => {
     expect(message).toMatch(/test.*production.*production-india/);
     expect(configErrorOf('defaults:\n  windowDays: 45\n')).toContain('key "defaults.windowDays"');
     expect(configErrorOf('defaults:\n  startDate: 2024/01/01\n')).toContain('YYYY-MM-DD');
+    // A date off the calendar is refused when the config loads, not an "unexpected error" mid-run.
+    expect(configErrorOf('pipelines:\n  net_fundings:\n    startDate: "2024-02-30"\n')).toBe(
+      'config.yaml: key "pipelines.net_fundings.startDate": expected a calendar date written YYYY-MM-DD.',
+    );
   });
 
   it("moves a former pipeline name's settings to the pipeline named after the real definition", () => {
