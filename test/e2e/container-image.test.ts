@@ -38,6 +38,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
+import { onlyPipelines } from '../helpers/e2e.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { repoRoot } from '../helpers/simulator-process.js';
 
@@ -305,21 +306,7 @@ describe('the container image (Dockerfile and docker-compose.yml, run without Do
   it('runs `schedule` as the image does: on every interface, a good pass, ready, healthy; stops cleanly', async () => {
     // compose mounts ./config.yaml over the image's: the repository's, with one quick pipeline.
     const config = parseDocument(readFileSync(join(repoRoot, 'config.yaml'), 'utf8'));
-    config.set('pipelines', {
-      net_fundings: { enabled: true },
-      ...Object.fromEntries(
-        [
-          'transaction_request',
-          'payment_batch_detail',
-          'funding_detail',
-          'conversion_detail',
-          'purchase_refund_details',
-          'conversion_details',
-          'notification_of_changes',
-          'payment_batch_summaries',
-        ].map((name) => [name, { enabled: false }]),
-      ),
-    });
+    config.set('pipelines', onlyPipelines({ net_fundings: { enabled: true } }));
     const configFile = inApp('config.yaml');
     chmodSync(app, 0o755);
     chmodSync(configFile, 0o644);

@@ -9,12 +9,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addDays } from '../../src/pipeline/time-zones.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { onlyPipelines } from '../helpers/e2e.js';
 
 interface Daemon {
   child: ChildProcess;
@@ -78,15 +80,6 @@ describe('cybs-etl schedule with two instances', () => {
 
   it('runs each fire once across instances and stops cleanly on SIGTERM', async () => {
     const config = join(dir, 'config.yaml');
-    const off = [
-      'payment_batch_detail',
-      'funding_detail',
-      'conversion_detail',
-      'purchase_refund_details',
-      'conversion_details',
-      'notification_of_changes',
-      'payment_batch_summaries',
-    ];
     await writeFile(
       config,
       [
@@ -97,12 +90,11 @@ describe('cybs-etl schedule with two instances', () => {
         `  organizations: [${sim.organizations.join(', ')}]`,
         'schedule:',
         '  shutdownTimeoutMs: 20000',
-        'pipelines:',
-        '  net_fundings:',
-        '    schedule: { cron: "*/3 * * * * *", timezone: UTC }',
-        ...off.map((name) => `  ${name}: { enabled: false }`),
-        '  transaction_request: { enabled: false }',
-        '',
+        stringify({
+          pipelines: onlyPipelines({
+            net_fundings: { schedule: { cron: '*/3 * * * * *', timezone: 'UTC' } },
+          }),
+        }),
       ].join('\n'),
     );
     const key = sim.portfolioCredentials;

@@ -10,6 +10,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addDays } from '../../src/pipeline/time-zones.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
@@ -18,7 +19,7 @@ import { spawnCli } from '../helpers/cli-process.js';
 import type { CliProcess } from '../helpers/cli-process.js';
 import { ADMIN_URL, createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
-import { e2eConfigYaml, simulatorEnv } from '../helpers/e2e.js';
+import { e2eConfigYaml, onlyPipelines, simulatorEnv } from '../helpers/e2e.js';
 
 interface Readyz {
   status: string;
@@ -77,16 +78,6 @@ describe('cybs-etl schedule: /readyz', () => {
 
   it('follows the warehouse and the last pass, while /healthz stays 200', async () => {
     const config = join(dir, 'config.yaml');
-    const off = [
-      'transaction_request',
-      'payment_batch_detail',
-      'funding_detail',
-      'conversion_detail',
-      'purchase_refund_details',
-      'conversion_details',
-      'notification_of_changes',
-      'payment_batch_summaries',
-    ];
     await writeFile(
       config,
       e2eConfigYaml(
@@ -95,11 +86,11 @@ describe('cybs-etl schedule: /readyz', () => {
           `  startDate: "${addDays(new Date().toISOString().slice(0, 10), -2)}"`,
           'schedule:',
           '  shutdownTimeoutMs: 5000',
-          'pipelines:',
-          '  net_fundings:',
-          '    schedule: { cron: "*/2 * * * * *", timezone: UTC }',
-          ...off.map((name) => `  ${name}: { enabled: false }`),
-          '',
+          stringify({
+            pipelines: onlyPipelines({
+              net_fundings: { schedule: { cron: '*/2 * * * * *', timezone: 'UTC' } },
+            }),
+          }),
         ].join('\n'),
       ).replace('attempts: 3', 'attempts: 1'),
     );

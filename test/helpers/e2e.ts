@@ -7,6 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { PIPELINES } from '../../pipelines/index.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle, SimulatorOptions } from '../../src/simulator/start-simulator.js';
 import { cli } from './cli.js';
@@ -36,6 +37,16 @@ export function e2eConfigYaml(organizations: readonly string[], extra = ''): str
     `  organizations: [${organizations.join(', ')}]`,
     extra,
   ].join('\n');
+}
+
+/**
+ * `pipelines:` settings that run only the pipelines given (with their settings) and turn every
+ * other pipeline off, for a config (e.g. `stringify({ pipelines: onlyPipelines(…) })`).
+ */
+export function onlyPipelines(
+  settings: Record<string, Record<string, unknown>>,
+): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(PIPELINES.map((p) => [p.name, settings[p.name] ?? { enabled: false }]));
 }
 
 /** The environment of a CLI process pointed at the simulator through its portfolio (meta) key. */
