@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { createReportingClient } from '../api/reporting-client.js';
 import type { Credentials } from '../config/env.js';
 import type { Config } from '../config/schema.js';
+import { configFile } from '../config/load-config.js';
 import { configError } from '../errors.js';
 import { startSimulator } from '../simulator/start-simulator.js';
 import { applyPlan, fetchLiveSubscriptions } from '../subscriptions/apply.js';
@@ -59,7 +60,8 @@ async function connect(ctx: CliContext, config: Config): Promise<ApiAccess> {
 function declared(config: Config) {
   if (!config.subscriptions) {
     throw configError(
-      'config.yaml declares no "subscriptions:"; add the list of report subscriptions to manage (see README, "Subscriptions as code").',
+      `${configFile(config)} declares no "subscriptions:"; add the list of report subscriptions to manage (see README, "Subscriptions as code").`,
+      { file: configFile(config) },
     );
   }
   return config.subscriptions;

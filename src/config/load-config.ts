@@ -8,6 +8,7 @@ import type { Config } from './schema.js';
 import { subscriptionWarnings } from './subscriptions-schema.js';
 
 const WARNINGS = new WeakMap<object, readonly string[]>();
+const FILES = new WeakMap<object, string>();
 
 /**
  * What parsing a config found worth a warning but not an error (former pipeline names, seed names
@@ -16,6 +17,14 @@ const WARNINGS = new WeakMap<object, readonly string[]>();
  */
 export function configWarnings(config: Config): readonly string[] {
   return WARNINGS.get(config) ?? [];
+}
+
+/**
+ * The file a config was read from (`--config PATH`, else ./config.yaml), for errors found after
+ * parsing (an unknown pipeline name, a missing `subscriptions:`) to name the file the user gave.
+ */
+export function configFile(config: Config): string {
+  return FILES.get(config) ?? 'config.yaml';
 }
 
 /** Keys that would put a secret in the file; they are refused with a pointer to the env variable. */
@@ -69,6 +78,7 @@ export function parseConfig(text: string, file = 'config.yaml'): Config {
   if (!result.success) throw configError(formatIssues(result.error.issues, file), { file });
   const config = deepFreeze(result.data);
   WARNINGS.set(config, Object.freeze(warnings));
+  FILES.set(config, file);
   return config;
 }
 

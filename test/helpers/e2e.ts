@@ -7,6 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { stringify } from 'yaml';
 import { PIPELINES } from '../../pipelines/index.js';
 import { addDays } from '../../src/pipeline/time-zones.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
@@ -38,6 +39,16 @@ export function e2eConfigYaml(organizations: readonly string[], extra = ''): str
     `  organizations: [${organizations.join(', ')}]`,
     extra,
   ].join('\n');
+}
+
+/**
+ * `pipelines:` settings that run only the pipelines given (with their settings) and turn every
+ * other pipeline off, for a config (e.g. `stringify({ pipelines: onlyPipelines(…) })`).
+ */
+export function onlyPipelines(
+  settings: Record<string, Record<string, unknown>>,
+): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(PIPELINES.map((p) => [p.name, settings[p.name] ?? { enabled: false }]));
 }
 
 /** The environment of a CLI process pointed at the simulator through its portfolio (meta) key. */
@@ -140,10 +151,10 @@ export function netFundingsDaemonYaml(
     `  organizations: [${organizations.join(', ')}]`,
     'schedule:',
     '  shutdownTimeoutMs: 20000',
-    'pipelines:',
-    '  net_fundings:',
-    `    schedule: { cron: "*/${everySeconds} * * * * *", timezone: UTC }`,
-    ...PIPELINES.filter((p) => p.name !== 'net_fundings').map((p) => `  ${p.name}: { enabled: false }`),
-    '',
+    stringify({
+      pipelines: onlyPipelines({
+        net_fundings: { schedule: { cron: `*/${everySeconds} * * * * *`, timezone: 'UTC' } },
+      }),
+    }),
   ].join('\n');
 }
