@@ -6,6 +6,7 @@ import { configError } from '../errors.js';
 import type { CliContext } from './context.js';
 import { splitList } from './run.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
+import { SIMULATOR_OPTION } from './service-access.js';
 
 function isoDay(value: string): string {
   try {
@@ -37,6 +38,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
       '--no-one-time-reports',
       'do not create one-time reports for days no subscription report covers (they stay not ready)',
     )
+    .option(...SIMULATOR_OPTION)
     .action(
       async (opts: {
         from: string;
@@ -46,6 +48,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
         concurrency?: number;
         force: boolean;
         oneTimeReports: boolean;
+        simulator: boolean;
       }) => {
         if (dayNumber(opts.to) < dayNumber(opts.from)) {
           throw configError(`--to ${opts.to} is before --from ${opts.from}.`);
@@ -56,7 +59,10 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
           ctx,
           opts.pipelines,
           (s) => `\n${s}: stopping cleanly; run the same command again to continue where it stopped.\n`,
-          opts.oneTimeReports ? { oneTimeReports: { range: { from: opts.from, to: opts.to } } } : {},
+          {
+            simulator: opts.simulator,
+            ...(opts.oneTimeReports ? { oneTimeReports: { range: { from: opts.from, to: opts.to } } } : {}),
+          },
         );
         const progress = createProgressReporter(ctx.io.stderr, rt.logger);
         try {

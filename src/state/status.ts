@@ -142,3 +142,17 @@ export async function readStatus(
     })),
   };
 }
+
+/**
+ * Up to `limit` organizations the warehouse holds state or rows of (etl.windows, etl.sources, which
+ * numbers every source a cybs table holds rows of) whose id does not start with `prefix`.
+ */
+export async function organizationsWithoutPrefix(db: Db, prefix: string, limit: number): Promise<string[]> {
+  const found = await sql<{ organization_id: string }>`
+    select organization_id from (
+      select organization_id from etl.windows where not starts_with(organization_id, ${prefix})
+      union
+      select organization_id from etl.sources where not starts_with(organization_id, ${prefix})
+    ) o order by organization_id limit ${limit}`.execute(db);
+  return found.rows.map((r) => r.organization_id);
+}
