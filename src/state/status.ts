@@ -39,6 +39,8 @@ export async function readStatus(
   }>`select pipeline, organization_id, status, count(*)::int as n from etl.windows group by 1, 2, 3`.execute(
     db,
   );
+  // The lag counts from the newest settled window that has ended: one that has not cannot be
+  // complete, whatever its status says.
   const latest = await sql<{
     pipeline: string;
     organization_id: string;
@@ -47,7 +49,7 @@ export async function readStatus(
     window_end: Date;
   }>`
     select distinct on (pipeline, organization_id) pipeline, organization_id, window_key, window_start, window_end
-    from etl.windows where status in ('loaded', 'no_data')
+    from etl.windows where status in ('loaded', 'no_data') and window_end <= ${now}
     order by pipeline, organization_id, window_end desc`.execute(db);
   const problems = await sql<{
     pipeline: string;
