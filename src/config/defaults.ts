@@ -24,3 +24,4 @@ export const DEFAULT_LEASE_SECONDS = 900;
 export const DEFAULT_METRICS_PORT = 9464;
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 60_000;
 export const DEFAULT_START_DATE_DAYS_AGO = 7;
+export const DEFAULT_SCHEMA_CHANGES = 'evolve';
