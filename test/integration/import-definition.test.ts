@@ -9,17 +9,17 @@
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { createE2eWorld, windowState } from '../helpers/e2e.js';
+import { samplesDir } from '../unit/parse/helpers.js';
 import type { E2eWorld } from '../helpers/e2e.js';
 
-const SAMPLES = resolve(process.cwd(), '..', 'shared', 'samples', 'cybersource');
-const FIXTURE = join(SAMPLES, 'rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv');
+const FIXTURE = join(samplesDir, 'rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv');
 
 /** A Transaction Request report of one day, with its REST-era metadata line unless `metadata` is false. */
 function transactionRequestCsv(header: string, row: string, metadata = true): string {
@@ -105,7 +105,7 @@ describe('import checks the file against the definition', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('into cybs.payment_batch_detail (organization wfgsulair): 1 rows loaded');
     const legacy = await importFile(
-      join(SAMPLES, 'legacy-docs-PaymentBatchDetailReport.csv'),
+      join(samplesDir, 'legacy-docs-PaymentBatchDetailReport.csv'),
       '--organization-id',
       'CyberSource',
     );

@@ -8,21 +8,15 @@
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
+import { samplesDir } from '../unit/parse/helpers.js';
 import type { TestDatabase } from '../helpers/db.js';
 
-const SAMPLE = resolve(
-  process.cwd(),
-  '..',
-  'shared',
-  'samples',
-  'cybersource',
-  'rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv',
-);
+const SAMPLE = join(samplesDir, 'rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv');
 
 describe('the built-in simulator only on purpose', () => {
   let dir: string;
@@ -33,27 +27,10 @@ describe('the built-in simulator only on purpose', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'cybs-sim-purpose-'));
     config = join(dir, 'config.yaml');
-    // One small on-demand pipeline over two days, so that a load with the simulator is quick.
+    // Loads with the simulator take one small on-demand pipeline (--pipelines) over three days.
     await writeFile(
       config,
-      [
-        'log:',
-        '  level: silent',
-        'pipelines:',
-        ...[
-          'transaction_request',
-          'payment_batch_detail',
-          'funding_detail',
-          'conversion_detail',
-          'purchase_refund_details',
-          'conversion_details',
-          'notification_of_changes',
-          'payment_batch_summaries',
-        ].flatMap((name) => [`  ${name}:`, '    enabled: false']),
-        '  net_fundings:',
-        `    startDate: "${new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10)}"`,
-        '',
-      ].join('\n'),
+      `log:\n  level: silent\ndefaults:\n  startDate: "${new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10)}"\n`,
     );
     database = await createTestDatabase('sim_purpose');
     db = new pg.Client({ connectionString: database.url });
@@ -100,7 +77,9 @@ describe('the built-in simulator only on purpose', () => {
   });
 
   it('with --simulator, loads the simulated merchants and says so', async () => {
-    const r = await cli(['--config', config, 'run', '--simulator'], { env: env() });
+    const r = await cli(['--config', config, 'run', '--simulator', '--pipelines', 'net_fundings'], {
+      env: env(),
+    });
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(
       /^No CyberSource credentials in the environment .*: using the built-in simulator at/,
