@@ -965,9 +965,11 @@ async function evolveSchema(
     const missing = source.columns.filter((c) => !present.has(c.name)).map((c) => c.name);
     if (ctx.options.schemaChanges === 'freeze' && missing.length > 0) {
       const pipeline = ctx.options.window.pipeline;
+      const shown = missing.slice(0, 8).map((c) => `"${c}"`);
+      const named = `${shown.join(', ')}${missing.length > shown.length ? ` (and ${missing.length - shown.length} more)` : ''}`;
       throw new CybsError(
         LOAD_ERROR_CODES.schemaFrozen,
-        `${decl.schema}.${decl.name} has no column ${missing.map((c) => `"${c}"`).join(', ')}, which ${source.source} brings, ` +
+        `${decl.schema}.${decl.name} has no column ${named}, which ${source.source} brings, ` +
           `and pipelines.${pipeline}.schemaChanges is freeze: add ${missing.length === 1 ? 'it' : 'them'} to the table, or set schemaChanges: evolve; nothing was loaded.`,
         {
           stage: 'load',
