@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { CliContext } from './context.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
 import type { WarehouseKind } from '../load/warehouse.js';
+import { SIMULATOR_OPTION } from './service-access.js';
 
 export function registerRunCommand(program: Command, ctx: CliContext): void {
   program
@@ -9,13 +10,15 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
     .description('load every due window of the enabled pipelines once (the nightly job)')
     .option('--pipelines <names>', 'comma-separated pipelines (default: the enabled ones)', splitList)
     .option('--organization-id <id>', 'only this organization')
-    .action(async (opts: { pipelines?: string[]; organizationId?: string }) => {
+    .option(...SIMULATOR_OPTION)
+    .action(async (opts: { pipelines?: string[]; organizationId?: string; simulator: boolean }) => {
       const started = performance.now();
       const out = ctx.io.stdout;
       const { rt, pipelines, controller, dispose } = await prepareCommand(
         ctx,
         opts.pipelines,
         (s) => `\n${s}: stopping; windows in flight roll back.\n`,
+        { simulator: opts.simulator },
       );
       try {
         const summary = await runPass(rt, {

@@ -11,6 +11,7 @@ import type { CliContext } from './context.js';
 import { splitList } from './run.js';
 import { runPass } from './run-pass.js';
 import { createRuntime } from './runtime.js';
+import { SIMULATOR_OPTION } from './service-access.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 
 export function registerScheduleCommand(program: Command, ctx: CliContext): void {
@@ -26,12 +27,14 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
       portNumber,
     )
     .option('--no-catch-up', 'do not run every pipeline once at start')
-    .action(async (opts: { pipelines?: string[]; port?: number; catchUp: boolean }) => {
+    .option(...SIMULATOR_OPTION)
+    .action(async (opts: { pipelines?: string[]; port?: number; catchUp: boolean; simulator: boolean }) => {
       const logger = await ctx.logger();
       const rt = await createRuntime(ctx, {
         defs: PIPELINES,
         now: ctx.now(),
         announce: (line) => logger.warn(line),
+        simulator: opts.simulator,
         ...(opts.pipelines ? { selected: opts.pipelines } : {}),
       });
       const pipelines = selectPipelines(rt.pipelines, opts.pipelines);

@@ -26,3 +26,4 @@ export const DEFAULT_METRICS_PORT = 9464;
 export const DEFAULT_METRICS_HOST = '127.0.0.1';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 60_000;
 export const DEFAULT_START_DATE_DAYS_AGO = 7;
+export const DEFAULT_SCHEMA_CHANGES = 'evolve';

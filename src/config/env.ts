@@ -37,6 +37,10 @@ export interface EnvSettings {
   metricsHost?: string;
 }
 
+/** The credential variables a command that calls the service needs, as one phrase. */
+export const CREDENTIAL_VARIABLES =
+  'CYBS_MERCHANT_ID, CYBS_KEY_ID and CYBS_SHARED_SECRET (or CYBS_AUTH=jwt-p12 with CYBS_P12_PATH and CYBS_P12_PASSWORD)';
+
 type Env = Record<string, string | undefined>;
 
 const val = (env: Env, name: string): string | undefined => {

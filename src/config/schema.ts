@@ -6,6 +6,14 @@ import * as D from './defaults.js';
 import { REPORT_NAME_PATTERN, subscriptionsSchema } from './subscriptions-schema.js';
 
 export const DEPLOYMENTS = ['test', 'production', 'production-india'] as const;
+
+/**
+ * What a load does with a column its source has and its table lacks (like dlt's schema contract
+ * for columns): `evolve` adds it (recorded in etl.schema_changes); `freeze` fails the window (or
+ * the import) naming the column, and the table keeps the columns it has.
+ */
+export const SCHEMA_CHANGES = ['evolve', 'freeze'] as const;
+export type SchemaChanges = (typeof SCHEMA_CHANGES)[number];
 export type Deployment = (typeof DEPLOYMENTS)[number];
 
 /** A date written YYYY-MM-DD that is on the calendar (2024-02-30 is not). */
@@ -75,6 +83,7 @@ export const pipelineSettingsSchema = z.strictObject({
   windowDays: z.number().int().min(1).max(D.MAX_WINDOW_DAYS).optional(),
   concurrency: positiveInt.max(32).optional(),
   pageLimit: z.number().int().min(1).max(2000).optional(),
+  schemaChanges: z.enum(SCHEMA_CHANGES).optional(),
 });
 export type PipelineSettings = z.infer<typeof pipelineSettingsSchema>;
 
@@ -137,6 +146,7 @@ export const configSchema = z.strictObject({
       rejectThreshold: z.number().min(0).max(1).default(D.DEFAULT_REJECT_THRESHOLD),
       leaseSeconds: positiveInt.default(D.DEFAULT_LEASE_SECONDS),
       organizations: z.array(organizationId).min(1).optional(),
+      schemaChanges: z.enum(SCHEMA_CHANGES).default(D.DEFAULT_SCHEMA_CHANGES),
     })
     .prefault({}),
   schedule: z

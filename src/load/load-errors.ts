@@ -18,6 +18,8 @@ export const LOAD_ERROR_CODES = {
   sourceFailed: 'LOAD_SOURCE_FAILED',
   /** A source's columns cannot be loaded (duplicates, lineage names, a missing key column). */
   invalidSource: 'LOAD_INVALID_SOURCE',
+  /** A source column the table lacks, with the pipeline's schemaChanges: freeze. */
+  schemaFrozen: 'LOAD_SCHEMA_FROZEN',
   /** Serialization failure or deadlock: retry the window transaction. */
   conflict: 'LOAD_CONFLICT',
   /** The connection was lost: retry the window transaction. */

@@ -95,6 +95,11 @@ export interface LoadWindowOptions {
    * window's state: the result is the one the load would have had.
    */
   state?: { previous?: LoadedState | undefined; skipIfUnchanged: boolean };
+  /**
+   * A source column the table lacks: `evolve` (default) adds it; `freeze` fails the window with
+   * LOAD_SCHEMA_FROZEN naming the columns (the pipeline's `schemaChanges`).
+   */
+  schemaChanges?: 'evolve' | 'freeze';
   /** Runs in the load transaction after the data is merged (the caller writes etl.windows here). */
   beforeCommit?: (trx: Db, result: LoadWindowResult) => Promise<void>;
   logger?: Logger;
@@ -932,8 +937,9 @@ function validateSource(decl: TableDecl, source: LoadSource): void {
 
 /**
  * Create the table or add what it lacks: declared columns first, then source columns that map to
- * no table column (typed as the source declares them; `text` for unknown headers). Every added
- * column is recorded in etl.schema_changes in the load transaction.
+ * no table column (typed as the source declares them; `text` for unknown headers), unless the
+ * schema is frozen (LoadWindowOptions.schemaChanges). Every added column is recorded in
+ * etl.schema_changes in the load transaction.
  */
 async function evolveSchema(
   ctx: WindowContext,
@@ -951,6 +957,22 @@ async function evolveSchema(
     await lockTableDdl(trx, decl.schema, decl.name);
     columns = (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
     const present = have();
+    const missing = source.columns.filter((c) => !present.has(c.name)).map((c) => c.name);
+    if (ctx.options.schemaChanges === 'freeze' && missing.length > 0) {
+      const pipeline = ctx.options.window.pipeline;
+      const shown = missing.slice(0, 8).map((c) => `"${c}"`);
+      const named = `${shown.join(', ')}${missing.length > shown.length ? ` (and ${missing.length - shown.length} more)` : ''}`;
+      throw new CybsError(
+        LOAD_ERROR_CODES.schemaFrozen,
+        `${decl.schema}.${decl.name} has no column ${named}, which ${source.source} brings, ` +
+          `and pipelines.${pipeline}.schemaChanges is freeze: add ${missing.length === 1 ? 'it' : 'them'} to the table, or set schemaChanges: evolve; nothing was loaded.`,
+        {
+          stage: 'load',
+          exitCode: 2,
+          context: { table: `${decl.schema}.${decl.name}`, source: source.source, columns: missing },
+        },
+      );
+    }
     for (const column of source.columns) {
       if (present.has(column.name)) continue;
       const columnDecl: ColumnDecl = {

@@ -129,6 +129,7 @@ async function commitLoad(
     ...(file ? { state: { previous: file.previous, skipIfUnchanged: file.same } } : {}),
     runId: task.runId,
     rejectThreshold: task.pipeline.rejectThreshold,
+    schemaChanges: task.pipeline.schemaChanges,
     logger: deps.logger,
     beforeCommit: async (trx, r) => {
       const counts = { inserted: 0, updated: 0, unchanged: 0, deleted: 0 };

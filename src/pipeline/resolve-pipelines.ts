@@ -1,6 +1,6 @@
 import { DEFAULT_START_DATE_DAYS_AGO } from '../config/defaults.js';
 import { configFile } from '../config/load-config.js';
-import type { Config, PipelineSettings } from '../config/schema.js';
+import type { Config, PipelineSettings, SchemaChanges } from '../config/schema.js';
 import { configError } from '../errors.js';
 import type { ReportSchedule } from '../time/report-periods.js';
 import type { PipelineDef } from './define-pipeline.js';
@@ -31,6 +31,8 @@ export interface ResolvedPipeline {
   readyAfterHours: number;
   notReadyHorizonHours: number;
   rejectThreshold: number;
+  /** Columns a source brings that its table lacks: added, or the window fails (config `schemaChanges`). */
+  schemaChanges: SchemaChanges;
 }
 
 export interface ResolveOptions {
@@ -81,6 +83,7 @@ export function resolvePipelines(
       readyAfterHours: config.defaults.readyAfterHours,
       notReadyHorizonHours: config.defaults.notReadyHorizonHours,
       rejectThreshold: config.defaults.rejectThreshold,
+      schemaChanges: s.schemaChanges ?? config.defaults.schemaChanges,
     };
   });
 }
