@@ -15,7 +15,7 @@
  * peak memory (the sum of its processes' proportional set sizes, sampled) is reported beside.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmod, copyFile, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +25,7 @@ import pg from 'pg';
 import { parse } from 'csv-parse/sync';
 import { resolveHeader } from '../../src/catalog/index.js';
 import { compileCli } from '../helpers/compiled-cli.js';
+import { sampleServerPeak } from '../helpers/memory.js';
 import { NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -549,48 +550,6 @@ async function main(): Promise<void> {
 }
 
 /**
- * Sample the memory of the PostgreSQL server on `dataDir` (every process whose command line names
- * it) until stopped; the peak of the sum of their proportional set sizes, in MB. PSS counts each
- * shared page (the shared buffers) once over all processes, where RSS would count it per process.
- */
-function sampleServer(dataDir: string): () => Promise<number> {
-  let peak = 0;
-  let stopped = false;
-  const sample = async (): Promise<void> => {
-    // The postmaster names the data directory on its command line; its children (backends and
-    // background processes) show only their role there, so they are found by their parent.
-    const parents = new Map<string, string>();
-    let postmaster: string | undefined;
-    for (const pid of await readdir('/proc').catch(() => [] as string[])) {
-      if (!/^\d+$/.test(pid)) continue;
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-      parents.set(pid, stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] ?? '');
-      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-      if (cmdline.includes(dataDir) && /postgres/.test(cmdline)) postmaster = pid;
-    }
-    if (postmaster === undefined) return;
-    let kb = 0;
-    for (const [pid, parent] of parents) {
-      if (pid !== postmaster && parent !== postmaster) continue;
-      const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
-      kb += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
-    }
-    peak = Math.max(peak, kb / 1024);
-  };
-  const loop = (async () => {
-    while (!stopped) {
-      await sample();
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  })();
-  return async () => {
-    stopped = true;
-    await loop;
-    return peak;
-  };
-}
-
-/**
  * The README's first command and what a new user runs next, on the embedded warehouse: `npm start`
  * (`run` without credentials: the in-process simulator, a fresh ./data/warehouse), then `sql` and
  * `status` on what it loaded. Each repetition in a new directory with the committed config.yaml.
@@ -611,7 +570,7 @@ async function benchEmbedded(): Promise<void> {
       await copyFile(path.join(root, 'config.yaml'), path.join(dir, 'config.yaml'));
       const dataDir = path.join(dir, 'data', 'warehouse');
       const step = async (name: 'start' | 'sql' | 'status', args: string[]): Promise<Measured> => {
-        const stop = sampleServer(dataDir);
+        const stop = sampleServerPeak(dataDir);
         const r = await measure(process.execPath, [...NODE_RUNTIME_FLAGS, cli, ...args], env, dir);
         server[name].push(await stop());
         runs[name].push(r);

@@ -16,6 +16,7 @@ import { SIGNING_SCHEMES, startSigningFixture } from '../helpers/signing-fixture
 import type { SigningFixture } from '../helpers/signing-fixture.js';
 import { repoRoot } from '../helpers/simulator-process.js';
 import { warehouseTempDir } from '../helpers/temp-dir.js';
+import { sampleProcessPeak, sampleServerPeak } from '../helpers/memory.js';
 
 interface Ran {
   code: number | null;
@@ -37,6 +38,21 @@ async function runBundle(
 describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
   let bundle: string;
   let dir: string;
+
+  /** Run the bundle, sampling its peak RSS and that of the embedded server on `dataDir` beside it. */
+  async function runMeasured(args: string[], cwd: string, dataDir: string) {
+    const stopServer = sampleServerPeak(dataDir);
+    const cli = spawnCli(args, {}, { bundle, cwd });
+    const stopCli = sampleProcessPeak(cli.child.pid!);
+    const { code } = await cli.exited;
+    return {
+      code,
+      stdout: cli.stdout(),
+      stderr: cli.stderr(),
+      cliMB: await stopCli(),
+      serverMB: await stopServer(),
+    };
+  }
 
   beforeAll(async () => {
     bundle = compileCli('cybs-etl-bundle-test');
@@ -83,22 +99,26 @@ describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
     // The same command as `npm start`, with the repository's config.yaml, from a directory of its
     // own (its ./data/warehouse).
     await copyFile(join(repoRoot, 'config.yaml'), join(work, 'config.yaml'));
-    const run = await runBundle(bundle, ['run'], work, {});
+    const dataDir = join(work, 'data', 'warehouse');
+    const run = await runMeasured(['run'], work, dataDir);
     expect(run.code, run.stderr.slice(-2000)).toBe(0);
     expect(run.stdout).toMatch(/windows failed\s+0\b/);
     const loaded = Number(/windows loaded\s+(\d+)/.exec(run.stdout)?.[1]);
     expect(loaded).toBeGreaterThan(0);
     const rows = Number(/rows loaded\s+(\d+)/.exec(run.stdout)?.[1]);
     expect(rows).toBeGreaterThan(0);
-    const sql = await runBundle(
-      bundle,
+    const sql = await runMeasured(
       ['sql', 'select count(*) as n from cybs.transaction_request where amount is not null'],
       work,
-      {},
+      dataDir,
     );
     expect(sql.code, sql.stderr).toBe(0);
     const n = Number(/^\s*(\d+)\s*$/m.exec(sql.stdout)?.[1]);
     expect(n).toBeGreaterThan(0);
+    // Issue 27 #8: with PGlite the main job took 800-1,200 MB and a query 330-670 MB. The command
+    // and the embedded server beside it, together, stay in the budget.
+    expect(run.cliMB + run.serverMB, `run: ${run.cliMB} MB + server ${run.serverMB} MB`).toBeLessThan(400);
+    expect(sql.cliMB + sql.serverMB, `sql: ${sql.cliMB} MB + server ${sql.serverMB} MB`).toBeLessThan(250);
   }, 180_000);
 
   describe('signs requests with every scheme', () => {
