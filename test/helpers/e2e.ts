@@ -21,20 +21,25 @@ import type { TestDatabase } from './db.js';
 export const E2E_NOW = '2024-03-25T12:00:00.000Z';
 export const E2E_START_DATE = '2024-03-01';
 
-/** A config with short network timeouts and retry delays, so faults resolve in milliseconds. */
-export function e2eConfigYaml(organizations: readonly string[], extra = ''): string {
+/**
+ * A config with short network timeouts and retry delays, so faults resolve in milliseconds.
+ * `patient`: timeouts and a retry budget that a machine busy with the rest of the suite cannot
+ * exhaust, for tests whose faults are injected (a dropped connection, a broken transfer) rather
+ * than timed out; the in-process simulator shares the test's CPU.
+ */
+export function e2eConfigYaml(organizations: readonly string[], extra = '', patient = false): string {
   return [
     'log:',
     '  level: warn',
     'api:',
     '  connectTimeoutMs: 2000',
-    '  headersTimeoutMs: 1000',
-    '  bodyTimeoutMs: 2000',
+    `  headersTimeoutMs: ${patient ? 15_000 : 1000}`,
+    `  bodyTimeoutMs: ${patient ? 15_000 : 2000}`,
     '  retry:',
     '    attempts: 3',
     '    minDelayMs: 5',
     '    maxDelayMs: 50',
-    '    maxTotalMs: 10000',
+    `    maxTotalMs: ${patient ? 120_000 : 10_000}`,
     'defaults:',
     `  organizations: [${organizations.join(', ')}]`,
     extra,
@@ -84,6 +89,8 @@ export async function createE2eWorld(options: {
   /** Simulator options over the e2e defaults, e.g. `subscriptions` instead of the default ones. */
   simulator?: SimulatorOptions;
   configExtra?: string;
+  /** See e2eConfigYaml. */
+  patient?: boolean;
 }): Promise<E2eWorld> {
   const now = Date.parse(E2E_NOW);
   const sim = await startSimulator({
@@ -97,7 +104,7 @@ export async function createE2eWorld(options: {
   const database = await createTestDatabase(options.prefix);
   const dir = await mkdtemp(join(tmpdir(), `cybs-${options.prefix}-`));
   const configPath = join(dir, 'config.yaml');
-  await writeFile(configPath, e2eConfigYaml(sim.organizations, options.configExtra ?? ''));
+  await writeFile(configPath, e2eConfigYaml(sim.organizations, options.configExtra ?? '', options.patient));
   const db = new pg.Client({ connectionString: database.url });
   await db.connect();
   const env = simulatorEnv(sim.portfolioCredentials, sim.baseUrl, database.url);
