@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { downloadContentTypeProblem } from '../../../src/api/reporting-client.js';
+import { downloadContentTypeProblem } from '../../../src/api/download.js';
 import { isCybsError } from '../../../src/errors.js';
 import { checkReportHead, reportHeadComplete } from '../../../src/extract/report-identity.js';
 import type { ExpectedReport } from '../../../src/extract/report-identity.js';
