@@ -1,3 +1,8 @@
+/**
+ * The Reporting API client: one method per operation, each the operation's request
+ * (endpoints.ts) sent through the signed, retried transport (transport.ts) and its answer read as
+ * JSON checked against its schema (json-body.ts), as a status, or as a stream (download.ts).
+ */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 import type { ApiTarget, Credentials } from '../config/env.js';
@@ -50,12 +55,6 @@ import type {
   SearchReportsParams,
   TimeRangeParams,
 } from './types.js';
-
-/**
- * The Reporting API client: one method per operation, each the operation's request
- * (endpoints.ts) sent through the signed, retried transport (transport.ts) and its answer read as
- * JSON checked against its schema (json-body.ts), as a status, or as a stream (download.ts).
- */
 
 export interface ReportingClientConfig {
   credentials: Credentials;
