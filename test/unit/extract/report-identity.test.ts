@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { downloadContentTypeProblem } from '../../../src/api/reporting-client.js';
+import { downloadContentTypeProblem } from '../../../src/api/download.js';
 import { guessReportDefinition, isSharedReportName } from '../../../src/catalog/index.js';
 import { isCybsError } from '../../../src/errors.js';
 import type { CybsError } from '../../../src/errors.js';
