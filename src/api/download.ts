@@ -209,7 +209,7 @@ export async function downloadToFile(
       // Read the body as an async iterable, never `pipeline(body, file)`: that pipes, and
       // pipe's pause/resume of undici's body lets the socket's receive buffer grow towards the
       // whole report while each resume concatenates that buffer and copies it into the HTTP
-      // parser again — quadratic (82 MB of XML: 45–70 s and 550 MB instead of ≈ 1.3 s, 155 MB).
+      // parser again: time and memory grow with the square of the report (see test/bench/README.md).
       const onChunk = options?.onChunk;
       const digester = new FileDigester(options?.onDigestBlock);
       await pipeline(
