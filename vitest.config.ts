@@ -1,12 +1,53 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * The test files that need no database: they never open PostgreSQL (test/helpers/db.ts, the
+ * warehouse, the embedded server) nor run a command that does. All of test/unit/, and the files of
+ * test/integration/ named one by one (a new one is in `database` until it is listed here).
+ * `npm run test:unit` runs these alone (project `unit`), with no PostgreSQL at all;
+ * test/helpers/no-database.ts fails any of them that opens a connection. Every other file is in
+ * project `database`. `npm test` runs both.
+ */
+const NO_DATABASE = [
+  'test/unit/**/*.test.ts',
+  ...[
+    'api-cli',
+    'api-download',
+    'api-secrets',
+    'request-safety',
+    'simulator-behaviour',
+    'simulator-classic-reports',
+    'simulator-cli',
+    'simulator-contract',
+    'simulator-faults',
+    'simulator-interop',
+    'simulator-memory',
+    'simulator-report-periods',
+    'simulator-strictness',
+    'subscriptions-cli',
+  ].map((name) => `test/integration/${name}.test.ts`),
+];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: NO_DATABASE, setupFiles: ['test/helpers/no-database.ts'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'database',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...NO_DATABASE],
+        },
+      },
+    ],
   },
 });

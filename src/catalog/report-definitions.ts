@@ -218,8 +218,22 @@ const KNOWN_BY_SQUASHED = new Map(
 );
 
 /**
+ * Names that several definitions' files carry: the Transaction Detail XML family's root `Name`
+ * (tdr_1_N DTDs), the layout of Transaction Request and of Gateway Transaction Request XML reports.
+ * Such a name tells a reader the layout (guessReportDefinition still answers the usual definition),
+ * not which definition a file is of.
+ */
+const SHARED_REPORT_NAMES = new Set(['Transaction Detail'].map(squashName));
+
+/** Whether files of more than one definition carry this name (see SHARED_REPORT_NAMES). */
+export function isSharedReportName(name: string): boolean {
+  return SHARED_REPORT_NAMES.has(squashName(name));
+}
+
+/**
  * The report definition a file's metadata names: the classic report type (`PaymentBatchDetail`), a
- * subscription name (`PaymentBatchDetailReport_Daily_Classic`), a title (`Payment Batch Detail Report`),
+ * subscription name (`PaymentBatchDetailReport_Daily_Classic`), a title (`Payment Batch Detail Report`,
+ * or without "Report" as an XML root's `Name` writes it),
  * a Classic or Transaction Detail report name (`KNOWN_REPORT_NAMES`) or an alias of a definition.
  */
 export function guessReportDefinition(...names: (string | undefined)[]): ReportDefinition | undefined {
@@ -237,6 +251,7 @@ export function guessReportDefinition(...names: (string | undefined)[]): ReportD
         key === squashName(d.name) ||
         key === base ||
         key === title ||
+        `${key}report` === title ||
         key.startsWith(title) ||
         key === `${base}report`
       )

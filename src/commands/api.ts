@@ -4,6 +4,7 @@ import { text as readAll } from 'node:stream/consumers';
 import type { Command } from 'commander';
 import { createReportingClient, HTTP_METHODS, isJsonContentType } from '../api/index.js';
 import type { HttpMethod } from '../api/index.js';
+import { CREDENTIAL_VARIABLES } from '../config/env.js';
 import { CybsError } from '../errors.js';
 import type { CliContext } from './context.js';
 
@@ -66,7 +67,7 @@ export function registerApiCommand(program: Command, ctx: CliContext): void {
       if (!env.credentials) {
         throw new CybsError(
           'API_NO_CREDENTIALS',
-          'no CyberSource credentials in the environment: set CYBS_MERCHANT_ID, CYBS_KEY_ID and CYBS_SHARED_SECRET (or CYBS_AUTH=jwt-p12 with CYBS_P12_PATH and CYBS_P12_PASSWORD).',
+          `no CyberSource credentials in the environment: set ${CREDENTIAL_VARIABLES}.`,
           { stage: 'cli', exitCode: 2 },
         );
       }

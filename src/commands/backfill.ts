@@ -6,6 +6,10 @@ import { configError } from '../errors.js';
 import type { CliContext } from './context.js';
 import { splitList } from './run.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
+import { planPipelineWindows } from '../pipeline/run-pipelines.js';
+import type { CalendarWindow } from '../pipeline/plan-windows.js';
+import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
+import { SIMULATOR_OPTION } from './service-access.js';
 
 function isoDay(value: string): string {
   try {
@@ -37,6 +41,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
       '--no-one-time-reports',
       'do not create one-time reports for days no subscription report covers (they stay not ready)',
     )
+    .option(...SIMULATOR_OPTION)
     .action(
       async (opts: {
         from: string;
@@ -46,38 +51,93 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
         concurrency?: number;
         force: boolean;
         oneTimeReports: boolean;
+        simulator: boolean;
       }) => {
         if (dayNumber(opts.to) < dayNumber(opts.from)) {
           throw configError(`--to ${opts.to} is before --from ${opts.from}.`);
         }
         const started = performance.now();
         const out = ctx.io.stdout;
+        const range = { from: opts.from, to: opts.to };
         const { rt, pipelines, controller, dispose } = await prepareCommand(
           ctx,
           opts.pipelines,
           (s) => `\n${s}: stopping cleanly; run the same command again to continue where it stopped.\n`,
-          opts.oneTimeReports ? { oneTimeReports: { range: { from: opts.from, to: opts.to } } } : {},
+          {
+            simulator: opts.simulator,
+            ...(opts.oneTimeReports ? { oneTimeReports: { range } } : {}),
+          },
         );
-        const progress = createProgressReporter(ctx.io.stderr, rt.logger);
+        let progress: ReturnType<typeof createProgressReporter> | undefined;
         try {
+          // A range that reaches past the newest available window stops there, and says so.
+          const stop = whereRangeStops(
+            pipelines.filter((p) => !rt.unavailable.has(p.name)),
+            range,
+            rt.now(),
+            opts.organizationId,
+          );
+          if (stop) out.write(`${stop}\n\n`);
+          progress = createProgressReporter(ctx.io.stderr, rt.logger);
           const summary = await runPass(rt, {
             command: 'backfill',
             trigger: 'cli',
             pipelines,
-            range: { from: opts.from, to: opts.to },
+            range,
             force: opts.force,
             ...(opts.organizationId ? { organizationId: opts.organizationId } : {}),
             ...(opts.concurrency ? { concurrency: opts.concurrency } : {}),
             signal: controller.signal,
-            onProgress: (e) => progress.update(e),
+            onProgress: (e) => progress?.update(e),
           });
           progress.stop();
           out.write(formatSummary(summary, (performance.now() - started) / 1000));
           if (summary.windows.failed > 0 || summary.interrupted) ctx.exitCode = 1;
         } finally {
-          progress.stop();
+          progress?.stop();
           dispose();
         }
       },
     );
+}
+
+/**
+ * Where a backfill's range stops being available (planPipelineWindows leaves those windows out):
+ * undefined when all of it is available; the sentence that says where it stops; a usage error when
+ * none of it is (nothing is planned or written then).
+ */
+export function whereRangeStops(
+  pipelines: readonly ResolvedPipeline[],
+  range: { from: string; to: string },
+  now: Date,
+  organizationId?: string,
+): string | undefined {
+  let available = 0;
+  let firstLater: { pipeline: ResolvedPipeline; window: CalendarWindow } | undefined;
+  const newest = new Map<string, string>();
+  for (const pipeline of pipelines) {
+    for (const org of organizationId ? [organizationId] : pipeline.organizations) {
+      const plan = planPipelineWindows(pipeline, org, { range, now });
+      available += plan.windows.length;
+      const last = plan.windows.at(-1);
+      if (plan.notAvailable.length > 0) newest.set(pipeline.name, last?.windowKey ?? 'none');
+      const later = plan.notAvailable[0];
+      if (later && (!firstLater || later.end < firstLater.window.end))
+        firstLater = { pipeline, window: later };
+    }
+  }
+  if (!firstLater) return undefined;
+  const hours = firstLater.pipeline.readyAfterHours;
+  const rule = `a window can be loaded ${hours} hours (defaults.readyAfterHours) after it ends`;
+  if (available === 0) {
+    const from = new Date(firstLater.window.end.getTime() + hours * 3_600_000).toISOString();
+    throw configError(
+      `nothing of ${range.from}..${range.to} is available yet: ${rule}, so the first of its windows (${firstLater.pipeline.name} ${firstLater.window.windowKey}) can be loaded from ${from}.`,
+    );
+  }
+  return (
+    `The backfill stops at the newest available windows (${rule}): ` +
+    [...newest].map(([name, key]) => `${name} ${key}`).join(', ') +
+    '; the later windows of the range are left for a later run.'
+  );
 }

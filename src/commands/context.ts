@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { readEnv, secretValues } from '../config/env.js';
-import { configError } from '../errors.js';
+import { configError, isCybsError } from '../errors.js';
 import type { EnvSettings } from '../config/env.js';
-import { configWarnings, loadConfig } from '../config/load-config.js';
+import { configFile, configWarnings, loadConfig } from '../config/load-config.js';
 import type { Config } from '../config/schema.js';
 import type { Warehouse } from '../load/warehouse.js';
 import { createLogger } from '../observability/logger.js';
+import { unreachableWarehouse } from './explain-error.js';
 import type { Logger } from '../observability/logger.js';
 
 export interface OutputStream {
@@ -119,8 +120,15 @@ export class CliContext {
   /** Open the warehouse named by DATABASE_URL, warehouse.url or warehouse.path, migrated to the latest schema. */
   async warehouse(options: { migrate?: boolean } = {}): Promise<Warehouse> {
     const config = await this.config();
-    const url = this.env().databaseUrl ?? config.warehouse.url;
-    // Loaded on demand: commands that never touch the warehouse do not pay for kysely, pg and PGlite.
+    const fromEnv = this.env().databaseUrl;
+    const url = fromEnv ?? config.warehouse.url;
+    if (url) {
+      this.warehouseTarget = {
+        url,
+        setting: fromEnv ? 'DATABASE_URL' : `warehouse.url in ${configFile(config)}`,
+      };
+    }
+    // Loaded on demand: commands that never touch the warehouse do not pay for kysely and pg.
     const { openWarehouse } = await import('../load/warehouse.js');
     const { migrateToLatest } = await import('../load/migrate.js');
     const warehouse = await openWarehouse({ url, path: config.warehouse.path });
@@ -146,6 +154,20 @@ export class CliContext {
     const { warehouseTables } = await import('../analytics/dictionary.js');
     const { PIPELINES } = await import('../../pipelines/index.js');
     return installAnalytics(warehouse.db, warehouseTables(PIPELINES));
+  }
+
+  /** The PostgreSQL warehouse this invocation opened, and the setting that named it. */
+  private warehouseTarget?: { url: string; setting: string };
+
+  /**
+   * The error a command ends with, with a PostgreSQL warehouse it could not reach (at opening,
+   * migrating or any later statement) told as such: its address and the setting to correct. Errors
+   * of other parts (the API's own connection failures among them) are left as they are.
+   */
+  warehouseFailure(error: unknown): unknown {
+    if (!this.warehouseTarget) return error;
+    if (isCybsError(error) && error.stage !== 'load' && error.stage !== 'state') return error;
+    return unreachableWarehouse(error, this.warehouseTarget) ?? error;
   }
 
   onClose(fn: () => Promise<void>): void {

@@ -7,8 +7,18 @@ import { Option } from 'commander';
 import { sql } from 'kysely';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { PIPELINE_NAME_ALIASES, REPORT_DEFINITION_ALIASES, findReportDefinition } from '../catalog/index.js';
-import { CybsError, configError } from '../errors.js';
-import { checkReportShape, readReportHead, reportHeadText } from '../extract/report-identity.js';
+import type { ReportDefinition } from '../catalog/index.js';
+import { CybsError, configError, isCybsError } from '../errors.js';
+import {
+  checkReportShape,
+  namedReportDefinition,
+  readReportHead,
+  reportHeadText,
+} from '../extract/report-identity.js';
+import { readTableColumns } from '../load/ddl.js';
+import type { TableDecl } from '../load/table-spec.js';
+import type { ColumnSpec } from '../parse/records.js';
+import type { ReportPipelineDef } from '../pipeline/define-pipeline.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
 import { loadWindow } from '../load/load-window.js';
 import type { LoadWindowResult, LoadWindowTarget, TableLoadResult } from '../load/load-window.js';
@@ -69,14 +79,54 @@ function sniffFormat(path: string, head: Buffer): 'csv' | 'xml' {
   return /^\s*</.test(reportHeadText(head.subarray(0, 64), basename(path))) ? 'xml' : 'csv';
 }
 
+/** The report pipeline of a `--report-definition` value: a definition, an alias of one, or its table. */
+function reportPipelineNamed(given: string): ReportPipelineDef {
+  const wanted = (findReportDefinition(given)?.name ?? given).toLowerCase();
+  const table = PIPELINE_NAME_ALIASES[given] ?? given;
+  const pipeline = REPORT_PIPELINES.find(
+    (p) => p.reportDefinitionName.toLowerCase() === wanted || p.name === table,
+  );
+  if (!pipeline) {
+    throw configError(
+      `unknown report definition "${given}"; expected one of ${REPORT_PIPELINES.map((p) => p.reportDefinitionName).join(', ')}.`,
+    );
+  }
+  return pipeline;
+}
+
+/**
+ * Refuse a CSV header that shares fewer than half of its columns with what the table knows: the
+ * catalog's fields (a report may carry any of them) and the columns the table has. Such a file is
+ * no report of the table, and importing it would add its columns to the table for good.
+ */
+async function refuseForeignHeader(
+  db: Db,
+  table: TableDecl,
+  columns: readonly ColumnSpec[],
+  fileName: string,
+): Promise<void> {
+  const existing = (await readTableColumns(db, table.schema, table.name)) ?? [];
+  const known = new Set([...table.columns, ...existing].map((c) => c.name));
+  const foreign = columns.filter((c) => c.field.kind !== 'catalog' && !known.has(c.column));
+  if (foreign.length * 2 <= columns.length) return;
+  const shown = foreign
+    .slice(0, 8)
+    .map((c) => JSON.stringify(c.sourceName.length > 40 ? `${c.sourceName.slice(0, 39)}…` : c.sourceName));
+  throw configError(
+    `${fileName}: only ${columns.length - foreign.length} of its ${columns.length} header columns are catalog fields or columns of ${table.schema}.${table.name} ` +
+      `(not ${shown.join(', ')}${foreign.length > shown.length ? `, and ${foreign.length - shown.length} more` : ''}); ` +
+      `check --report-definition, or pass --force to import it and add those columns; nothing was imported.`,
+  );
+}
+
 export function registerImportCommand(program: Command, ctx: CliContext): void {
   program
     .command('import')
     .description('load a report file downloaded by hand (Business Center or elsewhere) into its cybs table')
     .argument('<file>', 'the CSV or XML report file')
-    .requiredOption(
+    .option(
       '--report-definition <name>',
-      'report definition, e.g. PaymentBatchDetailClass (or the table name)',
+      'report definition, e.g. PaymentBatchDetailClass (or the table name); default: the one the file names',
     )
     .option('--organization-id <id>', 'organization the rows belong to (default: the one named in the file)')
     .addOption(
@@ -85,23 +135,19 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         'xml',
       ]),
     )
+    .option(
+      '--force',
+      'import a CSV file even when fewer than half of its columns are known to the table (the others are added as columns)',
+      false,
+    )
     .action(
       async (
         file: string,
-        opts: { reportDefinition: string; organizationId?: string; format?: 'csv' | 'xml' },
+        opts: { reportDefinition?: string; organizationId?: string; format?: 'csv' | 'xml'; force: boolean },
       ) => {
         // The seed's names (RiskDecisionEventDetailClass, its table) are aliases of the real ones.
-        const given = opts.reportDefinition.trim();
-        const wanted = (findReportDefinition(given)?.name ?? given).toLowerCase();
-        const table = PIPELINE_NAME_ALIASES[given] ?? given;
-        const pipeline = REPORT_PIPELINES.find(
-          (p) => p.reportDefinitionName.toLowerCase() === wanted || p.name === table,
-        );
-        if (!pipeline) {
-          throw configError(
-            `unknown report definition "${opts.reportDefinition}"; expected one of ${REPORT_PIPELINES.map((p) => p.reportDefinitionName).join(', ')}.`,
-          );
-        }
+        const given = opts.reportDefinition?.trim();
+        let pipeline = given === undefined ? undefined : reportPipelineNamed(given);
         try {
           await stat(file);
         } catch {
@@ -110,13 +156,29 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const head = await readReportHead(file);
         const format = opts.format ?? sniffFormat(file, head);
         const fileName = basename(file);
+        // A file that is no report (a web page saved by hand, an error document), or whose metadata
+        // names another definition than the one given.
+        let named: ReportDefinition | undefined;
+        try {
+          const headMetadata = checkReportShape(head, {
+            format,
+            fileName,
+            reportDefinition: pipeline?.reportDefinitionName,
+          });
+          named = headMetadata === undefined ? undefined : namedReportDefinition(headMetadata);
+        } catch (error) {
+          if (!isCybsError(error) || error.code !== 'EXTRACT_OTHER_REPORT') throw error;
+          throw configError(
+            `${error.message.replace(/; nothing of it is loaded\.$/, '')}: import it with --report-definition ${String(error.context.reportDefinition)}, or without --report-definition; nothing was imported.`,
+          );
+        }
+        pipeline ??= named && REPORT_PIPELINES.find((p) => p.reportDefinitionName === named.name);
+        if (!pipeline) {
+          throw configError(
+            `${fileName} does not name its report type (no metadata line that names one); pass --report-definition, e.g. --report-definition PaymentBatchDetailClass.`,
+          );
+        }
         const parseOptions = { fileName, report: pipeline.reportDefinitionName };
-        // A file that is no report of the definition (a web page saved by hand, an error document).
-        checkReportShape(head, {
-          format,
-          fileName,
-          reportDefinition: pipeline.reportDefinitionName,
-        });
         // The file's first records, for its metadata (and, for CSV, the per-row path's records).
         const records = await (format === 'xml' ? openXmlReport : openCsvReport)(
           createReadStream(file),
@@ -130,19 +192,29 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const identity = await importIdentity(file, meta);
         const warehouse = await ctx.warehouse();
         const logger = await ctx.logger();
+        const config = await ctx.config();
+        // A CSV header mostly foreign to the table is a file of another report (or no report):
+        // refused before anything is written, unless --force.
+        if (format === 'csv' && !opts.force) {
+          await refuseForeignHeader(warehouse.db, pipeline.table, records.columns, fileName);
+        }
         // The same report imported again (under any file name) replaces its earlier load.
         const earlier = await earlierImportSource(warehouse.db, organizationId, identity);
         const source = earlier ?? `import:${fileName}:${identity}`;
-        if (REPORT_DEFINITION_ALIASES[given] !== undefined || PIPELINE_NAME_ALIASES[given] !== undefined) {
+        if (
+          given !== undefined &&
+          (REPORT_DEFINITION_ALIASES[given] !== undefined || PIPELINE_NAME_ALIASES[given] !== undefined)
+        ) {
           logger.warn(
             `--report-definition ${given} is a former name of ${pipeline.reportDefinitionName}; importing into ${pipeline.table.schema}.${pipeline.table.name}`,
           );
         }
+        // The target pipeline's schema contract (config `schemaChanges`) holds for imports too.
+        const schemaChanges = config.pipelines[pipeline.name]?.schemaChanges ?? config.defaults.schemaChanges;
         const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
         const window = { pipeline: pipeline.name, organizationId, windowKey: source };
-        /** On PostgreSQL: the fast path (as for downloads); undefined when it refuses the file. */
+        /** The fast path (as for downloads); undefined when it refuses the file. */
         const loadFast = async (): Promise<LoadWindowResult | undefined> => {
-          if (warehouse.kind !== 'postgres') return undefined;
           if (format === 'xml') {
             return loadXmlFast(
               pipeline,
@@ -152,7 +224,8 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
                   discoverColumns,
                   childTables,
                 }),
-              (targets) => loadWindow(warehouse, { window, targets: targets(source), runId, logger }),
+              (targets) =>
+                loadWindow(warehouse, { window, targets: targets(source), runId, schemaChanges, logger }),
               (reason) =>
                 logger.info({ file: fileName, reason }, 'XML fast path refused; importing record by record'),
             );
@@ -165,6 +238,7 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
               window,
               targets: [{ table: pipeline.table, source: toRawLoadSource(raw, source, openRaw) }],
               runId,
+              schemaChanges,
               logger,
             });
           } catch (error) {
@@ -194,7 +268,14 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
                 ).targets(source)
               : [{ table: pipeline.table, source: toLoadSource(records, source) }];
           const result =
-            fast ?? (await loadWindow(warehouse, { window, targets: await perRowTargets(), runId, logger }));
+            fast ??
+            (await loadWindow(warehouse, {
+              window,
+              targets: await perRowTargets(),
+              runId,
+              schemaChanges,
+              logger,
+            }));
           const [t, ...children] = result.tables as [TableLoadResult, ...TableLoadResult[]];
           await finishRun(warehouse.db, runId, {
             status: 'succeeded',

@@ -12,7 +12,7 @@ export function registerMigrateCommand(program: Command, ctx: CliContext): void 
       const warehouse = await ctx.warehouse({ migrate: false });
       const result = await migrateToLatest(warehouse.db);
       const analytics = await ctx.installAnalytics(warehouse);
-      const where = `${warehouse.kind === 'pglite' ? 'embedded warehouse' : 'PostgreSQL'} ${warehouse.location}`;
+      const where = `${warehouse.kind === 'embedded' ? 'embedded warehouse' : 'PostgreSQL'} ${warehouse.location}`;
       ctx.io.stdout.write(
         result.applied.length === 0
           ? `Warehouse ${where} is up to date (${result.alreadyApplied} migrations applied earlier).\n`

@@ -8,7 +8,7 @@ import { PIPELINES } from '../../pipelines/index.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 import { pipelineTables } from '../pipeline/define-pipeline.js';
 import type { CliContext } from './context.js';
-import { createRuntime } from './runtime.js';
+import { createRuntime, refuseRealOrganizations } from './runtime.js';
 import type { Runtime, RuntimeOptions } from './runtime.js';
 
 export interface PassOptions {
@@ -53,6 +53,8 @@ async function whileHoldingRunLock<T>(warehouse: Warehouse, fn: () => Promise<T>
 
 /** One recorded pass: an etl.runs row around runPipelines, with unavailable pipelines counted as failed. */
 export async function runPass(rt: Runtime, options: PassOptions): Promise<RunSummary & { runId: number }> {
+  // Every pass, also a daemon's later ones: real data may have been imported since it started.
+  if (rt.simulator) await refuseRealOrganizations(rt.warehouse);
   return whileHoldingRunLock(rt.warehouse, () => recordedPass(rt, options));
 }
 
@@ -201,7 +203,7 @@ export async function prepareCommand(
   ctx: CliContext,
   selected: string[] | undefined,
   onSignal: (signal: string) => string,
-  extra: Pick<RuntimeOptions, 'oneTimeReports'> = {},
+  extra: Pick<RuntimeOptions, 'oneTimeReports' | 'simulator'> = {},
 ): Promise<{ rt: Runtime; pipelines: ResolvedPipeline[]; controller: AbortController; dispose: () => void }> {
   const out = ctx.io.stdout;
   const rt = await createRuntime(ctx, {

@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import type { CliContext } from './context.js';
 import type { Runtime } from './runtime.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
+import type { WarehouseKind } from '../load/warehouse.js';
+import { SIMULATOR_OPTION } from './service-access.js';
 
 export function registerRunCommand(program: Command, ctx: CliContext): void {
   program
@@ -9,13 +11,15 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
     .description('load every due window of the enabled pipelines once (the nightly job)')
     .option('--pipelines <names>', 'comma-separated pipelines (default: the enabled ones)', splitList)
     .option('--organization-id <id>', 'only this organization')
-    .action(async (opts: { pipelines?: string[]; organizationId?: string }) => {
+    .option(...SIMULATOR_OPTION)
+    .action(async (opts: { pipelines?: string[]; organizationId?: string; simulator: boolean }) => {
       const started = performance.now();
       const out = ctx.io.stdout;
       const { rt, pipelines, controller, dispose } = await prepareCommand(
         ctx,
         opts.pipelines,
         (s) => `\n${s}: stopping; windows in flight roll back.\n`,
+        { simulator: opts.simulator },
       );
       try {
         const summary = await runPass(rt, {
@@ -56,9 +60,9 @@ export function splitList(value: string): string[] {
     .filter(Boolean);
 }
 
-export function whereTheDataIs(kind: 'postgres' | 'pglite', location: string): string {
+export function whereTheDataIs(kind: WarehouseKind, location: string): string {
   const query = `select date_trunc('day', transaction_date) as day, currency_code, count(*), sum(amount) from cybs.transaction_request group by 1, 2 order by 1, 2;`;
-  return kind === 'pglite'
+  return kind === 'embedded'
     ? `\nData is in the embedded warehouse at ${location} (schemas cybs, cybs_analytics and etl). Try:\n` +
         `  npx cybs-etl sql "${query}"\n`
     : `\nData is in PostgreSQL ${location} (schemas cybs, cybs_analytics and etl). Try:\n  psql "$DATABASE_URL" -c "${query}"\n`;

@@ -2,7 +2,6 @@ import { createReportingClient } from '../api/reporting-client.js';
 import type { ReportingClient } from '../api/reporting-client.js';
 import type { ReportSubscription } from '../api/types.js';
 import { isApiError } from '../api/errors.js';
-import type { Credentials } from '../config/env.js';
 import type { Config } from '../config/schema.js';
 import type { Warehouse } from '../load/warehouse.js';
 import type { Logger } from '../observability/logger.js';
@@ -19,6 +18,10 @@ import type { SimulatorHandle } from '../simulator/start-simulator.js';
 import { subscriptionRequest } from '../subscriptions/declared-subscriptions.js';
 import { scheduleOfSubscription } from '../time/report-periods.js';
 import type { CliContext } from './context.js';
+import { chooseService, connectService } from './service-access.js';
+import { CREDENTIAL_VARIABLES } from '../config/env.js';
+import { organizationsWithoutPrefix } from '../state/status.js';
+import { CybsError } from '../errors.js';
 
 /** Everything a loading command needs, built once per invocation. */
 export interface Runtime {
@@ -47,65 +50,44 @@ export interface RuntimeOptions {
   selected?: readonly string[];
   /** Backfill: load windows no subscription report covers from one-time reports (anchored on this range). */
   oneTimeReports?: { range: { from: string; to: string } };
+  /** `--simulator`: the built-in simulator stands in for CyberSource, whatever the environment holds. */
+  simulator?: boolean;
 }
 
 /**
  * Build the runtime: warehouse (migrated), API client with metrics, pipelines resolved from config
- * and, for report pipelines, their subscription's schedule and time zone. Without credentials, the built-in
- * simulator is started in-process and used through a partner (portfolio) key for its merchants.
+ * and, for report pipelines, their subscription's schedule and time zone. The service is the
+ * credentials' or, only on purpose, the built-in simulator (see chooseService).
  */
 export async function createRuntime(ctx: CliContext, options: RuntimeOptions): Promise<Runtime> {
   const config = await ctx.config();
+  // Decided before anything starts: without credentials, a PostgreSQL warehouse is a usage error.
+  const choice = chooseService(ctx, config, { simulator: options.simulator === true });
   const logger = await ctx.logger();
-  const env = ctx.env();
   const metrics = createMetrics();
   // Spools of earlier runs killed before they could remove them (see spool-dirs.ts).
   await sweepStaleSpoolDirs({ logger });
-  let credentials: Credentials;
-  let target = env.target;
-  let simulator: SimulatorHandle | undefined;
-  let defaultOrganizations: string[];
-  let partner: boolean;
-  if (env.credentials) {
-    credentials = env.credentials;
-    defaultOrganizations = [credentials.merchantId];
-    partner = credentials.portfolioId !== undefined;
-  } else {
-    // Loaded only without credentials: a real deployment never loads the simulator.
-    const { startSimulator } = await import('../simulator/start-simulator.js');
-    // The simulator holds the subscriptions config.yaml declares, as `subscriptions apply` would.
-    const declared = (config.subscriptions ?? []).flatMap((decl) => {
-      const body = subscriptionRequest(decl) as unknown as Record<string, unknown>;
-      return decl.organizations
-        ? decl.organizations.map((organizationId) => ({ ...body, organizationId }))
-        : [body];
-    });
-    simulator = await startSimulator({
-      organizations: 2,
+  const warehouse = await ctx.warehouse();
+  // Simulated rows never go into a warehouse that holds real organizations' data.
+  if (choice === 'simulator') await refuseRealOrganizations(warehouse);
+  // The simulator holds the subscriptions config.yaml declares, as `subscriptions apply` would.
+  const declared = (config.subscriptions ?? []).flatMap((decl) => {
+    const body = subscriptionRequest(decl) as unknown as Record<string, unknown>;
+    return decl.organizations
+      ? decl.organizations.map((organizationId) => ({ ...body, organizationId }))
+      : [body];
+  });
+  const service = await connectService(ctx, choice, {
+    simulator: {
       transactionsPerDay: 200,
       logger,
       ...(declared.length > 0
         ? { additionalSubscriptions: declared, subscriptionsSource: 'config.yaml' }
         : {}),
-    });
-    ctx.onClose(() => simulator!.close());
-    const key = simulator.portfolioCredentials;
-    credentials = {
-      auth: 'jwt',
-      merchantId: key.merchantId,
-      portfolioId: key.portfolioId,
-      keyId: key.keyId,
-      sharedSecret: key.sharedSecret,
-    };
-    target = { baseUrl: simulator.baseUrl };
-    defaultOrganizations = simulator.organizations;
-    partner = true;
-    options.announce?.(
-      `No CyberSource credentials in the environment (CYBS_MERCHANT_ID, CYBS_KEY_ID, CYBS_SHARED_SECRET): ` +
-        `using the built-in simulator at ${simulator.baseUrl} with its organizations ${simulator.organizations.join(', ')}. ` +
-        `Data below is simulated, not yours.`,
-    );
-  }
+    },
+    announce: (line) => options.announce?.(line),
+  });
+  const { credentials, target, defaultOrganizations, partner, simulator } = service;
   const client = createReportingClient(
     { credentials, target, api: config.api },
     {
@@ -125,7 +107,6 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
     },
   );
   ctx.onClose(() => client.close());
-  const warehouse = await ctx.warehouse();
   const organizationParam = (organizationId: string) =>
     partner || organizationId !== credentials.merchantId ? organizationId : undefined;
   const pipelines = resolvePipelines(options.defs, config, { defaultOrganizations, now: options.now });
@@ -215,4 +196,20 @@ async function applySubscriptionSchedules(
     );
   }
   return unavailable;
+}
+
+/**
+ * Refuse to load simulated rows into a warehouse that already holds organizations other than the
+ * simulator's (etl.windows, etl.sources): real data and made-up merchants never share a warehouse.
+ */
+export async function refuseRealOrganizations(warehouse: Warehouse): Promise<void> {
+  const { SIMULATED_ORGANIZATION_PREFIX } = await import('../simulator/start-simulator.js');
+  const real = await organizationsWithoutPrefix(warehouse.db, SIMULATED_ORGANIZATION_PREFIX, 4);
+  if (real.length === 0) return;
+  const named = real.length > 3 ? `${real.slice(0, 3).join(', ')}, …` : real.join(', ');
+  throw new CybsError(
+    'SIMULATOR_REAL_WAREHOUSE',
+    `the warehouse ${warehouse.location} holds data of real organizations (${named}), so the built-in simulator's made-up merchants are not loaded into it: set ${CREDENTIAL_VARIABLES} to load from CyberSource, or use another warehouse for the simulator.`,
+    { stage: 'cli', exitCode: 2 },
+  );
 }

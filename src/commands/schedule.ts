@@ -1,14 +1,18 @@
+import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
 import { PIPELINES } from '../../pipelines/index.js';
 import { leaseOwner } from '../pipeline/run-pipelines.js';
 import { PgRunCoordinator } from '../schedule/pg-run-coordinator.js';
 import { startScheduler } from '../schedule/scheduler.js';
 import { readStatus } from '../state/status.js';
+import { lastSchedulePasses } from '../state/runs.js';
+import { CybsError } from '../errors.js';
 import type { CliContext } from './context.js';
 import { splitList } from './run.js';
 import { runPass } from './run-pass.js';
 import { createRuntime } from './runtime.js';
 import type { Runtime } from './runtime.js';
+import { SIMULATOR_OPTION } from './service-access.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 
 /**
@@ -34,22 +38,37 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
   program
     .command('schedule')
     .description(
-      'run the pipelines on their cron schedules until stopped (SIGTERM/SIGINT); serves /healthz and /metrics',
+      'run the pipelines on their cron schedules until stopped (SIGTERM/SIGINT); serves /healthz, /readyz and /metrics',
     )
     .option('--pipelines <names>', 'comma-separated pipelines (default: the enabled ones)', splitList)
-    .option('--port <n>', 'port of /healthz and /metrics (default: schedule.metricsPort)', (v) => Number(v))
+    .option(
+      '--port <n>',
+      'port of /healthz, /readyz and /metrics (default: schedule.metricsPort)',
+      portNumber,
+    )
     .option('--no-catch-up', 'do not run every pipeline once at start')
-    .action(async (opts: { pipelines?: string[]; port?: number; catchUp: boolean }) => {
+    .option(...SIMULATOR_OPTION)
+    .action(async (opts: { pipelines?: string[]; port?: number; catchUp: boolean; simulator: boolean }) => {
       const logger = await ctx.logger();
       const rt = await createRuntime(ctx, {
         defs: PIPELINES,
         now: ctx.now(),
         announce: (line) => logger.warn(line),
+        simulator: opts.simulator,
         ...(opts.pipelines ? { selected: opts.pipelines } : {}),
       });
       const pipelines = selectPipelines(rt.pipelines, opts.pipelines);
       for (const [name, reason] of rt.unavailable) rt.logger.error({ pipeline: name }, reason);
       const owner = leaseOwner();
+      const env = ctx.env();
+      const host = env.metricsHost ?? rt.config.schedule.metricsHost;
+      const port = opts.port ?? rt.config.schedule.metricsPort;
+      const address = {
+        host,
+        port,
+        hostSetting: env.metricsHost ? 'CYBS_METRICS_HOST' : 'schedule.metricsHost',
+        portSetting: opts.port !== undefined ? '--port' : 'schedule.metricsPort',
+      };
       const scheduler = await startScheduler(
         {
           logger: rt.logger,
@@ -68,6 +87,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
             );
             await exportCheckCounts(rt);
           },
+          lastPasses: (names) => lastSchedulePasses(rt.warehouse.db, names),
           refreshGauges: async () => {
             const { pipelines: rows } = await readStatus(rt.warehouse.db, new Date());
             rt.metrics.windowsByStatus.reset();
@@ -87,13 +107,15 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
           pipelines: pipelines.filter((p) => !rt.unavailable.has(p.name)),
           coordinator: new PgRunCoordinator(rt.warehouse.db, owner),
           catchUp: opts.catchUp,
-          metricsPort: opts.port ?? rt.config.schedule.metricsPort,
-          metricsHost: rt.config.schedule.metricsHost,
+          metricsPort: port,
+          metricsHost: host,
           shutdownTimeoutMs: rt.config.schedule.shutdownTimeoutMs,
         },
-      );
+      ).catch((error: unknown) => {
+        throw listenError(error, address) ?? error;
+      });
       ctx.io.stdout.write(
-        `cybs-etl schedule: ${scheduler.tasks.size} pipelines scheduled; /healthz and /metrics on port ${scheduler.port}. Stop with Ctrl-C or SIGTERM.\n`,
+        `cybs-etl schedule: ${scheduler.tasks.size} pipelines scheduled; /healthz, /readyz and /metrics on port ${scheduler.port} of ${host}. Stop with Ctrl-C or SIGTERM.\n`,
       );
       const stop = (signal: string) => {
         rt.logger.info({ signal }, 'shutdown requested');
@@ -106,4 +128,52 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
       process.off('SIGTERM', stop);
       ctx.io.stdout.write('cybs-etl schedule: stopped cleanly.\n');
     });
+}
+
+/** `--port N`: a TCP port, 0 for any free one. */
+function portNumber(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n > 65535) {
+    throw new InvalidArgumentError('expected a port number from 0 to 65535.');
+  }
+  return n;
+}
+
+interface ServerAddress {
+  host: string;
+  port: number;
+  hostSetting: string;
+  portSetting: string;
+}
+
+/** The HTTP server could not listen where it was told to: why, and which setting to change. */
+function listenError(error: unknown, a: ServerAddress): CybsError | undefined {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  const where = `${a.host}:${a.port}`;
+  const sentence: Record<string, [string, number]> = {
+    EADDRINUSE: [
+      `Port ${a.port} on ${a.host} is already in use; stop what holds it or choose another port (${a.portSetting}).`,
+      1,
+    ],
+    EACCES: [
+      `Port ${a.port} on ${a.host} needs privileges this user lacks; choose a port above 1023 (${a.portSetting}).`,
+      2,
+    ],
+    EADDRNOTAVAIL: [
+      `${a.host} is not an address of this machine, so ${where} cannot be served; correct ${a.hostSetting} (127.0.0.1 for this machine only, 0.0.0.0 for every interface).`,
+      2,
+    ],
+    ENOTFOUND: [
+      `The host name ${a.host} does not resolve, so ${where} cannot be served; correct ${a.hostSetting} (127.0.0.1 for this machine only, 0.0.0.0 for every interface).`,
+      2,
+    ],
+  };
+  const known = code ? sentence[code] : undefined;
+  if (!known) return undefined;
+  return new CybsError('SCHEDULE_LISTEN', known[0], {
+    stage: 'schedule',
+    exitCode: known[1],
+    cause: error,
+    context: { host: a.host, port: a.port },
+  });
 }

@@ -31,10 +31,61 @@ function sqlUsageError(message: string, cause?: unknown): CybsError {
   return new CybsError('SQL_REFUSED', message, { stage: 'cli', exitCode: 2, cause });
 }
 
+interface QueryErrorFields {
+  code?: unknown;
+  position?: unknown;
+  hint?: unknown;
+}
+
 /** PostgreSQL errors that say the connection or server failed, not the query (SQLSTATE classes 08, 57). */
 function isServerFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
+  const code = (error as QueryErrorFields | null)?.code;
   return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57)/.test(code);
+}
+
+/**
+ * The database refused the text as this command's kind of query, not as SQL: a write in the
+ * read-only transaction (25006), or a second statement in the extended protocol's one.
+ */
+function isRefusedKind(error: unknown): boolean {
+  const code = (error as QueryErrorFields | null)?.code;
+  return (
+    code === '25006' || /cannot insert multiple commands into a prepared statement/i.test(errorMessage(error))
+  );
+}
+
+/**
+ * Line and column (1-based) of PostgreSQL's error position: a 1-based count of characters (code
+ * points, not UTF-16 units) into the query text as sent.
+ */
+export function lineAndColumn(text: string, position: number): { line: number; column: number } {
+  const before = Array.from(text).slice(0, Math.max(0, position - 1));
+  let line = 1;
+  let column = 1;
+  for (const c of before) {
+    if (c === '\n') {
+      line += 1;
+      column = 1;
+    } else column += 1;
+  }
+  return { line, column };
+}
+
+/** A query the database could not run, in one sentence: where in the text, what, and its hint. */
+export function queryError(query: string, error: unknown): CybsError {
+  const e = (error ?? {}) as QueryErrorFields;
+  const position = Number(e.position);
+  let where = '';
+  if (Number.isInteger(position) && position > 0) {
+    const { line, column } = lineAndColumn(query, position);
+    where = ` at line ${line}, column ${column}`;
+  }
+  const hint = typeof e.hint === 'string' && e.hint ? ` (${e.hint.replace(/\.$/, '')})` : '';
+  return new CybsError('SQL_FAILED', `The query failed${where}: ${errorMessage(error)}${hint}.`, {
+    stage: 'cli',
+    cause: error,
+    context: { ...(where ? { position } : {}), ...(typeof e.code === 'string' ? { sqlState: e.code } : {}) },
+  });
 }
 
 /** Render rows as an aligned text table (psql-like). */
@@ -88,7 +139,13 @@ export function registerSqlCommand(program: Command, ctx: CliContext): void {
         rows = await warehouse.readOnlyQuery(query);
       } catch (error) {
         if (isServerFailure(error)) throw error;
-        throw sqlUsageError(`The query was refused: ${errorMessage(error)}.`, error);
+        if (isRefusedKind(error)) {
+          throw sqlUsageError(
+            `The query was refused: ${errorMessage(error)}; the sql command runs one statement that only reads.`,
+            error,
+          );
+        }
+        throw queryError(query, error);
       }
       ctx.io.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatTable(rows));
     });

@@ -1,14 +1,14 @@
 import type { Command } from 'commander';
 import { createReportingClient } from '../api/reporting-client.js';
-import type { Credentials } from '../config/env.js';
 import type { Config } from '../config/schema.js';
+import { configFile } from '../config/load-config.js';
 import { configError } from '../errors.js';
-import { startSimulator } from '../simulator/start-simulator.js';
 import { applyPlan, fetchLiveSubscriptions } from '../subscriptions/apply.js';
 import type { SubscriptionDeps } from '../subscriptions/apply.js';
 import { liveSettings, managedOrganizations } from '../subscriptions/declared-subscriptions.js';
 import { formatPlan, hasChanges, planSubscriptions } from '../subscriptions/plan.js';
 import type { CliContext } from './context.js';
+import { SIMULATOR_OPTION, chooseService, connectService } from './service-access.js';
 import { formatTable } from './sql.js';
 
 interface ApiAccess extends SubscriptionDeps {
@@ -17,32 +17,16 @@ interface ApiAccess extends SubscriptionDeps {
 }
 
 /**
- * The API client of the subscriptions commands (no warehouse). Without credentials the built-in
- * simulator stands in, as for `run`, and says so.
+ * The API client of the subscriptions commands (no warehouse): the credentials', or the built-in
+ * simulator on the same terms as `run` (chooseService), which says so.
  */
-async function connect(ctx: CliContext, config: Config): Promise<ApiAccess> {
+async function connect(ctx: CliContext, config: Config, simulator: boolean): Promise<ApiAccess> {
   const logger = await ctx.logger();
-  const env = ctx.env();
-  let credentials: Credentials;
-  let target = env.target;
-  let defaults: string[];
-  let partner: boolean;
-  if (env.credentials) {
-    credentials = env.credentials;
-    defaults = [credentials.merchantId];
-    partner = credentials.portfolioId !== undefined;
-  } else {
-    const sim = await startSimulator({ organizations: 2, logger });
-    ctx.onClose(() => sim.close());
-    const key = sim.portfolioCredentials;
-    credentials = { auth: 'jwt', ...key };
-    target = { baseUrl: sim.baseUrl };
-    defaults = sim.organizations;
-    partner = true;
-    ctx.io.stderr.write(
-      `No CyberSource credentials in the environment: using the built-in simulator at ${sim.baseUrl} (organizations ${sim.organizations.join(', ')}).\n`,
-    );
-  }
+  const choice = chooseService(ctx, config, { simulator });
+  const { credentials, target, defaultOrganizations, partner } = await connectService(ctx, choice, {
+    simulator: { logger },
+    announce: (line) => ctx.io.stderr.write(`${line}\n`),
+  });
   const client = createReportingClient({ credentials, target, api: config.api }, { logger });
   ctx.onClose(() => client.close());
   const configured = new Set([
@@ -52,14 +36,15 @@ async function connect(ctx: CliContext, config: Config): Promise<ApiAccess> {
   return {
     client,
     organizationParam: (org) => (partner || org !== credentials.merchantId ? org : undefined),
-    organizations: configured.size > 0 ? [...configured] : defaults,
+    organizations: configured.size > 0 ? [...configured] : defaultOrganizations,
   };
 }
 
 function declared(config: Config) {
   if (!config.subscriptions) {
     throw configError(
-      'config.yaml declares no "subscriptions:"; add the list of report subscriptions to manage (see README, "Subscriptions as code").',
+      `${configFile(config)} declares no "subscriptions:"; add the list of report subscriptions to manage (see README, "Subscriptions as code").`,
+      { file: configFile(config) },
     );
   }
   return config.subscriptions;
@@ -80,9 +65,10 @@ export function registerSubscriptionsCommand(program: Command, ctx: CliContext):
     .description('show the live report subscriptions of each organization')
     .option('--organization-id <id>', 'only this organization')
     .option('--json', 'machine-readable output', false)
-    .action(async (opts: { organizationId?: string; json: boolean }) => {
+    .option(...SIMULATOR_OPTION)
+    .action(async (opts: { organizationId?: string; json: boolean; simulator: boolean }) => {
       const config = await ctx.config();
-      const api = await connect(ctx, config);
+      const api = await connect(ctx, config, opts.simulator);
       const orgs = scope(
         managedOrganizations(config.subscriptions ?? [], api.organizations),
         opts.organizationId,
@@ -117,10 +103,11 @@ export function registerSubscriptionsCommand(program: Command, ctx: CliContext):
     )
     .option('--prune', 'plan to delete live subscriptions that config.yaml does not declare', false)
     .option('--organization-id <id>', 'only this organization')
-    .action(async (opts: { prune: boolean; organizationId?: string }) => {
+    .option(...SIMULATOR_OPTION)
+    .action(async (opts: { prune: boolean; organizationId?: string; simulator: boolean }) => {
       const config = await ctx.config();
       const decls = declared(config);
-      const api = await connect(ctx, config);
+      const api = await connect(ctx, config, opts.simulator);
       const orgs = scope(managedOrganizations(decls, api.organizations), opts.organizationId);
       const plan = planSubscriptions(decls, await fetchLiveSubscriptions(api, orgs), { prune: opts.prune });
       ctx.io.stdout.write(formatPlan(plan));
@@ -132,10 +119,11 @@ export function registerSubscriptionsCommand(program: Command, ctx: CliContext):
     .description('create or update the declared subscriptions (PUT); --prune also deletes undeclared ones')
     .option('--prune', 'delete live subscriptions that config.yaml does not declare', false)
     .option('--organization-id <id>', 'only this organization')
-    .action(async (opts: { prune: boolean; organizationId?: string }) => {
+    .option(...SIMULATOR_OPTION)
+    .action(async (opts: { prune: boolean; organizationId?: string; simulator: boolean }) => {
       const config = await ctx.config();
       const decls = declared(config);
-      const api = await connect(ctx, config);
+      const api = await connect(ctx, config, opts.simulator);
       const orgs = scope(managedOrganizations(decls, api.organizations), opts.organizationId);
       const plan = planSubscriptions(decls, await fetchLiveSubscriptions(api, orgs), { prune: opts.prune });
       const out = ctx.io.stdout;

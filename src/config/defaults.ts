@@ -22,5 +22,8 @@ export const DEFAULT_REJECT_THRESHOLD = 0.01;
 export const DEFAULT_PAGE_LIMIT = 2000;
 export const DEFAULT_LEASE_SECONDS = 900;
 export const DEFAULT_METRICS_PORT = 9464;
+/** Loopback only: the daemon's HTTP server is not exposed unless asked (the container asks). */
+export const DEFAULT_METRICS_HOST = '127.0.0.1';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 60_000;
 export const DEFAULT_START_DATE_DAYS_AGO = 7;
+export const DEFAULT_SCHEMA_CHANGES = 'evolve';

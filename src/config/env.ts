@@ -1,4 +1,5 @@
 import { configError } from '../errors.js';
+import { POSTGRES_URL_EXAMPLE, postgresUrlProblem } from './database-url.js';
 import { DEPLOYMENTS } from './schema.js';
 import type { Deployment } from './schema.js';
 
@@ -29,7 +30,16 @@ export interface EnvSettings {
   credentials?: Credentials;
   target: ApiTarget;
   databaseUrl?: string;
+  /**
+   * CYBS_METRICS_HOST: where `schedule` serves /healthz, /readyz and /metrics, over
+   * schedule.metricsHost (a container sets 0.0.0.0 here, whatever config file is mounted).
+   */
+  metricsHost?: string;
 }
+
+/** The credential variables a command that calls the service needs, as one phrase. */
+export const CREDENTIAL_VARIABLES =
+  'CYBS_MERCHANT_ID, CYBS_KEY_ID and CYBS_SHARED_SECRET (or CYBS_AUTH=jwt-p12 with CYBS_P12_PATH and CYBS_P12_PASSWORD)';
 
 type Env = Record<string, string | undefined>;
 
@@ -59,7 +69,17 @@ export function readEnv(env: Env): EnvSettings {
   );
   const out: EnvSettings = { target };
   const databaseUrl = val(env, 'DATABASE_URL');
-  if (databaseUrl) out.databaseUrl = databaseUrl;
+  if (databaseUrl) {
+    const problem = postgresUrlProblem(databaseUrl);
+    if (problem) {
+      throw configError(
+        `DATABASE_URL ${problem}; the warehouse is PostgreSQL: set it to ${POSTGRES_URL_EXAMPLE}, or unset it for the embedded warehouse.`,
+      );
+    }
+    out.databaseUrl = databaseUrl;
+  }
+  const metricsHost = val(env, 'CYBS_METRICS_HOST');
+  if (metricsHost) out.metricsHost = metricsHost;
   if (!anyCredential) return out;
   if (!merchantId) throw configError('CYBS_MERCHANT_ID is required when CyberSource credentials are set.');
 

@@ -10,6 +10,7 @@ import type { Config } from './schema.js';
 import { subscriptionWarnings } from './subscriptions-schema.js';
 
 const WARNINGS = new WeakMap<object, readonly string[]>();
+const FILES = new WeakMap<object, string>();
 
 /**
  * What parsing a config found worth a warning but not an error (former pipeline names, seed names
@@ -18,6 +19,14 @@ const WARNINGS = new WeakMap<object, readonly string[]>();
  */
 export function configWarnings(config: Config): readonly string[] {
   return WARNINGS.get(config) ?? [];
+}
+
+/**
+ * The file a config was read from (`--config PATH`, else ./config.yaml), for errors found after
+ * parsing (an unknown pipeline name, a missing `subscriptions:`) to name the file the user gave.
+ */
+export function configFile(config: Config): string {
+  return FILES.get(config) ?? 'config.yaml';
 }
 
 /** Keys that would put a secret in the file; they are refused with a pointer to the env variable. */
@@ -90,6 +99,7 @@ export function parseConfig(text: string, file = 'config.yaml'): Config {
     ...(expanded.subscriptions ? { subscriptions: expanded.subscriptions } : {}),
   });
   WARNINGS.set(config, Object.freeze(warnings));
+  FILES.set(config, file);
   return config;
 }
 

@@ -1,20 +1,63 @@
+import { validateDetailed as validateCron } from 'node-cron';
 import { z } from 'zod';
+import { isValidTimeZone, parseDay } from '../pipeline/time-zones.js';
+import { POSTGRES_URL_EXAMPLE, postgresUrlProblem } from './database-url.js';
 import * as D from './defaults.js';
 import { analyticsSettingsSchema } from './analytics.js';
 import { REPORT_NAME_PATTERN, subscriptionsSchema } from './subscriptions-schema.js';
 
 export const DEPLOYMENTS = ['test', 'production', 'production-india'] as const;
+
+/**
+ * What a load does with a column its source has and its table lacks (like dlt's schema contract
+ * for columns): `evolve` adds it (recorded in etl.schema_changes); `freeze` fails the window (or
+ * the import) naming the column, and the table keeps the columns it has.
+ */
+export const SCHEMA_CHANGES = ['evolve', 'freeze'] as const;
+export type SchemaChanges = (typeof SCHEMA_CHANGES)[number];
 export type Deployment = (typeof DEPLOYMENTS)[number];
 
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected a date written YYYY-MM-DD');
+/** A date written YYYY-MM-DD that is on the calendar (2024-02-30 is not). */
+const isoDate = z.string().refine(isCalendarDate, 'expected a calendar date written YYYY-MM-DD');
 const positiveInt = z.number().int().positive();
 const organizationId = z
   .string()
   .regex(/^[a-zA-Z0-9_-]{1,32}$/, 'expected an organizationId of 1-32 letters, digits, "-" or "_"');
 
+function isCalendarDate(date: string): boolean {
+  try {
+    parseDay(date);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** An IANA time zone this runtime knows, checked when the config loads (not when a task starts). */
+const timeZone = z.string().superRefine((zone, ctx) => {
+  if (!isValidTimeZone(zone)) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `unknown time zone "${zone}"; expected an IANA zone such as UTC or America/Chicago`,
+    });
+  }
+});
+
+/** A cron expression node-cron (the scheduler) accepts, checked when the config loads. */
+const cronExpression = z.string().superRefine((expression, ctx) => {
+  const { valid, errors } = validateCron(expression);
+  if (!valid) {
+    const why = errors.map((e) => e.message).join(', ');
+    ctx.addIssue({
+      code: 'custom',
+      message: `"${expression}" is not a cron expression (${why}); expected five fields, minute hour day-of-month month day-of-week (or six, seconds first), such as "0 7 * * *"`,
+    });
+  }
+});
+
 export const scheduleSettingsSchema = z.strictObject({
-  cron: z.string().min(9, 'expected a cron expression such as "0 7 * * *"'),
-  timezone: z.string().default('UTC'),
+  cron: cronExpression,
+  timezone: timeZone.default('UTC'),
 });
 
 /** Per-pipeline settings; every key is optional and falls back to `defaults`. */
@@ -35,20 +78,32 @@ export const pipelineSettingsSchema = z.strictObject({
     .optional(),
   schedule: scheduleSettingsSchema.optional(),
   /** Time zone the windows are cut in; default: the subscription's (report files), else the schedule's. */
-  timezone: z.string().min(1).optional(),
+  timezone: timeZone.optional(),
   startDate: isoDate.optional(),
   lookbackDays: z.number().int().min(0).max(90).optional(),
   windowDays: z.number().int().min(1).max(D.MAX_WINDOW_DAYS).optional(),
   concurrency: positiveInt.max(32).optional(),
   pageLimit: z.number().int().min(1).max(2000).optional(),
+  schemaChanges: z.enum(SCHEMA_CHANGES).optional(),
 });
 export type PipelineSettings = z.infer<typeof pipelineSettingsSchema>;
 
 export const configSchema = z.strictObject({
   warehouse: z
     .strictObject({
-      /** PostgreSQL URL; DATABASE_URL wins. Omit both for the embedded PGlite warehouse. */
-      url: z.string().url().optional(),
+      /** PostgreSQL URL; DATABASE_URL wins. Omit both for the embedded warehouse (a PostgreSQL server cybs-etl runs itself at `path`). */
+      url: z
+        .string()
+        .superRefine((url, ctx) => {
+          const problem = postgresUrlProblem(url);
+          if (problem) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `${problem}; expected ${POSTGRES_URL_EXAMPLE}, or no url for the embedded warehouse`,
+            });
+          }
+        })
+        .optional(),
       path: z.string().min(1).default(D.DEFAULT_WAREHOUSE_PATH),
     })
     .prefault({}),
@@ -92,12 +147,14 @@ export const configSchema = z.strictObject({
       rejectThreshold: z.number().min(0).max(1).default(D.DEFAULT_REJECT_THRESHOLD),
       leaseSeconds: positiveInt.default(D.DEFAULT_LEASE_SECONDS),
       organizations: z.array(organizationId).min(1).optional(),
+      schemaChanges: z.enum(SCHEMA_CHANGES).default(D.DEFAULT_SCHEMA_CHANGES),
     })
     .prefault({}),
   schedule: z
     .strictObject({
       metricsPort: z.number().int().min(0).max(65535).default(D.DEFAULT_METRICS_PORT),
-      metricsHost: z.string().default('127.0.0.1'),
+      /** Address of /healthz, /readyz and /metrics; CYBS_METRICS_HOST wins (0.0.0.0 in the container). */
+      metricsHost: z.string().min(1).default(D.DEFAULT_METRICS_HOST),
       shutdownTimeoutMs: positiveInt.default(D.DEFAULT_SHUTDOWN_TIMEOUT_MS),
     })
     .prefault({}),

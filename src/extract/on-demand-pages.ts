@@ -1,4 +1,5 @@
-import type { JsonPage, ReportingClient } from '../api/reporting-client.js';
+import type { JsonPage } from '../api/json-body.js';
+import type { ReportingClient } from '../api/reporting-client.js';
 import { isApiError } from '../api/errors.js';
 import { CybsError } from '../errors.js';
 import type { OnDemandEndpoint } from '../pipeline/define-pipeline.js';

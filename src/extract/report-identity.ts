@@ -8,12 +8,20 @@
  *    period its metadata names are the window's. A file without a metadata line (as a subscription
  *    report never is) and the legacy metadata line without an organization are judged on what they
  *    say.
- * Both failures are EXTRACT_NOT_THE_REPORT: the window fails, nothing of it is loaded, and a later
- * run retries it.
+ *  - it is a report of the definition asked for, when its metadata names one (namedReportDefinition).
+ * The first two failures are EXTRACT_NOT_THE_REPORT, the third EXTRACT_OTHER_REPORT (with the
+ * definition the file names in its context, for `import` to say which one to import it as): the
+ * window fails, nothing of it is loaded, and a later run retries it.
  */
 import { open } from 'node:fs/promises';
 import { parse } from 'csv-parse/sync';
-import { resolveHeader } from '../catalog/index.js';
+import {
+  findReportDefinition,
+  guessReportDefinition,
+  isSharedReportName,
+  resolveHeader,
+} from '../catalog/index.js';
+import type { ReportDefinition } from '../catalog/index.js';
 import { CybsError } from '../errors.js';
 import { parseCsvMetadataLine } from '../parse/csv-report.js';
 import type { ReportMetadata } from '../parse/records.js';
@@ -30,11 +38,15 @@ export interface ReportShape {
   format: ReportFormat;
   /** For messages: the file's name. */
   fileName: string;
-  /** The report definition (its header names are the known ones). */
-  reportDefinition: string;
+  /**
+   * The report definition (its header names are the known ones), which the metadata must not
+   * contradict; undefined: any report (`import` without --report-definition).
+   */
+  reportDefinition: string | undefined;
 }
 
 export interface ExpectedReport extends ReportShape {
+  reportDefinition: string;
   organizationId: string;
   /** The subscription's report name. */
   reportName: string;
@@ -89,7 +101,43 @@ export function checkReportHead(head: Buffer, expected: ExpectedReport): void {
  */
 export function checkReportShape(head: Buffer, shape: ReportShape): ReportMetadata | undefined {
   const text = reportHeadText(head.subarray(0, REPORT_HEAD_BYTES), shape.fileName);
-  return shape.format === 'xml' ? xmlHeadMetadata(text, shape) : csvHeadMetadata(text, shape);
+  const metadata = shape.format === 'xml' ? xmlHeadMetadata(text, shape) : csvHeadMetadata(text, shape);
+  const named = metadata === undefined ? undefined : namedReportDefinition(metadata);
+  const expected =
+    shape.reportDefinition === undefined ? undefined : findReportDefinition(shape.reportDefinition);
+  if (named !== undefined && expected !== undefined && named.name !== expected.name) {
+    const what = metadata!.reportType ?? metadata!.reportName;
+    throw new CybsError(
+      'EXTRACT_OTHER_REPORT',
+      `${shape.fileName}: its ${shape.format === 'xml' ? 'root element' : 'metadata line'} names a "${what}" report (${named.name}), not ${expected.name}; nothing of it is loaded.`,
+      {
+        stage: 'extract',
+        retryable: true,
+        exitCode: 2,
+        context: { file: shape.fileName, reportDefinition: named.name, named: what },
+      },
+    );
+  }
+  return metadata;
+}
+
+/**
+ * The report definition a report's metadata names, if it names one the catalog knows: a CSV
+ * metadata line's report type (the REST-era line: `PaymentBatchDetail`), else its title (the legacy
+ * line: `Payment Batch Detail Report`); an XML root's `Name` (`Payment Batch Detail`), unless files
+ * of several definitions carry it (`Transaction Detail`). A subscription's report name says
+ * nothing: it is the merchant's choice.
+ */
+export function namedReportDefinition(metadata: ReportMetadata): ReportDefinition | undefined {
+  if (
+    metadata.format === 'csv' &&
+    (metadata.reportType !== undefined || metadata.organizationId !== undefined)
+  ) {
+    // The REST-era line (organization, report name, type, version, period): its type.
+    return metadata.reportType === undefined ? undefined : guessReportDefinition(metadata.reportType);
+  }
+  const name = metadata.reportName;
+  return name === undefined || isSharedReportName(name) ? undefined : guessReportDefinition(name);
 }
 
 /**
@@ -143,7 +191,7 @@ function csvHeadMetadata(text: string, expected: ReportShape): ReportMetadata | 
   if (!known) {
     throw notTheReport(
       expected,
-      `the body is not a ${expected.reportDefinition} CSV report: it has no metadata line and no header naming a field of the report (it starts with ${startOf(text)})`,
+      `the body is not a ${expected.reportDefinition === undefined ? '' : `${expected.reportDefinition} `}CSV report: it has no metadata line and no header naming a field of the report (it starts with ${startOf(text)})`,
     );
   }
   return undefined;

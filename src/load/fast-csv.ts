@@ -14,7 +14,7 @@
  * It produces exactly what the per-row path (openCsvReport → toLoadSource → loadWindow) produces,
  * or refuses (`LOAD_FAST_PATH_REFUSED`) and the caller loads the file through the per-row path.
  * It refuses, rather than risk a difference, whenever a file is outside the common case:
- *  - the warehouse is PGlite (no streaming COPY there), or a column's type drifted from the table's;
+ *  - a column's type drifted from the table's;
  *  - a carriage return outside quotes that is not part of a CRLF line end, a blank line, a
  *    blank line between metadata and header, a one-column header;
  *  - a quote that does not open a value, or a quoted value that goes on after its closing quote

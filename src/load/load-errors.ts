@@ -18,6 +18,8 @@ export const LOAD_ERROR_CODES = {
   sourceFailed: 'LOAD_SOURCE_FAILED',
   /** A source's columns cannot be loaded (duplicates, lineage names, a missing key column). */
   invalidSource: 'LOAD_INVALID_SOURCE',
+  /** A source column the table lacks, with the pipeline's schemaChanges: freeze. */
+  schemaFrozen: 'LOAD_SCHEMA_FROZEN',
   /** Serialization failure or deadlock: retry the window transaction. */
   conflict: 'LOAD_CONFLICT',
   /** The connection was lost: retry the window transaction. */
@@ -37,6 +39,23 @@ const CONNECTION_CODES = new Set([
   '57P03',
 ]);
 
+/** Statements PostgreSQL refused, by SQLSTATE or its class (two characters): what to do. */
+const DATABASE_FIXES: Record<string, string> = {
+  '42501': 'grant the role cybs-etl connects as the rights it needs (see sql/roles.sql)',
+  '3F000': 'create the schemas with "cybs-etl migrate", then run the command again',
+  '42P01': 'create the tables with "cybs-etl migrate", then run the command again',
+  '53100': 'free disk space on the database server',
+  '53200': 'give the database server more memory, or lower defaults.globalConcurrency',
+  '57014': 'run the command again',
+  '40': 'run the command again',
+  '25': 'run the command again',
+};
+
+/** What to do about a statement PostgreSQL refused; undefined when nothing general helps. */
+export function databaseErrorFix(code: string | undefined): string | undefined {
+  return code ? (DATABASE_FIXES[code] ?? DATABASE_FIXES[code.slice(0, 2)]) : undefined;
+}
+
 interface PgErrorLike {
   code?: unknown;
   where?: unknown;
@@ -45,7 +64,7 @@ interface PgErrorLike {
   table?: unknown;
 }
 
-/** The SQLSTATE (or Node error code) of an error thrown by pg or PGlite. */
+/** The SQLSTATE (or Node error code) of an error thrown by pg. */
 export function sqlState(error: unknown): string | undefined {
   const code = (error as PgErrorLike | null)?.code;
   return typeof code === 'string' ? code : undefined;

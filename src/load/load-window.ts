@@ -95,6 +95,11 @@ export interface LoadWindowOptions {
    * window's state: the result is the one the load would have had.
    */
   state?: { previous?: LoadedState | undefined; skipIfUnchanged: boolean };
+  /**
+   * A source column the table lacks: `evolve` (default) adds it; `freeze` fails the window with
+   * LOAD_SCHEMA_FROZEN naming the columns (the pipeline's `schemaChanges`).
+   */
+  schemaChanges?: 'evolve' | 'freeze';
   /** Runs in the load transaction after the data is merged (the caller writes etl.windows here). */
   beforeCommit?: (trx: Db, result: LoadWindowResult) => Promise<void>;
   logger?: Logger;
@@ -198,11 +203,6 @@ export const DEFAULT_REJECT_THRESHOLD = 0.01;
 
 /** Size of one COPY chunk, in UTF-16 code units (about a megabyte). */
 const CHUNK_CHARS = 1 << 20;
-/**
- * On PGlite `copyFrom` runs one COPY per 8 MB slice; ending each COPY segment below that keeps the
- * line numbers in PostgreSQL's errors relative to one segment.
- */
-const PGLITE_SEGMENT_CHARS = 7 * (1 << 20);
 /**
  * A COPY segment also ends when its line → record map holds this many runs (record numbers that
  * jump, e.g. line numbers of multi-line CSV records), which keeps that map bounded.
@@ -734,7 +734,7 @@ async function loadTarget(
       firstLoadResult(ctx, tableName, source.source, added, rows, started, rejectedBefore);
 
     let rawCsv = source.rawCsv;
-    if (rawCsv !== undefined && ctx.kind === 'postgres' && drift.length === 0) {
+    if (rawCsv !== undefined && drift.length === 0) {
       const started = performance.now();
       const rejectedBeforeDirect = ctx.rejects.count;
       const direct = await copyRawCsvIntoTable(ctx, trx, decl, source, rawCsv, staged, stagingName);
@@ -743,7 +743,7 @@ async function loadTarget(
     }
 
     let rawText = source.rawCopyText;
-    if (rawText !== undefined && ctx.kind === 'postgres' && drift.length === 0) {
+    if (rawText !== undefined && drift.length === 0) {
       const started = performance.now();
       const rejectedBeforeDirect = ctx.rejects.count;
       const direct = await copyRawTextIntoTable(ctx, trx, decl, source, rawText, staged);
@@ -756,7 +756,7 @@ async function loadTarget(
     let stagedCount: number;
     if (rawCsv) {
       stagedCount = await copyRawCsv(ctx, trx, decl, source, rawCsv, staged, stagingName, drift.length > 0);
-    } else if (source.copyText && ctx.kind === 'postgres' && drift.length === 0) {
+    } else if (source.copyText && drift.length === 0) {
       // The records that need the per-row path are staged first (with their rejects), then a first
       // load puts them and the pre-encoded lines straight into the table.
       const perRow = await copySource(
@@ -937,8 +937,9 @@ function validateSource(decl: TableDecl, source: LoadSource): void {
 
 /**
  * Create the table or add what it lacks: declared columns first, then source columns that map to
- * no table column (typed as the source declares them; `text` for unknown headers). Every added
- * column is recorded in etl.schema_changes in the load transaction.
+ * no table column (typed as the source declares them; `text` for unknown headers), unless the
+ * schema is frozen (LoadWindowOptions.schemaChanges). Every added column is recorded in
+ * etl.schema_changes in the load transaction.
  */
 async function evolveSchema(
   ctx: WindowContext,
@@ -956,6 +957,22 @@ async function evolveSchema(
     await lockTableDdl(trx, decl.schema, decl.name);
     columns = (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
     const present = have();
+    const missing = source.columns.filter((c) => !present.has(c.name)).map((c) => c.name);
+    if (ctx.options.schemaChanges === 'freeze' && missing.length > 0) {
+      const pipeline = ctx.options.window.pipeline;
+      const shown = missing.slice(0, 8).map((c) => `"${c}"`);
+      const named = `${shown.join(', ')}${missing.length > shown.length ? ` (and ${missing.length - shown.length} more)` : ''}`;
+      throw new CybsError(
+        LOAD_ERROR_CODES.schemaFrozen,
+        `${decl.schema}.${decl.name} has no column ${named}, which ${source.source} brings, ` +
+          `and pipelines.${pipeline}.schemaChanges is freeze: add ${missing.length === 1 ? 'it' : 'them'} to the table, or set schemaChanges: evolve; nothing was loaded.`,
+        {
+          stage: 'load',
+          exitCode: 2,
+          context: { table: `${decl.schema}.${decl.name}`, source: source.source, columns: missing },
+        },
+      );
+    }
     for (const column of source.columns) {
       if (present.has(column.name)) continue;
       const columnDecl: ColumnDecl = {
@@ -998,7 +1015,7 @@ async function evolveSchema(
 
 /**
  * Stream the source's batches into the staging table. The COPY is split into segments only when
- * rejects must be written (between segments) or, on PGlite, to keep one COPY per slice.
+ * rejects must be written (between segments).
  */
 async function copySource(
   ctx: WindowContext,
@@ -1017,7 +1034,6 @@ async function copySource(
   const statement = `COPY pg_temp.${quoteIdent(stagingName)} (${[...staged.map((c) => c.name), '_source_row']
     .map(quoteIdent)
     .join(', ')}) FROM STDIN`;
-  const segmentLimit = ctx.kind === 'pglite' ? PGLITE_SEGMENT_CHARS : Number.POSITIVE_INFINITY;
   const rejects = ctx.rejects;
   const cells: string[] = new Array<string>(n + 1);
 
@@ -1044,7 +1060,6 @@ async function copySource(
     async function* segment(): AsyncGenerator<string> {
       let parts: string[] = [];
       let chars = 0;
-      let segmentChars = 0;
       fill: for (;;) {
         if (pending === null) {
           if (rejects.full) break;
@@ -1104,10 +1119,9 @@ async function copySource(
           lineMap.add(record.recordNumber);
           if (chars >= CHUNK_CHARS) {
             yield parts.join('');
-            segmentChars += chars;
             parts = [];
             chars = 0;
-            if (segmentChars >= segmentLimit || lineMap.runs >= MAX_LINE_MAP_RUNS) break fill;
+            if (lineMap.runs >= MAX_LINE_MAP_RUNS) break fill;
           }
         }
         pending = null;
@@ -1286,7 +1300,7 @@ async function loadLive(
   trx: Db,
   live: LiveLoad,
 ): Promise<TableLoadResult[] | (() => LoadWindowTarget[])> {
-  const copier = ctx.kind === 'postgres' ? await startLiveCopy(ctx, trx, live) : undefined;
+  const copier = await startLiveCopy(ctx, trx, live);
   let targets: () => LoadWindowTarget[];
   try {
     targets = await live.produce(copier ? copier.pageDone : () => undefined);
@@ -1666,7 +1680,7 @@ async function copyRawTextIntoTable(
   body: RawCopyTextBody,
   staged: StagedColumn[],
 ): Promise<number | 'conflict' | 'staging'> {
-  assertRawTextCopyable(ctx.kind, staged, false);
+  assertRawTextCopyable(staged, false);
   const lineage = await copyTextLineage(ctx, trx, decl, source);
   if (lineage === undefined) return 'staging';
   const columns = [...staged.map((c) => c.name), '_source_row', ...DIRECT_LINEAGE];
@@ -1744,7 +1758,6 @@ async function copyRawCsv(
   stagingName: string,
   drift: boolean,
 ): Promise<number> {
-  if (ctx.kind !== 'postgres') throw refuseFastPath('the embedded warehouse has no streaming COPY');
   if (drift) throw refuseFastPath('column types differ from the table (values need checking one by one)');
   const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
   // The scanner appends each record's line number: the last column, `_source_row`.

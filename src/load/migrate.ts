@@ -2,7 +2,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Migrator, sql } from 'kysely';
 import type { Migration, MigrationProvider, MigrationResultSet } from 'kysely';
-import { CybsError } from '../errors.js';
+import { CybsError, errorMessage } from '../errors.js';
+import { databaseErrorFix, sqlState } from './load-errors.js';
 import { projectRoot } from '../paths.js';
 import type { Db } from './warehouse.js';
 
@@ -43,9 +44,12 @@ export async function migrateToLatest(db: Db): Promise<MigrateResult> {
   const { error, results }: MigrationResultSet = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    const code = sqlState(error);
+    const fix = databaseErrorFix(code);
     throw new CybsError(
       'LOAD_MIGRATION',
-      `Migration ${failed ?? '(unknown)'} failed: ${(error as Error).message ?? String(error)}`,
+      `Migrating the warehouse failed${failed ? ` in ${failed}` : ''}: ${errorMessage(error)}` +
+        `${code && /^[0-9A-Z]{5}$/.test(code) ? ` (SQLSTATE ${code})` : ''}${fix ? `; ${fix}` : ''}.`,
       { stage: 'load', cause: error },
     );
   }

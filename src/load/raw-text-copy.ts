@@ -62,7 +62,7 @@ export async function copyRawText(
   stagingName: string,
   drift: boolean,
 ): Promise<number> {
-  assertRawTextCopyable(kind, staged, drift);
+  assertRawTextCopyable(staged, drift);
   await copyRawTextLines(
     session,
     `COPY pg_temp.${quoteIdent(stagingName)} (${[...staged.map((c) => c.name), '_source_row']
@@ -88,11 +88,9 @@ export async function copyRawText(
 
 /** Refuses what the raw COPY text path cannot load (the caller loads the file record by record). */
 export function assertRawTextCopyable(
-  kind: Warehouse['kind'],
   staged: readonly { name: string; sourceType: string }[],
   drift: boolean,
 ): void {
-  if (kind !== 'postgres') throw refuseFastPath('the embedded warehouse has no streaming COPY');
   if (drift) throw refuseFastPath('column types differ from the table (values need checking one by one)');
   for (const c of staged) {
     if (!(PG_TYPES as readonly string[]).includes(c.sourceType)) {

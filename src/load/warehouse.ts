@@ -1,5 +1,3 @@
-import { chmod, lstat, mkdir, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -8,20 +6,24 @@ import { from as copyFromStream } from 'pg-copy-streams';
 import { CybsError, isCybsError } from '../errors.js';
 import { redactUrlPasswords } from '../observability/redact.js';
 import { isConnectionLost, LOAD_ERROR_CODES } from './load-errors.js';
-import { Mutex, PGliteDialect } from './pglite-dialect.js';
+import { openEmbeddedServer } from './embedded-server.js';
 
 /** Kysely over an untyped schema: table shapes come from data (report headers), not from code. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Db = Kysely<any>;
 
-export type WarehouseKind = 'postgres' | 'pglite';
+/**
+ * Where the warehouse runs: a PostgreSQL server of the user's (`DATABASE_URL`), or the embedded one
+ * cybs-etl runs itself (embedded-server.ts). Both are PostgreSQL and take the same code paths; the
+ * kind only changes messages.
+ */
+export type WarehouseKind = 'postgres' | 'embedded';
 
 /** One connection, held for a unit of work: its `db` and its `copyFrom` share one session. */
 export interface WarehouseSession {
   readonly db: Db;
   /**
-   * Run `COPY … FROM STDIN` with the given bytes. Each chunk must end on a row boundary (the embedded
-   * warehouse copies in slices). Resolves to the number of rows copied.
+   * Run `COPY … FROM STDIN` with the given bytes. Resolves to the number of rows copied.
    */
   copyFrom(
     statement: string,
@@ -54,7 +56,7 @@ export interface Warehouse {
 }
 
 export interface WarehouseConfig {
-  /** PostgreSQL URL; when absent, the embedded PGlite database at `path`. */
+  /** PostgreSQL URL; when absent, the embedded PostgreSQL server on the data directory `path`. */
   url?: string | undefined;
   path: string;
   /** Pool size on PostgreSQL. */
@@ -64,18 +66,45 @@ export interface WarehouseConfig {
 
 const DATE_OID = 1082;
 
-/** Open the warehouse: PostgreSQL through pg when a URL is given, embedded PGlite otherwise. */
+/** Open the warehouse: the PostgreSQL server at the URL, or the embedded server (started if need be). */
 export async function openWarehouse(config: WarehouseConfig): Promise<Warehouse> {
-  return config.url ? openPostgres(config.url, config) : openPglite(config.path);
+  if (config.url) {
+    const url = config.url;
+    return openPostgres({ connectionString: url }, config, {
+      kind: 'postgres',
+      location: redactUrlPasswords(url),
+      connectError: (error) => connectError(url, error),
+    });
+  }
+  const server = await openEmbeddedServer(config.path, config.applicationName ?? 'cybs-etl');
+  return openPostgres(server.connection, config, {
+    kind: 'embedded',
+    location: server.dataDir,
+    connectError: (error) =>
+      new CybsError(
+        'LOAD_CONNECT',
+        `Cannot connect to the embedded warehouse at ${server.dataDir}: ${(error as Error).message}`,
+        { stage: 'load', retryable: true, cause: error },
+      ),
+    release: () => server.release(),
+  });
 }
 
-function openPostgres(url: string, config: WarehouseConfig): Warehouse {
+interface ServerAccess {
+  kind: WarehouseKind;
+  location: string;
+  connectError(error: unknown): CybsError;
+  /** After the pool has ended (the embedded server: leave it). */
+  release?: () => Promise<void>;
+}
+
+function openPostgres(connection: pg.ClientConfig, config: WarehouseConfig, access: ServerAccess): Warehouse {
   const types = {
     getTypeParser: (oid: number, format?: 'text' | 'binary') =>
       oid === DATE_OID ? (value: string) => value : pg.types.getTypeParser(oid, format),
   };
   const pool = new pg.Pool({
-    connectionString: url,
+    ...connection,
     max: config.maxConnections ?? 10,
     application_name: config.applicationName ?? 'cybs-etl',
     types,
@@ -86,16 +115,17 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) });
+  const { connectError: failed } = access;
   return {
-    kind: 'postgres',
+    kind: access.kind,
     db,
-    location: redactUrlPasswords(url),
+    location: access.location,
     async session(fn) {
       let client: pg.PoolClient;
       try {
         client = await pool.connect();
       } catch (error) {
-        throw connectError(url, error);
+        throw failed(error);
       }
       const pinned = {
         // Kysely only calls query() and release(); release is a no-op because the session owns the client.
@@ -136,7 +166,7 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
     },
     async readOnlyQuery(text) {
       const client = new pg.Client({
-        connectionString: url,
+        ...connection,
         application_name: config.applicationName ?? 'cybs-etl',
         options: '-c default_transaction_read_only=on',
         types,
@@ -146,7 +176,7 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
       try {
         await client.connect();
       } catch (error) {
-        throw connectError(url, error);
+        throw failed(error);
       }
       try {
         await client.query('begin transaction read only');
@@ -165,7 +195,7 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
       let released = false;
       const lock = async (): Promise<void> => {
         const next = new pg.Client({
-          connectionString: url,
+          ...connection,
           application_name: config.applicationName ?? 'cybs-etl',
         });
         // A lost lock connection is taken again (below), never an unhandled 'error' event.
@@ -192,7 +222,7 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
       try {
         await lock();
       } catch (error) {
-        throw connectError(url, error);
+        throw failed(error);
       }
       return async () => {
         released = true;
@@ -204,114 +234,7 @@ function openPostgres(url: string, config: WarehouseConfig): Warehouse {
     },
     async close() {
       await db.destroy();
-    },
-  };
-}
-
-/**
- * Directories 0700 and files 0600 under `root`, itself included. The embedded warehouse holds names,
- * e-mails and addresses, and PGlite writes the files it unpacks at creation with mode 0666.
- */
-async function makePrivate(root: string): Promise<void> {
-  const visit = async (path: string): Promise<void> => {
-    const info = await lstat(path);
-    if (info.isSymbolicLink()) return;
-    const want = info.isDirectory() ? 0o700 : 0o600;
-    if ((info.mode & 0o777) !== want) await chmod(path, want);
-    if (info.isDirectory()) for (const name of await readdir(path)) await visit(join(path, name));
-  };
-  await visit(root);
-}
-
-async function openPglite(path: string): Promise<Warehouse> {
-  await mkdir(path, { recursive: true, mode: 0o700 });
-  await makePrivate(path);
-  // Loaded only when used: a PostgreSQL deployment never pays for the embedded database's module.
-  const { PGlite } = await import('@electric-sql/pglite');
-  const pglite = new PGlite({ dataDir: path, parsers: { [DATE_OID]: (value: string) => value } });
-  try {
-    await pglite.waitReady;
-  } catch (error) {
-    throw new CybsError(
-      'LOAD_CONNECT',
-      `Cannot open the embedded warehouse at ${path}: ${(error as Error).message}`,
-      {
-        stage: 'load',
-        cause: error,
-      },
-    );
-  }
-  await makePrivate(path);
-  const mutex = new Mutex();
-  const db: Db = new Kysely({ dialect: new PGliteDialect(pglite, mutex) });
-  return {
-    kind: 'pglite',
-    db,
-    location: path,
-    async session(fn) {
-      const release = await mutex.acquire();
-      const sessionDb: Db = new Kysely({ dialect: new PGliteDialect(pglite, null) });
-      try {
-        return await fn({
-          db: sessionDb,
-          async copyFrom(statement, chunks) {
-            let rows = 0;
-            let buffered: (Uint8Array | string)[] = [];
-            let size = 0;
-            const flush = async () => {
-              if (size === 0) return;
-              const blob = new Blob(buffered as (string | Uint8Array<ArrayBuffer>)[]);
-              buffered = [];
-              size = 0;
-              const result = await pglite.query(
-                statement.replace(/\bFROM\s+STDIN\b/i, "FROM '/dev/blob'"),
-                [],
-                { blob },
-              );
-              rows += result.affectedRows ?? 0;
-            };
-            for await (const chunk of chunks) {
-              buffered.push(chunk);
-              size += typeof chunk === 'string' ? chunk.length : chunk.byteLength;
-              if (size >= 8 * 1024 * 1024) await flush();
-            }
-            await flush();
-            return rows;
-          },
-        });
-      } finally {
-        release();
-      }
-    },
-    async readOnlyQuery(text) {
-      const release = await mutex.acquire();
-      try {
-        await pglite.exec('begin transaction read only; select 1;');
-        try {
-          return (await pglite.query<Record<string, unknown>>(text)).rows;
-        } finally {
-          await pglite.exec('rollback');
-        }
-      } finally {
-        release();
-      }
-    },
-    async holdAdvisoryLock(space, key) {
-      // One session: the lock lives in it until released or the process ends.
-      const run = async (text: string) => {
-        const release = await mutex.acquire();
-        try {
-          await pglite.query(text, [space, key]);
-        } finally {
-          release();
-        }
-      };
-      await run('select pg_advisory_lock($1, hashtext($2))');
-      return () => run('select pg_advisory_unlock($1, hashtext($2))').catch(() => {});
-    },
-    async close() {
-      await pglite.close();
-      await makePrivate(path);
+      await access.release?.();
     },
   };
 }

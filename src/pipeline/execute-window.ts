@@ -129,6 +129,7 @@ async function commitLoad(
     ...(file ? { state: { previous: file.previous, skipIfUnchanged: file.same } } : {}),
     runId: task.runId,
     rejectThreshold: task.pipeline.rejectThreshold,
+    schemaChanges: task.pipeline.schemaChanges,
     logger: deps.logger,
     beforeCommit: async (trx, r) => {
       const counts = { inserted: 0, updated: 0, unchanged: 0, deleted: 0 };
@@ -235,7 +236,7 @@ async function executeReportWindow(
   // does not, a re-load of even the same file cannot be recognised, and need not wait for its end.
   const tables = found.format === 'xml' ? xmlTableSources(def, source) : [{ table: def.table, source }];
   const tablesAsLeft =
-    expected && previous && deps.warehouse.kind === 'postgres'
+    expected && previous
       ? tablesHoldWhatWasLeft(deps.warehouse, refOf(task), tables, previous).catch(() => true)
       : undefined;
   const expectation = expected ? { digest: expected, tablesAsLeft } : undefined;
@@ -253,10 +254,7 @@ async function executeReportWindow(
   return withDownloadedBytes(deps, task, params, report, readSize, expectation, async (bytes) => {
     const file: FileLoad = { previous, same: bytes.same, digest: bytes.digest, declaration };
     if (found.format === 'xml') return loadXmlFile(deps, task, def, bytes, fileName, source, sourceRef, file);
-    const fast =
-      deps.warehouse.kind === 'postgres'
-        ? await loadCsvFast(deps, task, def, bytes, fileName, source, sourceRef, file)
-        : undefined;
+    const fast = await loadCsvFast(deps, task, def, bytes, fileName, source, sourceRef, file);
     if (fast !== undefined) return fast;
     const records = await openCsvReport(await bytes.complete(), {
       fileName,
@@ -517,26 +515,24 @@ async function loadXmlFile(
   file: FileLoad,
 ): Promise<WindowResult> {
   const options = { fileName, report: def.reportDefinitionName };
-  if (deps.warehouse.kind === 'postgres') {
-    // The fast path: records and items straight to COPY, PostgreSQL casting and checking set-wise.
-    const fast = await loadXmlFast(
-      def,
-      ({ discoverColumns, childTables }) =>
-        openRawXmlReport(() => bytes.read(), {
-          fileName,
-          report: def.reportDefinitionName,
-          discoverColumns,
-          childTables,
-        }),
-      (targets) => commitWindow(deps, task, targets(source), sourceRef, false, file),
-      (reason) =>
-        deps.logger.info(
-          { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason },
-          'XML fast path refused; loading the file record by record',
-        ),
-    );
-    if (fast !== undefined) return fast;
-  }
+  // The fast path: records and items straight to COPY, PostgreSQL casting and checking set-wise.
+  const fast = await loadXmlFast(
+    def,
+    ({ discoverColumns, childTables }) =>
+      openRawXmlReport(() => bytes.read(), {
+        fileName,
+        report: def.reportDefinitionName,
+        discoverColumns,
+        childTables,
+      }),
+    (targets) => commitWindow(deps, task, targets(source), sourceRef, false, file),
+    (reason) =>
+      deps.logger.info(
+        { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason },
+        'XML fast path refused; loading the file record by record',
+      ),
+  );
+  if (fast !== undefined) return fast;
   // The per-row path: the records, and the items of their repeated groups in the child tables.
   const xml = await openXmlFileTargets(def, () => bytes.complete(), options);
   return commitWindow(deps, task, xml.targets(source), sourceRef, false, file);

@@ -1,5 +1,5 @@
 import type { PlannedWindow } from '../state/windows.js';
-import { duePeriods, hasSeveralReportsADay, periodsStartingOn } from '../time/report-periods.js';
+import { duePeriods, hasSeveralReportsADay, isAvailable, periodsStartingOn } from '../time/report-periods.js';
 import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
 import { addDays, dateOfDayNumber, dayNumber, localDate, startOfLocalDay } from './time-zones.js';
 
@@ -93,7 +93,9 @@ export function planDueWindows(shape: WindowShape, options: DuePlanOptions): Due
     last = windowOfDay(shape, lastDay);
   }
   const due = windowsBetween(shape, options.startDate, last.lastDay).filter(
-    (w) => dayNumber(w.lastDay) >= dayNumber(options.startDate) && w.end.getTime() <= readyBefore.getTime(),
+    (w) =>
+      dayNumber(w.lastDay) >= dayNumber(options.startDate) &&
+      isAvailable(w.end, options.now, options.readyAfterHours),
   );
   const lookbackFrom = dayNumber(last.lastDay) - options.lookbackDays + 1;
   const lookbackKeys = new Set(

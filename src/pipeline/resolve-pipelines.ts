@@ -1,9 +1,10 @@
 import { DEFAULT_START_DATE_DAYS_AGO } from '../config/defaults.js';
-import type { Config, PipelineSettings } from '../config/schema.js';
+import { configFile } from '../config/load-config.js';
+import type { Config, PipelineSettings, SchemaChanges } from '../config/schema.js';
 import { configError } from '../errors.js';
 import type { ReportSchedule } from '../time/report-periods.js';
 import type { PipelineDef } from './define-pipeline.js';
-import { addDays, isValidTimeZone, localDate } from './time-zones.js';
+import { addDays, localDate } from './time-zones.js';
 
 /** A pipeline with its effective settings: definition defaults < config defaults < per-pipeline config. */
 export interface ResolvedPipeline {
@@ -30,6 +31,8 @@ export interface ResolvedPipeline {
   readyAfterHours: number;
   notReadyHorizonHours: number;
   rejectThreshold: number;
+  /** Columns a source brings that its table lacks: added, or the window fails (config `schemaChanges`). */
+  schemaChanges: SchemaChanges;
 }
 
 export interface ResolveOptions {
@@ -38,7 +41,7 @@ export interface ResolveOptions {
   now: Date;
 }
 
-/** Apply config.yaml to the pipeline definitions; unknown pipeline names are config errors. */
+/** Apply the config to the pipeline definitions; unknown pipeline names are config errors. */
 export function resolvePipelines(
   defs: readonly PipelineDef[],
   config: Config,
@@ -48,24 +51,16 @@ export function resolvePipelines(
   for (const name of Object.keys(config.pipelines)) {
     if (!byName.has(name)) {
       throw configError(
-        `config.yaml: unknown pipeline "pipelines.${name}"; known pipelines: ${[...byName.keys()].join(', ')}.`,
+        `${configFile(config)}: unknown pipeline "pipelines.${name}"; known pipelines: ${[...byName.keys()].join(', ')}.`,
+        { file: configFile(config), key: `pipelines.${name}` },
       );
     }
   }
   return defs.map((def) => {
     const configured = config.pipelines[def.name];
     const s: PipelineSettings = configured ?? { enabled: def.enabledByDefault };
+    // Cron expressions and time zones of the config were checked when it loaded (config/schema.ts).
     const schedule = s.schedule ?? def.defaultSchedule;
-    if (s.timezone !== undefined && !isValidTimeZone(s.timezone)) {
-      throw configError(
-        `config.yaml: key "pipelines.${def.name}.timezone": unknown time zone "${s.timezone}".`,
-      );
-    }
-    if (!isValidTimeZone(schedule.timezone)) {
-      throw configError(
-        `config.yaml: key "pipelines.${def.name}.schedule.timezone": unknown time zone "${schedule.timezone}".`,
-      );
-    }
     const organizations = s.organizations ?? config.defaults.organizations ?? options.defaultOrganizations;
     return {
       def,
@@ -88,6 +83,7 @@ export function resolvePipelines(
       readyAfterHours: config.defaults.readyAfterHours,
       notReadyHorizonHours: config.defaults.notReadyHorizonHours,
       rejectThreshold: config.defaults.rejectThreshold,
+      schemaChanges: s.schemaChanges ?? config.defaults.schemaChanges,
     };
   });
 }

@@ -15,7 +15,7 @@ import {
 } from '../state/windows.js';
 import type { WindowRow, WindowStatus } from '../state/windows.js';
 import { createLimiter } from './limiter.js';
-import { midnightDaily } from '../time/report-periods.js';
+import { isAvailable, midnightDaily } from '../time/report-periods.js';
 import {
   planDuePeriodWindows,
   planDueWindows,
@@ -352,38 +352,11 @@ export async function runPipelines(
 /** The windows to attempt, oldest first, with the statuses that make each one claimable. */
 async function planJobs(db: Db, options: RunPipelinesOptions): Promise<Job[]> {
   const jobs: Job[] = [];
+  const now = options.now();
   for (const pipeline of options.pipelines) {
     const organizations = options.organizationId ? [options.organizationId] : pipeline.organizations;
     for (const organizationId of organizations) {
-      const shape = {
-        pipeline: pipeline.name,
-        organizationId,
-        timeZone: pipeline.timeZone,
-        windowDays: pipeline.windowDays,
-      };
-      let windows: CalendarWindow[];
-      let reload = new Set<string>();
-      // Report files: the subscription's report periods (a backfill takes those that start in its
-      // range); on-demand endpoints: windows of windowDays local days.
-      const schedule =
-        pipeline.def.kind === 'report'
-          ? (pipeline.reportSchedule ?? midnightDaily(pipeline.timeZone))
-          : undefined;
-      if (options.range) {
-        windows = schedule
-          ? periodWindowsStartingOn(shape, schedule, options.range.from, options.range.to)
-          : windowsBetween(shape, options.range.from, options.range.to);
-      } else {
-        const due = {
-          startDate: pipeline.startDate,
-          now: options.now(),
-          readyAfterHours: pipeline.readyAfterHours,
-          lookbackDays: pipeline.lookbackDays,
-        };
-        const plan = schedule ? planDuePeriodWindows(shape, schedule, due) : planDueWindows(shape, due);
-        windows = plan.due;
-        reload = plan.lookbackKeys;
-      }
+      const { windows, reload } = planPipelineWindows(pipeline, organizationId, { ...options, now });
       if (windows.length === 0) continue;
       await ensureWindows(db, windows);
       const states = new Map(
@@ -405,4 +378,55 @@ async function planJobs(db: Db, options: RunPipelinesOptions): Promise<Job[]> {
   }
   jobs.sort((a, b) => a.window.start.getTime() - b.window.start.getTime());
   return jobs;
+}
+
+export interface PipelineWindowPlan {
+  /** The windows to load: available ones only (isAvailable), in order. */
+  windows: CalendarWindow[];
+  /** The keys among `windows` re-loaded even when already loaded (a run's lookback). */
+  reload: Set<string>;
+  /** A backfill's windows of the range that are not available yet (left out of `windows`). */
+  notAvailable: CalendarWindow[];
+}
+
+/**
+ * The windows of one pipeline and organization a pass plans. Report files: the subscription's
+ * report periods (a backfill takes those that start in its range); on-demand endpoints: windows of
+ * windowDays local days. A run takes the due windows; a backfill its range up to the newest
+ * window available now, so a range that reaches into the future stops there.
+ */
+export function planPipelineWindows(
+  pipeline: ResolvedPipeline,
+  organizationId: string,
+  options: { range?: { from: string; to: string }; now: Date },
+): PipelineWindowPlan {
+  const shape = {
+    pipeline: pipeline.name,
+    organizationId,
+    timeZone: pipeline.timeZone,
+    windowDays: pipeline.windowDays,
+  };
+  const schedule =
+    pipeline.def.kind === 'report'
+      ? (pipeline.reportSchedule ?? midnightDaily(pipeline.timeZone))
+      : undefined;
+  if (options.range) {
+    const all = schedule
+      ? periodWindowsStartingOn(shape, schedule, options.range.from, options.range.to)
+      : windowsBetween(shape, options.range.from, options.range.to);
+    const available = (w: CalendarWindow) => isAvailable(w.end, options.now, pipeline.readyAfterHours);
+    return {
+      windows: all.filter(available),
+      reload: new Set(),
+      notAvailable: all.filter((w) => !available(w)),
+    };
+  }
+  const due = {
+    startDate: pipeline.startDate,
+    now: options.now,
+    readyAfterHours: pipeline.readyAfterHours,
+    lookbackDays: pipeline.lookbackDays,
+  };
+  const plan = schedule ? planDuePeriodWindows(shape, schedule, due) : planDueWindows(shape, due);
+  return { windows: plan.due, reload: plan.lookbackKeys, notAvailable: [] };
 }

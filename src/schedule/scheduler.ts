@@ -5,6 +5,9 @@ import type { RunCoordinator, ScheduledTask } from 'node-cron';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
+import type { SchedulePass } from '../state/runs.js';
+import { errorMessage } from '../errors.js';
+import { judgeReadiness, READY_GRACE_MS } from './readiness.js';
 
 /** Runs one pass over the given pipelines (a run row, windows, summary); provided by the command. */
 export type RunPass = (
@@ -21,6 +24,8 @@ export interface SchedulerOptions {
   metricsPort: number;
   metricsHost: string;
   shutdownTimeoutMs: number;
+  /** How long a due fire may go without a pass before /readyz calls it stale (READY_GRACE_MS). */
+  readyGraceMs?: number;
 }
 
 export interface SchedulerDeps {
@@ -29,7 +34,12 @@ export interface SchedulerDeps {
   runPass: RunPass;
   /** Refresh gauges (windows by status, lag) before /metrics answers. */
   refreshGauges?: () => Promise<void>;
+  /** The newest pass of each pipeline in etl.runs: /readyz's query of the warehouse. */
+  lastPasses?: (pipelines: readonly string[]) => Promise<ReadonlyMap<string, SchedulePass>>;
 }
+
+/** /readyz waits this long for the warehouse; a slower one is not ready. */
+const READY_QUERY_TIMEOUT_MS = 5_000;
 
 export interface RunningScheduler {
   /** Port the health and metrics server listens on. */
@@ -44,7 +54,9 @@ export interface RunningScheduler {
 /**
  * The `cybs-etl schedule` daemon: a node-cron task per pipeline in its time zone, no overlapping
  * passes of one pipeline, every fire run by exactly one instance (the PostgreSQL run coordinator),
- * catch-up at start, /healthz and Prometheus /metrics.
+ * catch-up at start, /healthz (liveness), /readyz (readiness.ts) and Prometheus /metrics. The HTTP
+ * server listens before any task starts, so an address that cannot be used fails the start with
+ * nothing left running.
  */
 export async function startScheduler(
   deps: SchedulerDeps,
@@ -60,6 +72,7 @@ export async function startScheduler(
     return p;
   };
   const busy = new Set<string>();
+  const lastDue = new Map<string, Date>();
   const pass = (pipeline: ResolvedPipeline, trigger: string) => {
     if (busy.has(pipeline.name)) {
       deps.logger.warn({ pipeline: pipeline.name }, 'previous pass still running; this fire is skipped');
@@ -74,30 +87,29 @@ export async function startScheduler(
     );
   };
 
-  for (const pipeline of options.pipelines) {
-    const task = cron.createTask(pipeline.schedule.cron, () => pass(pipeline, 'schedule'), {
-      name: `cybs-etl:${pipeline.name}`,
-      timezone: pipeline.schedule.timezone,
-      noOverlap: true,
-      distributed: true,
-      runCoordinator: options.coordinator,
-      suppressMissedWarning: true,
+  const readiness = async () => {
+    if (draining.signal.aborted) return { status: 'stopping' };
+    const names = options.pipelines.map((p) => p.name);
+    let lastPasses: ReadonlyMap<string, SchedulePass> | undefined = new Map();
+    let warehouseError: string | undefined;
+    if (deps.lastPasses) {
+      try {
+        lastPasses = await withTimeout(deps.lastPasses(names), READY_QUERY_TIMEOUT_MS);
+      } catch (error) {
+        lastPasses = undefined;
+        warehouseError = errorMessage(error);
+      }
+    }
+    const judged = judgeReadiness({
+      now: new Date(),
+      pipelines: names,
+      lastPasses,
+      ...(warehouseError !== undefined ? { warehouseError } : {}),
+      lastDue,
+      graceMs: options.readyGraceMs ?? READY_GRACE_MS,
     });
-    task.on('execution:skipped', (ctx) =>
-      deps.logger.debug({ pipeline: pipeline.name, reason: ctx.reason }, 'fire taken by another instance'),
-    );
-    await task.start();
-    tasks.set(pipeline.name, task);
-    deps.logger.info(
-      {
-        pipeline: pipeline.name,
-        cron: pipeline.schedule.cron,
-        timezone: pipeline.schedule.timezone,
-        next: task.getNextRun(),
-      },
-      'scheduled',
-    );
-  }
+    return { status: judged.ready ? 'ready' : 'not ready', ...judged };
+  };
 
   const server: Server = createServer((req, res) => {
     const url = req.url ?? '/';
@@ -113,6 +125,19 @@ export async function startScheduler(
           })),
           running: [...busy],
         }),
+      );
+      return;
+    }
+    if (url.startsWith('/readyz')) {
+      void readiness().then(
+        (body) => {
+          res.writeHead(body.status === 'ready' ? 200 : 503, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(body));
+        },
+        (error: unknown) => {
+          res.writeHead(503, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ status: 'not ready', error: errorMessage(error) }));
+        },
       );
       return;
     }
@@ -143,8 +168,45 @@ export async function startScheduler(
     'health and metrics server listening',
   );
 
+  for (const pipeline of options.pipelines) {
+    const task = cron.createTask(
+      pipeline.schedule.cron,
+      () => {
+        lastDue.set(pipeline.name, new Date());
+        return pass(pipeline, 'schedule');
+      },
+      {
+        name: `cybs-etl:${pipeline.name}`,
+        timezone: pipeline.schedule.timezone,
+        noOverlap: true,
+        distributed: true,
+        runCoordinator: options.coordinator,
+        suppressMissedWarning: true,
+      },
+    );
+    task.on('execution:skipped', (ctx) => {
+      // Due all the same: another instance runs it (or, on a coordinator error, nobody does).
+      lastDue.set(pipeline.name, new Date());
+      deps.logger.debug({ pipeline: pipeline.name, reason: ctx.reason }, 'fire taken by another instance');
+    });
+    await task.start();
+    tasks.set(pipeline.name, task);
+    deps.logger.info(
+      {
+        pipeline: pipeline.name,
+        cron: pipeline.schedule.cron,
+        timezone: pipeline.schedule.timezone,
+        next: task.getNextRun(),
+      },
+      'scheduled',
+    );
+  }
+
   if (options.catchUp) {
-    for (const pipeline of options.pipelines) void pass(pipeline, 'catch-up');
+    for (const pipeline of options.pipelines) {
+      lastDue.set(pipeline.name, new Date());
+      void pass(pipeline, 'catch-up');
+    }
   }
 
   let resolveStopped!: () => void;
@@ -172,4 +234,13 @@ export async function startScheduler(
     return stopping;
   };
   return { port, tasks, stop, stopped };
+}
+
+/** The promise's value, or a rejection once `ms` have passed without one. */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -154,6 +154,9 @@ export interface SimulatorHandle {
   close(): Promise<void>;
 }
 
+/** The simulated organizations' ids: this prefix and their number (`sim_merchant_1`, …). */
+export const SIMULATED_ORGANIZATION_PREFIX = 'sim_merchant_';
+
 /** Names of the default subscriptions each organization starts with. */
 export const DEFAULT_SUBSCRIPTION_NAMES = {
   transactionRequest: 'TransactionRequestReport_Daily',
@@ -266,7 +269,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const given = options.credentials ?? {};
   const orgIds = Array.isArray(options.organizations)
     ? [...options.organizations]
-    : Array.from({ length: Math.max(1, options.organizations ?? 3) }, (_, i) => `sim_merchant_${i + 1}`);
+    : Array.from(
+        { length: Math.max(1, options.organizations ?? 3) },
+        (_, i) => `${SIMULATED_ORGANIZATION_PREFIX}${i + 1}`,
+      );
   if (given.merchantId && !orgIds.includes(given.merchantId)) orgIds[0] = given.merchantId;
   for (const id of orgIds) {
     if (!/^[a-zA-Z0-9-_]{1,32}$/.test(id)) {

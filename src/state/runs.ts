@@ -85,3 +85,45 @@ export async function finishRun(db: Db, runId: number, options: FinishRunOptions
     .where('id', '=', runId)
     .execute();
 }
+
+/** A pipeline's newest pass of `cybs-etl schedule`, as etl.runs recorded it. */
+export interface SchedulePass {
+  runId: number;
+  status: RunStatus;
+  startedAt: Date;
+  finishedAt: Date | null;
+  error: string | null;
+}
+
+/**
+ * The newest `schedule` run of each of these pipelines, whichever instance ran it (several daemons
+ * share the fires of one warehouse); pipelines without one are absent.
+ */
+export async function lastSchedulePasses(
+  db: Db,
+  pipelines: readonly string[],
+): Promise<Map<string, SchedulePass>> {
+  const passes = new Map<string, SchedulePass>();
+  if (pipelines.length === 0) return passes;
+  const { rows } = await sql<{
+    pipeline: string;
+    id: string | number;
+    status: RunStatus;
+    started_at: Date;
+    finished_at: Date | null;
+    error: string | null;
+  }>`select distinct on (p.name) p.name as pipeline, r.id, r.status, r.started_at, r.finished_at, r.error
+       from etl.runs r cross join lateral unnest(r.pipelines) as p(name)
+      where r.command = 'schedule' and p.name = any(${sql.val([...pipelines])}::text[])
+      order by p.name, r.id desc`.execute(db);
+  for (const r of rows) {
+    passes.set(r.pipeline, {
+      runId: Number(r.id),
+      status: r.status,
+      startedAt: new Date(r.started_at),
+      finishedAt: r.finished_at ? new Date(r.finished_at) : null,
+      error: r.error,
+    });
+  }
+  return passes;
+}

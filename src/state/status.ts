@@ -39,6 +39,8 @@ export async function readStatus(
   }>`select pipeline, organization_id, status, count(*)::int as n from etl.windows group by 1, 2, 3`.execute(
     db,
   );
+  // The lag counts from the newest settled window that has ended: one that has not cannot be
+  // complete, whatever its status says.
   const latest = await sql<{
     pipeline: string;
     organization_id: string;
@@ -47,7 +49,7 @@ export async function readStatus(
     window_end: Date;
   }>`
     select distinct on (pipeline, organization_id) pipeline, organization_id, window_key, window_start, window_end
-    from etl.windows where status in ('loaded', 'no_data')
+    from etl.windows where status in ('loaded', 'no_data') and window_end <= ${now}
     order by pipeline, organization_id, window_end desc`.execute(db);
   const problems = await sql<{
     pipeline: string;
@@ -141,4 +143,18 @@ export async function readStatus(
       error: r.error,
     })),
   };
+}
+
+/**
+ * Up to `limit` organizations the warehouse holds state or rows of (etl.windows, etl.sources, which
+ * numbers every source a cybs table holds rows of) whose id does not start with `prefix`.
+ */
+export async function organizationsWithoutPrefix(db: Db, prefix: string, limit: number): Promise<string[]> {
+  const found = await sql<{ organization_id: string }>`
+    select organization_id from (
+      select organization_id from etl.windows where not starts_with(organization_id, ${prefix})
+      union
+      select organization_id from etl.sources where not starts_with(organization_id, ${prefix})
+    ) o order by organization_id limit ${limit}`.execute(db);
+  return found.rows.map((r) => r.organization_id);
 }

@@ -278,6 +278,17 @@ export function periodContaining(schedule: ReportSchedule, instant: Date): Repor
   throw new Error(`no report period contains ${instant.toISOString()}`);
 }
 
+/**
+ * Whether the data of a window (a report period, or days of an on-demand endpoint) that ends at
+ * `end` can be available at `now`: `readyAfterHours` after it ends. Before, a report of the period
+ * is not generated yet, and an on-demand answer is empty or partial, which says nothing about the
+ * window: no plan (the due windows of a run, the range of a backfill) takes such a window, so none
+ * is ever loaded half or marked as having no data.
+ */
+export function isAvailable(end: Date, now: Date, readyAfterHours: number): boolean {
+  return end.getTime() <= now.getTime() - readyAfterHours * HOUR_MS;
+}
+
 export interface DuePeriodsOptions {
   /** First local day whose periods are loaded (config startDate): periods starting on or after it. */
   startDate: string;
@@ -298,8 +309,8 @@ export function duePeriods(
 ): { due: ReportPeriod[]; lookbackKeys: Set<string> } {
   const readyBefore = options.now.getTime() - options.readyAfterHours * HOUR_MS;
   const from = startOfLocalDay(options.startDate, schedule.timeZone);
-  const due = periodsStartingBetween(schedule, from, new Date(readyBefore)).filter(
-    (p) => p.end.getTime() <= readyBefore,
+  const due = periodsStartingBetween(schedule, from, new Date(readyBefore)).filter((p) =>
+    isAvailable(p.end, options.now, options.readyAfterHours),
   );
   const newest = due.at(-1);
   const lookbackKeys = new Set<string>();

@@ -4,15 +4,18 @@
  *
  * Environment: BENCH_SCALE (default 1; 0.05 for a quick run) scales every size; BENCH_REPS
  * (default 3) repetitions per case (the median is reported); BENCH_CASES (comma list) runs a subset
- * (ref,csv,xml,prd,backfill,naive); TEST_PG_ADMIN_URL as for the tests.
+ * (ref,csv,xml,prd,backfill,naive,embedded); TEST_PG_ADMIN_URL as for the tests.
  *
  * Each case runs in its own process (the CLI as shipped: `<the environment and V8 flags of
  * src/runtime-flags.ts, as in the bin's shebang> node dist/cli.mjs`, the bundle of scripts/build.mjs) under
  * /usr/bin/time, whose maximum resident set size is the peak RSS reported. The simulator runs in
- * another process, so its memory is not counted.
+ * another process, so its memory is not counted. The `embedded` case runs the README's first
+ * command (`npm start`: no credentials, the in-process simulator, the embedded warehouse) and
+ * `sql`/`status` on what it loaded; the embedded PostgreSQL server is a process of its own, whose
+ * peak memory (the sum of its processes' proportional set sizes, sampled) is reported beside.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +25,7 @@ import pg from 'pg';
 import { parse } from 'csv-parse/sync';
 import { resolveHeader } from '../../src/catalog/index.js';
 import { compileCli } from '../helpers/compiled-cli.js';
+import { sampleServerPeak } from '../helpers/memory.js';
 import { NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -29,7 +33,7 @@ const ADMIN_URL = process.env['TEST_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0
 const SCALE = Number(process.env['BENCH_SCALE'] ?? '1');
 const REPS = Math.max(1, Math.trunc(Number(process.env['BENCH_REPS'] ?? '3')));
 const CASES = new Set(
-  (process.env['BENCH_CASES'] ?? 'ref,csv,xml,prd,backfill,naive').split(',').map((s) => s.trim()),
+  (process.env['BENCH_CASES'] ?? 'ref,csv,xml,prd,backfill,naive,embedded').split(',').map((s) => s.trim()),
 );
 const size = (n: number, min: number): number => Math.max(min, Math.round(n * SCALE));
 const CSV_ROWS = size(1_000_000, 2000);
@@ -64,11 +68,16 @@ interface Measured {
  * run pays for writing out the buffers an earlier one dirtied (a checkpoint falling inside one run
  * but not another made the reference alone vary by 30%).
  */
-async function measure(cmd: string, args: string[], env: Record<string, string> = {}): Promise<Measured> {
+async function measure(
+  cmd: string,
+  args: string[],
+  env: Record<string, string> = {},
+  cwd = root,
+): Promise<Measured> {
   await admin('checkpoint');
   const started = performance.now();
   const child = spawn('/usr/bin/time', ['-f', 'BENCH_MAXRSS_KB=%M', cmd, ...args], {
-    cwd: root,
+    cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -181,6 +190,8 @@ interface Figure {
    * its records, the same rows copied by psql into the same tables).
    */
   refRows?: number;
+  /** Peak memory of the embedded PostgreSQL server beside the command (sum of its processes' PSS). */
+  serverMB?: number;
   note?: string;
 }
 const figures: Figure[] = [];
@@ -524,6 +535,8 @@ async function main(): Promise<void> {
       await naiveSim.stop();
     }
 
+    if (CASES.has('embedded')) await benchEmbedded();
+
     if (refRuns.length > 0) {
       ref = record('copy', 'psql \\copy into a typed, keyed table (reference)', refRows, csvBytes, refRuns);
       figures.unshift(figures.pop()!);
@@ -533,6 +546,53 @@ async function main(): Promise<void> {
     for (const s of sims) await s.stop().catch(() => {});
     await dropDatabases().catch(() => {});
     await rm(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The README's first command and what a new user runs next, on the embedded warehouse: `npm start`
+ * (`run` without credentials: the in-process simulator, a fresh ./data/warehouse), then `sql` and
+ * `status` on what it loaded. Each repetition in a new directory with the committed config.yaml.
+ */
+async function benchEmbedded(): Promise<void> {
+  const cli = build();
+  const runs: Record<'start' | 'sql' | 'status', Measured[]> = { start: [], sql: [], status: [] };
+  const server: Record<'start' | 'sql' | 'status', number[]> = { start: [], sql: [], status: [] };
+  let rows = 0;
+  // No credentials and no DATABASE_URL: the simulator and the embedded warehouse, as for a new user.
+  const env: Record<string, string> = { ...NODE_RUNTIME_ENV, DATABASE_URL: '' };
+  for (const key of Object.keys(process.env)) if (key.startsWith('CYBS_')) env[key] = '';
+  for (let i = 0; i < REPS; i++) {
+    const dir = await mkdtemp(path.join(tmpdir(), 'cybs-bench-embedded-'));
+    // As root the server runs as user postgres, which must be able to pass through the directory.
+    await chmod(dir, 0o711);
+    try {
+      await copyFile(path.join(root, 'config.yaml'), path.join(dir, 'config.yaml'));
+      const dataDir = path.join(dir, 'data', 'warehouse');
+      const step = async (name: 'start' | 'sql' | 'status', args: string[]): Promise<Measured> => {
+        const stop = sampleServerPeak(dataDir);
+        const r = await measure(process.execPath, [...NODE_RUNTIME_FLAGS, cli, ...args], env, dir);
+        server[name].push(await stop());
+        runs[name].push(r);
+        return r;
+      };
+      const started = await step('start', ['run']);
+      rows = rowsOf(started.stdout).loaded;
+      await step('sql', ['sql', 'select 1']);
+      await step('status', ['status']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+  const labels = {
+    start: '`npm start`: embedded warehouse, simulator, new directory',
+    sql: '`cybs-etl sql "select 1"` on the embedded warehouse',
+    status: '`cybs-etl status` on the embedded warehouse',
+  };
+  for (const name of ['start', 'sql', 'status'] as const) {
+    const f = record(`embedded_${name}`, labels[name], name === 'start' ? rows : 0, undefined, runs[name]);
+    f.serverMB = Math.max(...server[name]);
+    f.note = `server ${f.serverMB.toFixed(0)} MB beside it`;
   }
 }
 
@@ -640,6 +700,7 @@ function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
     if (f.refSeconds !== undefined && f.key !== 'prd_copy')
       kv.push(`${f.key}_ref_seconds=${f.refSeconds.toFixed(3)}`);
     kv.push(`${f.key}_peak_rss_mb=${f.rssMB.toFixed(0)}`);
+    if (f.serverMB !== undefined) kv.push(`${f.key}_server_peak_mb=${f.serverMB.toFixed(0)}`);
   }
   const naive = get('naive');
   const csvFirst = get('csv_first');
@@ -659,10 +720,23 @@ function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
       'target_peak_rss_200mb',
       figures
         .filter((f) => f.key !== 'copy' && f.key !== 'prd_copy' && f.key !== 'naive')
+        .filter((f) => !f.key.startsWith('embedded_'))
         .every((f) => f.rssMB <= 200),
+    ],
+    // Issue 27: the embedded default, the command and its server together.
+    ['target_embedded_start_400mb', withServer(get('embedded_start'), 400)],
+    [
+      'target_embedded_sql_status_250mb',
+      both(withServer(get('embedded_sql'), 250), withServer(get('embedded_status'), 250)),
     ],
     ['target_10x_naive', naive && csvFirst ? csvFirst.rowsPerSecond / naive.rowsPerSecond >= 10 : undefined],
   ];
+  function withServer(f: Figure | undefined, mb: number): boolean | undefined {
+    return f ? f.rssMB + (f.serverMB ?? 0) <= mb : undefined;
+  }
+  function both(a: boolean | undefined, b: boolean | undefined): boolean | undefined {
+    return a === undefined || b === undefined ? undefined : a && b;
+  }
   for (const [k, met] of targets)
     kv.push(`${k}=${met === undefined ? 'not_measured' : met ? 'met' : 'missed'}`);
   process.stdout.write(`${lines.join('\n')}\n${kv.join('\n')}\n`);

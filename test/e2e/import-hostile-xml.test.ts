@@ -3,15 +3,15 @@
  * default namespace the report's) with hostile records beside its own. A record with a character
  * reference XML does not allow or an undefined entity is a reject (raw text and reason in
  * etl.rejects), never a row with the character dropped or the reference as text; an element of
- * another namespace is no record at all. On PostgreSQL (fast path first) and on PGlite (per row).
+ * another namespace is no record at all. On PostgreSQL and on the embedded warehouse.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { warehouseTempDir } from '../helpers/temp-dir.js';
 
 const SAMPLE = resolve(
   process.cwd(),
@@ -22,13 +22,13 @@ const SAMPLE = resolve(
   'transaction-detail-tdr_1_6.killbill-excerpt.xml',
 );
 
-describe.each(['postgres', 'pglite'])('cybs-etl import of hostile XML on %s', (kind) => {
+describe.each(['postgres', 'embedded'])('cybs-etl import of hostile XML on %s', (kind) => {
   let dir: string;
   let database: TestDatabase | undefined;
   let config: string;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'cybs-hostile-xml-'));
+    dir = await warehouseTempDir('cybs-hostile-xml-');
     config = join(dir, 'config.yaml');
     await writeFile(config, `log:\n  level: silent\nwarehouse:\n  path: ${join(dir, 'warehouse')}\n`);
     if (kind === 'postgres') database = await createTestDatabase('hostilexml');

@@ -3,10 +3,9 @@
  * as a Transaction Request report lands its request in cybs.transaction_request (RequestDate as
  * the transaction date, values typed), its three application replies and its line item in the
  * child tables; importing it again changes nothing; the same file in UTF-16 loads alike. On
- * PostgreSQL and on PGlite. `pipelines --sql` declares the child tables with their comments.
+ * PostgreSQL and on the embedded warehouse. `pipelines --sql` declares the child tables with their comments.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +16,7 @@ import type { Warehouse } from '../../src/load/warehouse.js';
 import { cli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { warehouseTempDir } from '../helpers/temp-dir.js';
 
 const SAMPLE = resolve(
   process.cwd(),
@@ -28,14 +28,14 @@ const SAMPLE = resolve(
 );
 const REQUEST_ID = '2434465504100167904567';
 
-describe.each(['postgres', 'pglite'])('cybs-etl import of Transaction Detail XML on %s', (kind) => {
+describe.each(['postgres', 'embedded'])('cybs-etl import of Transaction Detail XML on %s', (kind) => {
   let dir: string;
   let database: TestDatabase | undefined;
   let config: string;
   let warehouse: Warehouse | undefined;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'cybs-import-tdr-'));
+    dir = await warehouseTempDir('cybs-import-tdr-');
     config = join(dir, 'config.yaml');
     await writeFile(config, `log:\n  level: silent\nwarehouse:\n  path: ${join(dir, 'warehouse')}\n`);
     if (kind === 'postgres') database = await createTestDatabase('importtdr');

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays } from '../../src/pipeline/time-zones.js';
+import { netFundingsDaemonYaml } from '../helpers/e2e.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
@@ -78,33 +78,7 @@ describe('cybs-etl schedule with two instances', () => {
 
   it('runs each fire once across instances and stops cleanly on SIGTERM', async () => {
     const config = join(dir, 'config.yaml');
-    const off = [
-      'payment_batch_detail',
-      'funding_detail',
-      'conversion_detail',
-      'purchase_refund_details',
-      'conversion_details',
-      'notification_of_changes',
-      'payment_batch_summaries',
-    ];
-    await writeFile(
-      config,
-      [
-        'log:',
-        '  level: warn',
-        'defaults:',
-        `  startDate: "${addDays(new Date().toISOString().slice(0, 10), -3)}"`,
-        `  organizations: [${sim.organizations.join(', ')}]`,
-        'schedule:',
-        '  shutdownTimeoutMs: 20000',
-        'pipelines:',
-        '  net_fundings:',
-        '    schedule: { cron: "*/3 * * * * *", timezone: UTC }',
-        ...off.map((name) => `  ${name}: { enabled: false }`),
-        '  transaction_request: { enabled: false }',
-        '',
-      ].join('\n'),
-    );
+    await writeFile(config, netFundingsDaemonYaml(sim.organizations, 3));
     const key = sim.portfolioCredentials;
     const env = {
       CYBS_BASE_URL: sim.baseUrl,

@@ -1,7 +1,7 @@
 /**
  * Secrets scan of a whole end-to-end session: every command a user runs (backfill under faults
- * including 401s, run, status, status --json, pipelines, api, schedule with its /metrics and
- * /healthz, a refused key, jwt-p12 with a P12 password), in child processes at debug level with
+ * including 401s, run, status, status --json, pipelines, api, schedule with its /metrics,
+ * /healthz and /readyz, a refused key, jwt-p12 with a P12 password), in child processes at debug level with
  * --verbose, then every row of every etl.* table. No shared secret (nor its decoded, URL- or
  * base64url-encoded forms), P12 password, JWT, HTTP signature or bearer token may appear anywhere.
  * (The crash campaign and the concurrency test scan their own processes' output the same way.)
@@ -121,20 +121,20 @@ describe('secrets scan of an end-to-end session', () => {
       );
       expect(badP12.exit.code).not.toBe(0);
 
-      // The scheduler: /metrics and /healthz while it runs its catch-up pass.
+      // The scheduler: /metrics, /healthz and /readyz while it runs its catch-up pass.
       const schedule = spawnCli(['--config', config, '--now', E2E_NOW, 'schedule', '--port', '0'], world.env);
       try {
         const until = Date.now() + 120_000;
         let port: string | undefined;
         while (!port && Date.now() < until) {
-          port = /port (\d+)\./.exec(schedule.stdout())?.[1];
+          port = /on port (\d+) /.exec(schedule.stdout())?.[1];
           if (!port) await new Promise((r) => setTimeout(r, 100));
         }
         expect(port, schedule.stderr()).toBeDefined();
         while ((schedule.stderr().match(/"msg":"pass finished"/g) ?? []).length < 9 && Date.now() < until) {
           await new Promise((r) => setTimeout(r, 100));
         }
-        for (const path of ['/metrics', '/healthz']) {
+        for (const path of ['/metrics', '/healthz', '/readyz']) {
           const res = await fetch(`http://127.0.0.1:${port}${path}`);
           texts.push({ what: `schedule ${path}`, text: await res.text() });
         }

@@ -3,7 +3,7 @@
  * under way (`COPY_STARTED`), so the parent can SIGKILL it mid-load. Prints `COMMITTED` if it ever
  * gets to the end (the parent treats that as a failed test).
  *
- * usage: node --import tsx test/helpers/load-crash-child.ts <postgres-url | pglite-dir> <rows>
+ * usage: node --import tsx test/helpers/load-crash-child.ts <postgres-url | embedded-data-dir> <rows>
  */
 import { loadWindow } from '../../src/load/load-window.js';
 import { openWarehouse } from '../../src/load/warehouse.js';

@@ -1,5 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { migrateToLatest } from '../../src/load/migrate.js';
@@ -14,13 +13,14 @@ import type {
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Db, Warehouse } from '../../src/load/warehouse.js';
 import { createTestDatabase } from './db.js';
+import { warehouseTempDir } from './temp-dir.js';
 
 export interface OpenedWarehouse {
   warehouse: Warehouse;
   cleanup: () => Promise<void>;
 }
 
-/** Both back ends, migrated: a fresh PostgreSQL database, and PGlite in a temp dir. */
+/** Both back ends, migrated: a fresh PostgreSQL database, and the embedded server on a temp dir. */
 export function warehouseBackends(prefix: string): [string, () => Promise<OpenedWarehouse>][] {
   return [
     [
@@ -33,9 +33,9 @@ export function warehouseBackends(prefix: string): [string, () => Promise<Opened
       },
     ],
     [
-      'pglite',
+      'embedded',
       async () => {
-        const dir = await mkdtemp(join(tmpdir(), `cybs-${prefix}-`));
+        const dir = await warehouseTempDir(`cybs-${prefix}-`);
         const warehouse = await openWarehouse({ path: join(dir, 'warehouse') });
         await migrateToLatest(warehouse.db);
         return {

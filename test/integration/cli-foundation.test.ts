@@ -1,18 +1,18 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { warehouseTempDir } from '../helpers/temp-dir.js';
 
 describe('cybs-etl command line (foundation)', () => {
   let dir: string;
   let database: TestDatabase;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'cybs-cli-'));
+    dir = await warehouseTempDir('cybs-cli-');
     database = await createTestDatabase('cli');
   });
   afterAll(async () => {
@@ -64,7 +64,7 @@ describe('cybs-etl command line (foundation)', () => {
     const first = await cli(['--config', config, 'migrate'], { env: { DATABASE_URL: database.url } });
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
-    expect(first.stdout).toMatch(/Applied 5 migration\(s\)/);
+    expect(first.stdout).toMatch(/Applied 6 migration\(s\)/);
     const second = await cli(['--config', config, 'migrate'], { env: { DATABASE_URL: database.url } });
     expect(second.stdout).toMatch(/up to date/);
     const client = new pg.Client({ connectionString: database.url });

@@ -104,6 +104,7 @@ describe('a database connection terminated during a backfill COPY', () => {
       prefix: 'connloss_run',
       simulator: { organizations: 1, transactionsPerDay: 40_000 },
       configExtra: '  globalConcurrency: 2\n',
+      patient: true,
     });
     const m = await world.run(['migrate']);
     expect(m.code, m.stderr).toBe(0);

@@ -145,6 +145,7 @@ describe('a report window read while it downloads', () => {
       const world = await createE2eWorld({
         prefix: `follow${format}`,
         simulator: { transactionsPerDay: format === 'csv' ? 120_000 : 30_000 },
+        patient: true,
       });
       try {
         const from = E2E_START_DATE;

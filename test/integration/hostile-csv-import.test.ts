@@ -3,13 +3,13 @@
  * warehouse (per-row path): a timestamp in year 0000 is one reject, a CRLF file with LF-ended rows
  * loads every row, and an unclosed quote is reported at the line where it opens.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { warehouseTempDir } from '../helpers/temp-dir.js';
 
 const META =
   'org1,PaymentBatchDetailReport_Daily_Classic,PaymentBatchDetail,1.10,2023-10-10T07:00:00Z to 2023-10-11T07:00:00Z,,,,,,,';
@@ -38,7 +38,7 @@ function rows(count: number, first: bigint, edit: (i: number, row: string[]) => 
   });
 }
 
-describe.each(['postgres', 'pglite'] as const)('hostile CSV files through import (%s)', (kind) => {
+describe.each(['postgres', 'embedded'] as const)('hostile CSV files through import (%s)', (kind) => {
   let dir: string;
   let database: TestDatabase | undefined;
   let config: string;
@@ -57,7 +57,7 @@ describe.each(['postgres', 'pglite'] as const)('hostile CSV files through import
   };
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'cybs-hostile-csv-'));
+    dir = await warehouseTempDir('cybs-hostile-csv-');
     if (kind === 'postgres') database = await createTestDatabase('hostile_csv');
     config = join(dir, 'config.yaml');
     await writeFile(config, `log:\n  level: silent\nwarehouse:\n  path: ${join(dir, 'wh')}\n`);

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { sql } from 'kysely';
@@ -13,16 +12,15 @@ import { projectRoot } from '../../src/paths.js';
 import { crashWindowOptions, CRASH_TABLE, expectedCrashRows } from '../helpers/crash-window.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { count, generatedSource } from '../helpers/load.js';
+import { warehouseTempDir } from '../helpers/temp-dir.js';
 
 /** Rows of the killed window: large enough that the kill lands mid-COPY. */
-const ROWS = { postgres: 300_000, pglite: 150_000 } as const;
+const ROWS = { postgres: 300_000, embedded: 150_000 } as const;
 
 interface Backend {
   /** What the child gets on its command line. */
   target: string;
   open(): Promise<Warehouse>;
-  /** PGlite is one process's database: the parent must close it while the child runs. */
-  exclusive: boolean;
   cleanup(): Promise<void>;
 }
 
@@ -34,20 +32,18 @@ const backends: [keyof typeof ROWS, () => Promise<Backend>][] = [
       return {
         target: database.url,
         open: () => openWarehouse({ url: database.url, path: '' }),
-        exclusive: false,
         cleanup: () => database.drop(),
       };
     },
   ],
   [
-    'pglite',
+    'embedded',
     async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'cybs-crash-'));
+      const dir = await warehouseTempDir('cybs-crash-');
       const path = join(dir, 'warehouse');
       return {
         target: path,
         open: () => openWarehouse({ path }),
-        exclusive: true,
         cleanup: () => rm(dir, { recursive: true, force: true }),
       };
     },
@@ -85,7 +81,7 @@ describe.each(backends)('a loader killed mid-window on %s', (name, make) => {
     backend = await make();
     const rows = ROWS[name];
     // The table exists beforehand with another window's rows, which must survive untouched.
-    let warehouse = await backend.open();
+    const warehouse = await backend.open();
     await migrateToLatest(warehouse.db);
     const columns = CRASH_TABLE.columns.map((c) => ({ name: c.name, pgType: c.pgType }));
     await loadWindow(warehouse, {
@@ -111,14 +107,13 @@ describe.each(backends)('a loader killed mid-window on %s', (name, make) => {
         },
       ],
     });
-    if (backend.exclusive) await warehouse.close();
+    // The parent keeps its connection while the child loads: the embedded server is shared too.
 
     const { killed, output } = await loadAndKill(backend.target, rows);
     expect(output).toContain('COPY_STARTED');
     expect(output).not.toContain('COMMITTED');
     expect(killed).toBe(true);
 
-    if (backend.exclusive) warehouse = await backend.open();
     try {
       expect(await count(warehouse.db, 'cybs.crash_load')).toBe(1000);
       expect(await count(warehouse.db, 'cybs.crash_load', `_source = 'crash-report-2026-11-20'`)).toBe(0);

@@ -1,10 +1,10 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { warehouseTempDir } from '../helpers/temp-dir.js';
 
 /** Texts that try to leave the read-only transaction, run several statements or write. */
 const HOSTILE = [
@@ -25,14 +25,14 @@ const HOSTILE = [
   '/* a comment */ end; drop table etl.schema_changes',
 ] as const;
 
-describe.each(['postgres', 'pglite'] as const)('cybs-etl sql is read-only (%s)', (kind) => {
+describe.each(['postgres', 'embedded'] as const)('cybs-etl sql is read-only (%s)', (kind) => {
   let dir: string;
   let database: TestDatabase | undefined;
   let config: string;
   const env = () => (database ? { DATABASE_URL: database.url } : {});
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'cybs-sql-'));
+    dir = await warehouseTempDir('cybs-sql-');
     if (kind === 'postgres') database = await createTestDatabase('sql');
     config = join(dir, 'config.yaml');
     await writeFile(config, `log:\n  level: silent\nwarehouse:\n  path: ${join(dir, 'wh')}\n`);

@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -11,6 +11,7 @@ import type { Warehouse } from '../../src/load/warehouse.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { generatedSource } from '../helpers/load.js';
+import { warehouseTempDir } from '../helpers/temp-dir.js';
 
 const backends: [string, () => Promise<{ warehouse: Warehouse; cleanup: () => Promise<void> }>][] = [
   [
@@ -22,9 +23,9 @@ const backends: [string, () => Promise<{ warehouse: Warehouse; cleanup: () => Pr
     },
   ],
   [
-    'pglite',
+    'embedded',
     async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'cybs-wh-'));
+      const dir = await warehouseTempDir('cybs-wh-');
       const warehouse = await openWarehouse({ path: join(dir, 'warehouse') });
       return {
         warehouse,
@@ -142,6 +143,8 @@ describe.each(backends)('migrations of tables made before them on %s', (_name, o
       '0002_drop_redundant_source_indexes',
       '0003_window_fingerprint',
       '0004_source_keys',
+      '0005_unavailable_no_data_to_pending',
+      '0006_analytics',
     ]);
     const indexes = await sql<{ name: string }>`
       select indexrelid::regclass::text as name from pg_index i join pg_class t on t.oid = i.indrelid
@@ -252,6 +255,8 @@ describe('the embedded warehouse keeps its files to its owner', () => {
     const found: string[] = [];
     const visit = async (path: string) => {
       const info = await stat(path);
+      // The server's socket: its mode is unix_socket_permissions (0700), in the 0700 directory.
+      if (info.isSocket()) return;
       const want = info.isDirectory() ? 0o700 : 0o600;
       if ((info.mode & 0o777) !== want) found.push(`${path} ${(info.mode & 0o777).toString(8)}`);
       if (info.isDirectory()) for (const name of await readdir(path)) await visit(join(path, name));
@@ -260,8 +265,8 @@ describe('the embedded warehouse keeps its files to its owner', () => {
     return found;
   }
 
-  it('makes the data directory 0700 and its files 0600 whatever the umask, also for a warehouse made before', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'cybs-wh-mode-'));
+  it('makes the data directory 0700 and its files 0600 whatever the umask', async () => {
+    const dir = await warehouseTempDir('cybs-wh-mode-');
     const previous = process.umask(0);
     try {
       const path = join(dir, 'warehouse');
@@ -271,16 +276,53 @@ describe('the embedded warehouse keeps its files to its owner', () => {
       expect(await openModes(path)).toEqual([]);
       await warehouse.close();
       expect(await openModes(path)).toEqual([]);
-      // A warehouse left open to the world (by an earlier version) is closed again when opened.
-      await chmod(path, 0o777);
-      await mkdir(join(path, 'stray'), { mode: 0o777 });
-      await writeFile(join(path, 'stray', 'f'), 'x', { mode: 0o666 });
-      const again = await openWarehouse({ path });
-      expect(await openModes(path)).toEqual([]);
-      await again.close();
     } finally {
       process.umask(previous);
       await rm(dir, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe('the embedded warehouse refuses what it cannot open, in one sentence', () => {
+  it('a data directory of an earlier cybs-etl (PGlite, PostgreSQL 17): says to move it away', async () => {
+    const dir = await warehouseTempDir('cybs-wh-old-');
+    try {
+      const path = join(dir, 'warehouse');
+      await mkdir(path, { mode: 0o700 });
+      await writeFile(join(path, 'PG_VERSION'), '17\n');
+      await expect(openWarehouse({ path })).rejects.toThrow(
+        /^Cannot open the embedded warehouse at .*: its files are PostgreSQL 17's \(written by an earlier cybs-etl, whose embedded warehouse was PGlite\).*move the directory away/,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a directory that holds other files: says to choose a new or empty one', async () => {
+    const dir = await warehouseTempDir('cybs-wh-other-');
+    try {
+      const path = join(dir, 'warehouse');
+      await mkdir(path, { mode: 0o700 });
+      await writeFile(join(path, 'notes.txt'), 'mine');
+      await expect(openWarehouse({ path })).rejects.toThrow(
+        `Cannot open the embedded warehouse at ${path}: it holds files but no PostgreSQL data directory; set warehouse.path to a new or empty directory`,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(process.getuid?.() === 0)(
+    'as root, a directory above it that the server user cannot enter: names it and the fix',
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'cybs-wh-closed-'));
+      try {
+        await expect(openWarehouse({ path: join(dir, 'warehouse') })).rejects.toThrow(
+          `cybs-etl runs as root, so PostgreSQL runs as user postgres, who cannot enter ${dir}; give it search permission (chmod o+x ${dir})`,
+        );
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -4,7 +4,7 @@
  * file): a re-run duplicates nothing, a re-load replaces the items of the records it writes (also
  * the ones another source had left for them), a load that fails half-way leaves everything as it
  * was, and the fast XML path leaves items without a child table to the per-row path. On
- * PostgreSQL and on PGlite.
+ * PostgreSQL and on the embedded warehouse.
  */
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';

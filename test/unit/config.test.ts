@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { configWarnings, parseConfig } from '../../src/config/load-config.js';
+import { configFile, configWarnings, parseConfig } from '../../src/config/load-config.js';
 import { readEnv, secretValues } from '../../src/config/env.js';
 import { isCybsError } from '../../src/errors.js';
 
@@ -38,6 +38,10 @@ describe('config', () => {
     expect(message).toMatch(/test.*production.*production-india/);
     expect(configErrorOf('defaults:\n  windowDays: 45\n')).toContain('key "defaults.windowDays"');
     expect(configErrorOf('defaults:\n  startDate: 2024/01/01\n')).toContain('YYYY-MM-DD');
+    // A date off the calendar is refused when the config loads, not an "unexpected error" mid-run.
+    expect(configErrorOf('pipelines:\n  net_fundings:\n    startDate: "2024-02-30"\n')).toBe(
+      'config.yaml: key "pipelines.net_fundings.startDate": expected a calendar date written YYYY-MM-DD.',
+    );
   });
 
   it("moves a former pipeline name's settings to the pipeline named after the real definition", () => {
@@ -81,6 +85,75 @@ describe('config', () => {
 });
 
 describe('env', () => {
+  it('checks cron expressions and time zones when the config loads, naming the key path (issue 27 #6)', () => {
+    const cron = configErrorOf('pipelines:\n  transaction_request:\n    schedule: { cron: "0 7 * *" }\n');
+    expect(cron).toContain('key "pipelines.transaction_request.schedule.cron"');
+    expect(cron).toContain('expected 5 or 6 fields but got 4');
+    expect(cron).toContain('"0 7 * * *"');
+    expect(configErrorOf('pipelines:\n  net_fundings:\n    schedule: { cron: "0 25 * * *" }\n')).toContain(
+      'key "pipelines.net_fundings.schedule.cron": "0 25 * * *" is not a cron expression (25 is a invalid expression for hour)',
+    );
+    const zone = configErrorOf(
+      'pipelines:\n  net_fundings:\n    schedule: { cron: "0 7 * * *", timezone: Mars/Olympus }\n',
+    );
+    expect(zone).toContain(
+      'key "pipelines.net_fundings.schedule.timezone": unknown time zone "Mars/Olympus"',
+    );
+    expect(configErrorOf('pipelines:\n  net_fundings:\n    timezone: Europe/Nowhere\n')).toContain(
+      'key "pipelines.net_fundings.timezone": unknown time zone "Europe/Nowhere"',
+    );
+    const ok = parseConfig(
+      'pipelines:\n  net_fundings:\n    schedule: { cron: "*/3 * * * * *", timezone: America/Chicago }\n',
+    );
+    expect(ok.pipelines.net_fundings?.schedule).toEqual({
+      cron: '*/3 * * * * *',
+      timezone: 'America/Chicago',
+    });
+  });
+
+  it('names the file it was given in its errors, not config.yaml', () => {
+    try {
+      parseConfig('warehouse:\n  pth: x\n', '/etc/cybs/prod.yaml');
+      expect.unreachable();
+    } catch (error) {
+      expect((error as Error).message).toMatch(/^\/etc\/cybs\/prod\.yaml: unknown key "warehouse\.pth"/);
+    }
+    expect(configFile(parseConfig('', '/etc/cybs/prod.yaml'))).toBe('/etc/cybs/prod.yaml');
+  });
+
+  it('refuses a warehouse URL that is not PostgreSQL, in the file or in DATABASE_URL, without echoing it (exit 2)', () => {
+    expect(configErrorOf('warehouse:\n  url: mysql://root@db:3306/warehouse\n')).toBe(
+      'config.yaml: key "warehouse.url": is not a PostgreSQL URL (it starts with "mysql:"); expected postgres://user@host:5432/database, or no url for the embedded warehouse.',
+    );
+    for (const url of [
+      'postgres://u@h/db',
+      'postgresql://u@h:5433/db',
+      'postgres:///db?host=/run/postgresql',
+    ]) {
+      expect(parseConfig(`warehouse:\n  url: "${url}"\n`).warehouse.url).toBe(url);
+      expect(readEnv({ DATABASE_URL: url }).databaseUrl).toBe(url);
+    }
+    for (const url of ['mysql://root:hunter22@db/x', 'localhost:5432/db', 'not a url']) {
+      let error: unknown;
+      try {
+        readEnv({ DATABASE_URL: url });
+      } catch (e) {
+        error = e;
+      }
+      expect(isCybsError(error) && error.exitCode === 2, url).toBe(true);
+      const message = (error as Error).message;
+      expect(message).toMatch(/^DATABASE_URL is not (a URL|a PostgreSQL URL)/);
+      expect(message).toContain('postgres://user@host:5432/database');
+      expect(message).not.toContain('hunter22');
+    }
+  });
+
+  it('reads CYBS_METRICS_HOST, where the schedule daemon serves (the container sets 0.0.0.0)', () => {
+    expect(readEnv({ CYBS_METRICS_HOST: '0.0.0.0' }).metricsHost).toBe('0.0.0.0');
+    expect(readEnv({}).metricsHost).toBeUndefined();
+    expect(parseConfig('').schedule.metricsHost).toBe('127.0.0.1');
+  });
+
   it('returns no credentials when none are set (simulator mode)', () => {
     expect(readEnv({}).credentials).toBeUndefined();
   });

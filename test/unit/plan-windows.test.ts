@@ -2,6 +2,11 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { planDueWindows, windowOfDay, windowsBetween } from '../../src/pipeline/plan-windows.js';
 import { addDays, localDate, startOfLocalDay, zoneOffsetMs } from '../../src/pipeline/time-zones.js';
+import { PIPELINES } from '../../pipelines/index.js';
+import { whereRangeStops } from '../../src/commands/backfill.js';
+import { parseConfig } from '../../src/config/load-config.js';
+import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
+import { planPipelineWindows } from '../../src/pipeline/run-pipelines.js';
 
 const shape = (timeZone = 'UTC', windowDays = 1) => ({
   pipeline: 'p',
@@ -140,5 +145,61 @@ describe('window planning', () => {
       lookbackDays: 3,
     });
     expect(plan.due).toEqual([]);
+  });
+});
+
+describe('backfill ranges and availability', () => {
+  const config = parseConfig('defaults:\n  readyAfterHours: 6\n');
+  const now = new Date('2026-11-20T12:00:00Z');
+  const [report, onDemand] = resolvePipelines(PIPELINES, config, { defaultOrganizations: ['o'], now }).filter(
+    (p) => p.name === 'transaction_request' || p.name === 'net_fundings',
+  );
+  // Several reports a day: periods of six hours from 03:00 in Berlin.
+  report!.timeZone = 'Europe/Berlin';
+  report!.reportSchedule = {
+    frequency: 'USER_DEFINED',
+    timeZone: 'Europe/Berlin',
+    startTime: '0300',
+    reportInterval: 'PT6H',
+  };
+
+  it('plans only windows available at now; the rest of the range is left out, never planned', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: -40, max: 40 }),
+        fc.integer({ min: 0, max: 20 }),
+        fc.integer({ min: 0, max: 48 * 60 }),
+        (fromOffset, days, minutes) => {
+          const at = new Date(now.getTime() + minutes * 60_000);
+          const from = addDays('2026-11-20', fromOffset);
+          const range = { from, to: addDays(from, days) };
+          for (const p of [report!, onDemand!]) {
+            const plan = planPipelineWindows(p, 'o', { range, now: at });
+            const ready = at.getTime() - 6 * 3_600_000;
+            for (const w of plan.windows) expect(w.end.getTime()).toBeLessThanOrEqual(ready);
+            for (const w of plan.notAvailable) expect(w.end.getTime()).toBeGreaterThan(ready);
+            const all = planPipelineWindows(p, 'o', { range, now: new Date('2100-01-01T00:00:00Z') });
+            expect([...plan.windows, ...plan.notAvailable].map((w) => w.windowKey)).toEqual(
+              all.windows.map((w) => w.windowKey),
+            );
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a backfill into the future is refused with the first moment something of it can be loaded', () => {
+    expect(() => whereRangeStops([onDemand!], { from: '2030-01-01', to: '2030-01-02' }, now)).toThrow(
+      'nothing of 2030-01-01..2030-01-02 is available yet: a window can be loaded 6 hours (defaults.readyAfterHours) after it ends, so the first of its windows (net_fundings 2030-01-01) can be loaded from 2030-01-02T06:00:00.000Z.',
+    );
+  });
+
+  it('a range that reaches past the newest available window says where it stops', () => {
+    expect(whereRangeStops([onDemand!], { from: '2026-11-18', to: '2026-11-19' }, now)).toBeUndefined();
+    expect(whereRangeStops([report!, onDemand!], { from: '2026-11-18', to: '2026-11-22' }, now)).toBe(
+      'The backfill stops at the newest available windows (a window can be loaded 6 hours (defaults.readyAfterHours) after it ends): ' +
+        'transaction_request 2026-11-19T21:00, net_fundings 2026-11-19; the later windows of the range are left for a later run.',
+    );
   });
 });

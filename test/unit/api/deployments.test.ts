@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isLoopbackHost, resolveTarget } from '../../../src/api/deployments.js';
 import { formatReportDate, formatTimeParam } from '../../../src/api/params.js';
 import { buildRequestTarget } from '../../../src/api/transport.js';
-import { splitPathAndQuery } from '../../../src/api/reporting-client.js';
+import { splitPathAndQuery } from '../../../src/api/endpoints.js';
 
 describe('resolveTarget', () => {
   it('maps the three deployments to their hosts', () => {

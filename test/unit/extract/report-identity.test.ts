@@ -7,9 +7,20 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { downloadContentTypeProblem } from '../../../src/api/reporting-client.js';
+import { downloadContentTypeProblem } from '../../../src/api/download.js';
+import { guessReportDefinition, isSharedReportName } from '../../../src/catalog/index.js';
 import { isCybsError } from '../../../src/errors.js';
-import { checkReportHead, reportHeadComplete } from '../../../src/extract/report-identity.js';
+import type { CybsError } from '../../../src/errors.js';
+import {
+  checkReportHead,
+  checkReportShape,
+  namedReportDefinition,
+  reportHeadComplete,
+} from '../../../src/extract/report-identity.js';
+import {
+  CLASSIC_REPORTS,
+  REPORT_DEFINITIONS as SIMULATED_DEFINITIONS,
+} from '../../../src/simulator/report-layouts.js';
 import type { ExpectedReport } from '../../../src/extract/report-identity.js';
 import { samplesDir } from '../parse/helpers.js';
 
@@ -168,6 +179,66 @@ describe("a report download's Content-Type", () => {
       ['text/plain', 'text/csv'],
     ] as const) {
       expect(downloadContentTypeProblem(type, accept)).toBeUndefined();
+    }
+  });
+});
+
+describe('the report definition a file names (issue 27 #4)', () => {
+  const shape = (reportDefinition: string | undefined, format: 'csv' | 'xml' = 'csv') => ({
+    format,
+    fileName: 'f',
+    reportDefinition,
+  });
+  const named = (file: string, format: 'csv' | 'xml' = 'csv') =>
+    namedReportDefinition(checkReportShape(sample(file), shape(undefined, format))!)?.name;
+
+  it('reads it from the real files: the REST-era type, the legacy title, the XML root Name', () => {
+    expect(named('rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv')).toBe(
+      'PaymentBatchDetailClass',
+    );
+    expect(named('legacy-docs-PaymentBatchDetailReport.csv')).toBe('PaymentBatchDetailClass');
+    expect(named('legacy-docs-PaymentBatchDetailReport.excerpt.xml', 'xml')).toBe('PaymentBatchDetailClass');
+    // The Transaction Detail family's Name is the layout of more than one definition's XML.
+    expect(named('transaction-detail-tdr_1_6.killbill-excerpt.xml', 'xml')).toBeUndefined();
+  });
+
+  it("refuses a file whose metadata names another definition than the one asked for, with the file's", () => {
+    const head = sample('rest-v3-PaymentBatchDetailReport_Daily_Classic.sul-dlss-fixture.csv');
+    try {
+      checkReportShape(head, shape('TransactionRequestClass'));
+      expect.unreachable();
+    } catch (error) {
+      expect(isCybsError(error) && error.code).toBe('EXTRACT_OTHER_REPORT');
+      expect((error as CybsError).exitCode).toBe(2);
+      expect((error as CybsError).context.reportDefinition).toBe('PaymentBatchDetailClass');
+      expect((error as Error).message).toBe(
+        'f: its metadata line names a "PaymentBatchDetail" report (PaymentBatchDetailClass), not TransactionRequestClass; nothing of it is loaded.',
+      );
+    }
+    expect(() => checkReportHead(head, { ...PBD, reportDefinition: 'FundingDetailClass' })).toThrow(
+      /names a "PaymentBatchDetail" report \(PaymentBatchDetailClass\), not FundingDetailClass/,
+    );
+    expect(checkReportShape(head, shape('PaymentBatchDetailClass'))?.organizationId).toBe('wfgsulair');
+  });
+
+  it("a subscription's own name says nothing: only its report type does", () => {
+    const line = (type: string) =>
+      Buffer.from(
+        `org1,TransactionRequestReport_Daily,${type},1.10,2024-03-01T00:00:00Z to 2024-03-02T00:00:00Z\nrequest_id,amount\n`,
+      );
+    expect(namedReportDefinition(checkReportShape(line(''), shape(undefined))!)).toBeUndefined();
+    expect(() => checkReportShape(line(''), shape('FundingDetailClass'))).not.toThrow();
+    expect(() => checkReportShape(line('FundingDetail'), shape('FundingDetailClass'))).not.toThrow();
+  });
+
+  it('every report the simulator writes names its own definition (CSV type, XML Name, Classic reports)', () => {
+    for (const layout of SIMULATED_DEFINITIONS) {
+      expect(guessReportDefinition(layout.type)?.name, layout.type).toBe(layout.name);
+      if (isSharedReportName(layout.xml.name)) continue;
+      expect(guessReportDefinition(layout.xml.name)?.name, layout.xml.name).toBe(layout.name);
+    }
+    for (const classic of CLASSIC_REPORTS) {
+      expect(guessReportDefinition(classic.type)?.name, classic.type).toBe(classic.definitionName);
     }
   });
 });

@@ -1,0 +1,255 @@
+/**
+ * Streamed answers: report files and any response whose body the caller reads itself. The
+ * transport retries such a request only up to its response headers; a report download whose body
+ * breaks later is started over whole (withDownload), and downloadToFile writes one to a file
+ * through a part file that each attempt truncates.
+ */
+import { createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Logger } from '../observability/logger.js';
+import { DOWNLOAD_ACCEPT } from './endpoints.js';
+import { ApiError, createTransportError, isApiError, isTransientTransportError } from './errors.js';
+import { FileDigester } from './file-digest.js';
+import type { FileDigest } from './file-digest.js';
+import { isJsonContentType } from './json-body.js';
+import { decideRetry } from './retry.js';
+import type { RetryConfig } from './retry.js';
+import { buildRequestTarget, chunksWithinDeadline, contentLengthOf } from './transport.js';
+import type { ApiEvent, ApiRequest, Transport } from './transport.js';
+import type { RequestOptions } from './types.js';
+
+export interface StreamedResponse {
+  status: number;
+  contentType: string | undefined;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable;
+}
+
+/** A report file being downloaded: the body is a Node Readable that must be consumed or destroyed. */
+export interface ReportDownload extends StreamedResponse {
+  /** 1 for the first download, 2 for the first restart, … (withDownload). */
+  attempt: number;
+}
+
+export interface DownloadToFileResult {
+  bytes: number;
+  contentType: string | undefined;
+  attempts: number;
+  /** The complete file's digest (of the attempt that completed). */
+  digest: FileDigest;
+}
+
+/** downloadToFile's options: for a reader that follows the file while it is written. */
+export interface DownloadToFileOptions extends RequestOptions {
+  /** Called as an attempt starts, before the part file is (re)created and truncated. */
+  onAttempt?: (attempt: number) => void;
+  /**
+   * Called after each body chunk is handed to the file, with the bytes of this attempt written to
+   * the file so far (the chunk itself may not be among them yet).
+   */
+  onChunk?: (written: number) => void;
+  /** Called as each block of the file's digest (FileDigest.blocks) completes, in this attempt. */
+  onDigestBlock?: (index: number, block: string) => void;
+}
+
+/** What starting a broken download over takes: the transport, the retry policy and the clock. */
+export interface DownloadDeps {
+  transport: Transport;
+  retry: RetryConfig;
+  /** The body's grace period before its deadline (config api.bodyTimeoutMs). */
+  bodyTimeoutMs: number;
+  now: () => number;
+  random: () => number;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  logger?: Logger | undefined;
+  onEvent?: ((event: ApiEvent) => void) | undefined;
+}
+
+/**
+ * What a report download's Content-Type says it is when that is not the report asked for (`accept`):
+ * an HTML page, a JSON document, or the other report format. Undefined when it may be the report
+ * (no Content-Type, a CSV or XML type as asked, a generic type such as text/plain): the body's own
+ * head is checked after (src/extract/report-identity.ts).
+ */
+export function downloadContentTypeProblem(
+  contentType: string | undefined,
+  accept: string,
+): string | undefined {
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === '') return undefined;
+  if (type.includes('html')) return `an HTML page (Content-Type ${type})`;
+  if (isJsonContentType(type)) return `a JSON document (Content-Type ${type})`;
+  const asked = accept.toLowerCase();
+  if (/[/+]xml$/.test(type) && !asked.includes('xml')) return `an XML document (Content-Type ${type})`;
+  if (type.includes('csv') && !asked.includes('csv')) return `a CSV file (Content-Type ${type})`;
+  return undefined;
+}
+
+/** Send a request and hand out the response with its body unread. */
+export function streamResponse(transport: Transport, request: ApiRequest): Promise<StreamedResponse> {
+  // The handler returns the unread body: retries cover the request up to the response headers.
+  return transport.execute(request, (response) =>
+    Promise.resolve({
+      status: response.status,
+      contentType: response.contentType,
+      headers: response.headers,
+      body: response.body,
+    }),
+  );
+}
+
+/**
+ * A report download's response, with its body unread. A response whose media type says it is not
+ * the report (a gateway's or proxy's HTML page served with 200, a JSON or XML error document) is
+ * refused before its body is read, and retried as a transient failure.
+ */
+export function streamReportDownload(transport: Transport, request: ApiRequest): Promise<StreamedResponse> {
+  return transport.execute(request, async (response) => {
+    const wrong = downloadContentTypeProblem(response.contentType, request.accept ?? DOWNLOAD_ACCEPT);
+    if (wrong === undefined) {
+      return {
+        status: response.status,
+        contentType: response.contentType,
+        headers: response.headers,
+        body: response.body,
+      };
+    }
+    await response.body.dump().catch(() => {});
+    const path = buildRequestTarget(transport.target.basePath, request.path, request.query);
+    throw new ApiError({
+      code: 'API_INVALID_RESPONSE',
+      method: request.method,
+      path,
+      status: response.status,
+      retryable: true,
+      message: `CyberSource answered ${request.method} ${path} with status ${response.status} and ${wrong} instead of the report file (asked for ${request.accept ?? DOWNLOAD_ACCEPT}).`,
+    });
+  });
+}
+
+/**
+ * Download and hand the stream to `consumer`; when the body breaks mid-way (socket error, body
+ * timeout) the whole download is restarted, within the retry policy, and `consumer` is called
+ * again with a fresh stream. The consumer MUST start over on every call: rows of a broken attempt
+ * must not survive. Its own failures (its database connection dropping included) are rethrown.
+ */
+export async function withDownload<T>(
+  deps: DownloadDeps,
+  request: ApiRequest,
+  consumer: (download: ReportDownload) => Promise<T>,
+): Promise<T> {
+  const { transport, now } = deps;
+  const startedAt = now();
+  for (let attempt = 1; ; attempt++) {
+    const response = await streamReportDownload(transport, request);
+    let bodyError: unknown;
+    response.body.once('error', (error: unknown) => (bodyError = error));
+    try {
+      return await consumer({ ...response, attempt });
+    } catch (error) {
+      // Only a break of the download stream itself restarts.
+      const broken = bodyError;
+      if (broken === undefined || !isTransientTransportError(broken) || request.signal?.aborted) throw error;
+      const apiError = isApiError(broken)
+        ? broken
+        : createTransportError({
+            method: 'GET',
+            path: buildRequestTarget(transport.target.basePath, request.path, request.query),
+            host: transport.target.host,
+            error: broken,
+          });
+      const decision = decideRetry({
+        error: apiError,
+        attempt,
+        elapsedMs: now() - startedAt,
+        nowMs: now(),
+        policy: deps.retry,
+        random: deps.random,
+      });
+      if (!decision.retry) throw apiError;
+      deps.onEvent?.({
+        type: 'retry',
+        operation: 'downloadReport',
+        method: 'GET',
+        path: request.path,
+        attempt,
+        delayMs: decision.delayMs,
+        errorCode: apiError.code,
+      });
+      deps.logger?.info(
+        { path: request.path, attempt, code: apiError.code, delayMs: decision.delayMs },
+        'report download broke mid-stream; starting it over',
+      );
+      await deps.sleep(decision.delayMs, request.signal);
+    } finally {
+      if (!response.body.destroyed) response.body.destroy();
+    }
+  }
+}
+
+/**
+ * Download to `filePath` through `filePath.part` (truncated by each attempt, renamed when
+ * complete, removed on failure), restarting on breaks (withDownload). `onAttempt` and `onChunk`
+ * let a reader follow the part file as it grows (src/extract/followed-download.ts).
+ */
+export async function downloadToFile(
+  deps: DownloadDeps,
+  request: ApiRequest,
+  filePath: string,
+  options?: DownloadToFileOptions,
+): Promise<DownloadToFileResult> {
+  const partPath = `${filePath}.part`;
+  try {
+    const result = await withDownload(deps, request, async (download) => {
+      options?.onAttempt?.(download.attempt);
+      // flags 'w' truncates: a restarted download never appends to a broken one.
+      const file = createWriteStream(partPath, { flags: 'w' });
+      // Read the body as an async iterable, never `pipeline(body, file)`: that pipes, and
+      // pipe's pause/resume of undici's body lets the socket's receive buffer grow towards the
+      // whole report while each resume concatenates that buffer and copies it into the HTTP
+      // parser again: time and memory grow with the square of the report (see test/bench/README.md).
+      const onChunk = options?.onChunk;
+      const digester = new FileDigester(options?.onDigestBlock);
+      await pipeline(
+        bodyChunks(
+          chunksWithinDeadline(download.body, {
+            contentLength: contentLengthOf(download.headers),
+            graceMs: deps.bodyTimeoutMs,
+          }),
+          digester,
+          onChunk ? () => onChunk(file.bytesWritten) : undefined,
+        ),
+        file,
+      );
+      return {
+        bytes: file.bytesWritten,
+        contentType: download.contentType,
+        attempts: download.attempt,
+        digest: digester.digest(),
+      };
+    });
+    await rename(partPath, filePath);
+    return result;
+  } catch (error) {
+    await rm(partPath, { force: true });
+    throw error;
+  }
+}
+
+/**
+ * A response body's chunks, pulled one at a time (backpressure through the async iterator), each
+ * passed to `digester` on its way; `handed` is called once each chunk has been taken by the consumer.
+ */
+async function* bodyChunks(
+  body: AsyncIterable<Buffer>,
+  digester: FileDigester,
+  handed?: () => void,
+): AsyncGenerator<Buffer> {
+  for await (const chunk of body) {
+    digester.update(chunk);
+    yield chunk;
+    handed?.();
+  }
+}
