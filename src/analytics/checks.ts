@@ -236,7 +236,7 @@ select x.organization_id, (x.window_start at time zone ${ZONE})::date as check_d
   check(
     'funding_arithmetic',
     'gross − fees − chargebacks ± adjustments differs from what was funded',
-    'a funding whose amount differs from what its ledger entries add up to (gross − fees − chargebacks ± adjustments: Payment Batch Detail, Fee Detail, Chargeback and Retrieval), from deposit_reconciliation.',
+    'a funding whose amount differs from what its ledger entries add up to (gross − fees − chargebacks ± adjustments: Payment Batch Detail, Fee Detail, Chargeback and Retrieval), from deposit_reconciliation; a funding with a sale or refund line no Payment Batch Detail line matches is compared only when that report’s loaded windows (loaded_coverage; none: imported files, all compared) start settle_fund_days before its funding date or earlier (the first fundings of a loaded history pay batches before it).',
     [
       'payment_batch_detail',
       'fee_detail',
@@ -261,7 +261,15 @@ select x.organization_id, (x.window_start at time zone ${ZONE})::date as check_d
        r.funding_id, r.currency, r.gross_amount, r.fee_amount, r.chargeback_amount, r.adjustment_amount,
        r.expected_net, r.funded_amount, r.difference
   from cybs_analytics.deposit_reconciliation r
- where r.level = 'funding' and r.difference <> 0`,
+  left join cybs_analytics.loaded_coverage r_c on r_c.pipeline = 'payment_batch_detail' and r_c.organization_id = r.organization_id
+ where r.level = 'funding' and r.difference <> 0
+   and (r_c.first_start is null
+        or r.funding_date >= ((r_c.first_start + ${days('settle_fund_days')}) at time zone 'UTC')::date
+        or not exists (select 1 from cybs_analytics.stg_funding_detail f
+                        where f.organization_id = r.organization_id and f.funding_id = r.funding_id
+                          and f.funding_kind in ('purchase', 'refund')
+                          and not exists (select 1 from cybs_analytics.stg_payment_batch_detail p
+                                           where p.organization_id = f.organization_id and p.request_id = f.request_id)))`,
   ),
   check(
     'deposit_mismatch',

@@ -498,4 +498,60 @@ describe('cybs_analytics on PostgreSQL', () => {
       'ledger',
     );
   });
+
+  it('compares a funding that pays batches before the loaded history only once that history reaches back far enough', async () => {
+    // F1 pays R1 (in the Payment Batch Detail sample) and R4 (a batch before it): 100.00 expected.
+    const org = 'hand_edge';
+    const pbd = await run(
+      'import',
+      LEGACY_PBD,
+      '--report-definition',
+      'PaymentBatchDetailClass',
+      '--organization-id',
+      org,
+    );
+    expect(pbd.code, pbd.stderr).toBe(0);
+    const file = join(dir, `${org}-funding.csv`);
+    await writeFile(
+      file,
+      report(org, 'FundingDetailReport_Daily', 'FundingDetail', '2003-05-02', FUNDING_HEADER, [
+        [R1, '100.00', 'USD', 'sale', '97.10', 'USD', '2.90', '2003-05-02', 'F1', ''],
+        ['0004170000000167905139', '50.00', 'USD', 'sale', '48.55', 'USD', '1.45', '2003-05-02', 'F1', ''],
+      ]),
+    );
+    const funding = await run(
+      'import',
+      file,
+      '--report-definition',
+      'FundingDetailClass',
+      '--organization-id',
+      org,
+    );
+    expect(funding.code, funding.stderr).toBe(0);
+    await client.query('select cybs_analytics.refresh()');
+    const failing = async () =>
+      (
+        await client.query(
+          `select reference, difference::text as difference from cybs_analytics.rc_funding_arithmetic where organization_id = $1`,
+          [org],
+        )
+      ).rows;
+    // Imported files only (no loaded windows): every funding is compared.
+    expect(await failing()).toEqual([{ reference: 'F1', difference: '45.65' }]);
+    // Loaded windows of Payment Batch Detail that start the day before the funding: its unmatched
+    // line may be in a batch nobody loaded (settle_fund_days, 5, before the funding date).
+    await client.query(
+      `insert into etl.windows (pipeline, organization_id, window_key, window_start, window_end, status, rows_loaded)
+       values ('payment_batch_detail', $1, '2003-05-01', '2003-05-01T00:00Z', '2003-05-02T00:00Z', 'loaded', 3)`,
+      [org],
+    );
+    expect(await failing()).toEqual([]);
+    // Loaded from far enough back, the line is missing from a loaded batch: the funding fails.
+    await client.query(
+      `update etl.windows set window_key = '2003-04-27', window_start = '2003-04-27T00:00Z'
+        where pipeline = 'payment_batch_detail' and organization_id = $1`,
+      [org],
+    );
+    expect(await failing()).toEqual([{ reference: 'F1', difference: '45.65' }]);
+  });
 });
