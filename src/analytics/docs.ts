@@ -221,8 +221,9 @@ export function indexMarkdown(tables: readonly DocTable[], ext: string): string 
   return lines.join('\n');
 }
 
+/** The description up to its first full stop (a colon would leave "Staging view of x:" alone). */
 function firstSentence(text: string): string {
-  const m = /^(.*?[.:])(\s|$)/.exec(text);
+  const m = /^(.*?\.)(\s|$)/.exec(text);
   return m ? m[1]! : text;
 }
 

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { EXAMPLE_QUERIES } from '../../src/analytics/docs.js';
 import { analyticsViews } from '../../src/analytics/install.js';
 import { checkCounts } from '../../src/analytics/run-checks.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
@@ -467,6 +468,11 @@ describe('cybs_analytics on PostgreSQL', () => {
     const index = await readFile(join(out, 'index.md'), 'utf8');
     expect(index).toContain('From capture to deposit: the join map');
     expect(index).toContain('cybs_analytics.deposit_reconciliation');
+    // Each example query of the index runs as written, in one line per table: its first sentence.
+    for (const q of EXAMPLE_QUERIES) await expect(client.query(q.sql), q.question).resolves.toBeDefined();
+    expect(index).toMatch(
+      /^- \[cybs_analytics\.rc_funding_arithmetic\]\(.*\): Reconciliation check: a funding /m,
+    );
     const page = await readFile(join(out, 'cybs.funding_detail.md'), 'utf8');
     expect(page).toContain(
       '| `funding_amount` | numeric | funding amount of the transaction | Funding.FundingAmount |',
