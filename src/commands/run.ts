@@ -46,7 +46,9 @@ async function writeLedgerSummary(rt: Runtime, out: { write(text: string): unkno
     const rows = await ledgerSummary(rt.warehouse.db);
     if (rows.length === 0) return;
     out.write(
-      `\nThe ledger (cybs_analytics.ledger), from capture to deposit:\n${formatLedgerSummary(rows)}\n`,
+      `\nThe ledger (cybs_analytics.ledger), from capture to deposit:\n${formatLedgerSummary(rows)}\n` +
+        `(not funded: settled, not yet funded; not deposited: funded, not yet in the bank. Both count from\n` +
+        `the first day loaded: fundings and deposits of earlier sales can make them negative.)\n`,
     );
   } catch (error) {
     rt.logger.warn({ error: (error as Error).message }, 'the ledger summary could not be read');
