@@ -170,6 +170,18 @@ describe('cybs_analytics on PostgreSQL', () => {
   let config: string;
   const run = (...args: string[]) =>
     cli(['--config', config, ...args], { env: { DATABASE_URL: database.url } });
+  /** The legacy Payment Batch Detail sample, imported for `org`. */
+  const importBatchSample = async (org: string) => {
+    const r = await run(
+      'import',
+      LEGACY_PBD,
+      '--report-definition',
+      'PaymentBatchDetailClass',
+      '--organization-id',
+      org,
+    );
+    expect(r.code, r.stderr).toBe(0);
+  };
 
   beforeAll(async () => {
     database = await createTestDatabase('analytics');
@@ -185,15 +197,7 @@ describe('cybs_analytics on PostgreSQL', () => {
       ['hand_ok', '2.90'],
       ['hand_fee', '3.00'],
     ] as const) {
-      const pbd = await run(
-        'import',
-        LEGACY_PBD,
-        '--report-definition',
-        'PaymentBatchDetailClass',
-        '--organization-id',
-        org,
-      );
-      expect(pbd.code, pbd.stderr).toBe(0);
+      await importBatchSample(org);
       for (const [name, f] of Object.entries(handFiles(org, r3Fee))) {
         const file = join(dir, `${org}-${name}.csv`);
         await writeFile(file, f.text);
@@ -508,15 +512,7 @@ describe('cybs_analytics on PostgreSQL', () => {
   it('compares a funding that pays batches before the loaded history only once that history reaches back far enough', async () => {
     // F1 pays R1 (in the Payment Batch Detail sample) and R4 (a batch before it): 100.00 expected.
     const org = 'hand_edge';
-    const pbd = await run(
-      'import',
-      LEGACY_PBD,
-      '--report-definition',
-      'PaymentBatchDetailClass',
-      '--organization-id',
-      org,
-    );
-    expect(pbd.code, pbd.stderr).toBe(0);
+    await importBatchSample(org);
     const file = join(dir, `${org}-funding.csv`);
     await writeFile(
       file,
