@@ -114,7 +114,11 @@ const GETTERS: Record<string, Getter> = {
   'Funding.FundingCurrency': (tx) => tx.currency,
   'Funding.FeeAmount': (tx) => money(eventOf(tx)?.fee ?? 0, tx),
   'Funding.FeeCurrency': (tx) => tx.currency,
-  'Funding.FundingDate': (tx) => eventOf(tx)?.fundingDate ?? '',
+  // Written as a UTC timestamp, as the service writes this date (its day is the funding date).
+  'Funding.FundingDate': (tx) => {
+    const day = eventOf(tx)?.fundingDate;
+    return day ? isoUtc(Date.parse(`${day}T00:00:00Z`)) : '';
+  },
   'Funding.Status': (tx) => (eventOf(tx) ? 'S' : ''),
   'Funding.FundingIdentificationNumber': (tx) => eventOf(tx)?.fundingId ?? '',
   'Funding.FundingAccountSuffix': (tx) => String(tx.orgIndex + 1).padStart(4, '0'),
