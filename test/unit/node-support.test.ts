@@ -6,7 +6,9 @@ describe('the Node.js the CLI runs on', () => {
     for (const version of ['20.20.2', '22.11.0', '18.20.4']) {
       const message = unsupportedNodeMessage(version);
       expect(message).toMatch(
-        new RegExp(`^cybs-etl needs Node\\.js 22\\.12 or newer, and this is Node\\.js ${version.replace(/\./g, '\\.')}; install Node\\.js 22 or 24 `),
+        new RegExp(
+          `^cybs-etl needs Node\\.js 22\\.12 or newer, and this is Node\\.js ${version.replace(/\./g, '\\.')}; install Node\\.js 22 or 24 `,
+        ),
       );
       expect(message?.split('. ').length).toBe(1);
     }
