@@ -6,7 +6,9 @@ import { configError } from '../errors.js';
 import type { CliContext } from './context.js';
 import { splitList } from './run.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
-import { planPipelineWindows } from '../pipeline/run-pipelines.js';
+import { planJobs, planPipelineWindows } from '../pipeline/run-pipelines.js';
+import { toJobData } from '../queue/window-jobs.js';
+import type { Runtime } from './runtime.js';
 import type { CalendarWindow } from '../pipeline/plan-windows.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { SIMULATOR_OPTION } from './service-access.js';
@@ -41,6 +43,11 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
       '--no-one-time-reports',
       'do not create one-time reports for days no subscription report covers (they stay not ready)',
     )
+    .option(
+      '--detach',
+      'only plan and enqueue the windows for `cybs-etl worker` processes (on this or other machines) to load',
+      false,
+    )
     .option(...SIMULATOR_OPTION)
     .action(
       async (opts: {
@@ -51,6 +58,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
         concurrency?: number;
         force: boolean;
         oneTimeReports: boolean;
+        detach: boolean;
         simulator: boolean;
       }) => {
         if (dayNumber(opts.to) < dayNumber(opts.from)) {
@@ -78,6 +86,23 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
             opts.organizationId,
           );
           if (stop) out.write(`${stop}\n\n`);
+          if (opts.detach) {
+            out.write(
+              await enqueueRange(rt, {
+                pipelines: pipelines.filter((p) => !rt.unavailable.has(p.name)),
+                range,
+                force: opts.force,
+                ...(opts.organizationId ? { organizationId: opts.organizationId } : {}),
+              }),
+            );
+            for (const [name, reason] of rt.unavailable) {
+              if (pipelines.some((p) => p.name === name)) {
+                out.write(`${name}: not enqueued: ${reason}\n`);
+                ctx.exitCode = 1;
+              }
+            }
+            return;
+          }
           progress = createProgressReporter(ctx.io.stderr, rt.logger);
           const summary = await runPass(rt, {
             command: 'backfill',
@@ -99,6 +124,37 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
         }
       },
     );
+}
+
+/**
+ * backfill --detach: plan the range's windows (creating their etl.windows rows) and enqueue them as
+ * jobs for workers; returns the sentence that says how many were enqueued.
+ */
+async function enqueueRange(
+  rt: Runtime,
+  options: {
+    pipelines: ResolvedPipeline[];
+    range: { from: string; to: string };
+    force: boolean;
+    organizationId?: string;
+  },
+): Promise<string> {
+  const jobs = await planJobs(rt.warehouse.db, { ...options, now: rt.now });
+  const { openWindowQueue } = await import('../queue/window-queue.js');
+  const queue = await openWindowQueue(rt.warehouse.connection, { logger: rt.logger, supervise: false });
+  try {
+    const { added, alreadyQueued } = await queue.enqueue(
+      jobs.map((job) => toJobData(job, null, rt.credentialGroup)),
+    );
+    return (
+      `Enqueued ${added} window(s) of ${options.range.from}..${options.range.to} for workers` +
+      (alreadyQueued > 0 ? ` (${alreadyQueued} more were already queued or being loaded)` : '') +
+      (jobs.length === 0 ? ': every window of the range is already loaded (--force loads them again)' : '') +
+      '; start `cybs-etl worker` on one or more machines to load them, and `cybs-etl status` to follow.\n'
+    );
+  } finally {
+    await queue.stop({ graceful: false, timeoutMs: 1_000 });
+  }
 }
 
 /**

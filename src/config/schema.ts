@@ -113,6 +113,11 @@ export const configSchema = z.strictObject({
       headersTimeoutMs: positiveInt.default(D.DEFAULT_HEADERS_TIMEOUT_MS),
       bodyTimeoutMs: positiveInt.default(D.DEFAULT_BODY_TIMEOUT_MS),
       connectionsPerHost: positiveInt.max(64).default(D.DEFAULT_CONNECTIONS_PER_HOST),
+      /**
+       * Windows in flight at once with one API credential, across every `worker` on the warehouse,
+       * so that a fleet cannot ask more of one key than the service allows it.
+       */
+      maxConcurrentWindows: positiveInt.max(256).default(D.DEFAULT_MAX_CONCURRENT_WINDOWS),
       retry: z
         .strictObject({
           attempts: z.number().int().min(1).max(20).default(D.DEFAULT_RETRY_ATTEMPTS),
