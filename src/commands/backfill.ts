@@ -141,7 +141,11 @@ async function enqueueRange(
 ): Promise<string> {
   const jobs = await planJobs(rt.warehouse.db, { ...options, now: rt.now });
   const { openWindowQueue } = await import('../queue/window-queue.js');
-  const queue = await openWindowQueue(rt.warehouse.connection, { logger: rt.logger, supervise: false });
+  const queue = await openWindowQueue(rt.warehouse.connection, {
+    logger: rt.logger,
+    supervise: false,
+    settings: rt.config.queue,
+  });
   try {
     const { added, alreadyQueued } = await queue.enqueue(
       jobs.map((job) => toJobData(job, null, rt.credentialGroup)),

@@ -44,7 +44,11 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
       });
       const owner = leaseOwner();
       const releaseOwnerLock = await rt.warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner);
-      const queue = await openWindowQueue(rt.warehouse.connection, { logger: rt.logger, supervise: true });
+      const queue = await openWindowQueue(rt.warehouse.connection, {
+        logger: rt.logger,
+        supervise: true,
+        settings: rt.config.queue,
+      });
       const perProcess = opts.concurrency ?? rt.config.defaults.globalConcurrency;
       const worker = await startWindowWorker(
         {

@@ -154,6 +154,16 @@ export const configSchema = z.strictObject({
       schemaChanges: z.enum(SCHEMA_CHANGES).default(D.DEFAULT_SCHEMA_CHANGES),
     })
     .prefault({}),
+  /** The window queue (pg-boss, in the warehouse) that `worker` processes take windows from. */
+  queue: z
+    .strictObject({
+      /** A worker silent this long (killed, cut off) loses its windows' jobs to another worker. */
+      heartbeatSeconds: z.number().int().min(10).max(3600).default(D.DEFAULT_QUEUE_HEARTBEAT_SECONDS),
+      /** Retries of a failed window, with exponential backoff from retryDelaySeconds, before the dead-letter queue. */
+      retryLimit: z.number().int().min(0).max(20).default(D.DEFAULT_QUEUE_RETRY_LIMIT),
+      retryDelaySeconds: z.number().int().min(1).max(3600).default(D.DEFAULT_QUEUE_RETRY_DELAY_SECONDS),
+    })
+    .prefault({}),
   schedule: z
     .strictObject({
       metricsPort: z.number().int().min(0).max(65535).default(D.DEFAULT_METRICS_PORT),

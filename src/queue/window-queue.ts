@@ -17,20 +17,14 @@ export const WINDOW_QUEUE = 'cybs_etl_windows';
 export const WINDOW_DEAD_LETTER_QUEUE = 'cybs_etl_windows_failed';
 export const QUEUE_SCHEMA = 'pgboss';
 
-/** Retries of a failed window's job (after the first attempt), with exponential backoff from 30 s. */
-const RETRY_LIMIT = 3;
-const RETRY_DELAY_SECONDS = 30;
+/** The longest wait between two retries of a window's job (the backoff doubles up to it). */
 const RETRY_DELAY_MAX_SECONDS = 1800;
-/**
- * A worker refreshes the heartbeat of each job it runs every half of this; a job whose worker died
- * (no heartbeat for this long) is failed by pg-boss's monitor and retried by another worker.
- */
-export const HEARTBEAT_SECONDS = 30;
 /** A window that runs this long is taken for lost and retried (its own lease protects the rows). */
 const EXPIRE_SECONDS = 4 * 3600;
 
 export interface WindowQueue {
   readonly boss: PgBoss;
+  readonly settings: QueueSettings;
   /** Enqueue windows; those already queued or active (same singleton key) are not added again. */
   enqueue(jobs: readonly WindowJobData[]): Promise<{ added: number; alreadyQueued: number }>;
   stop(options?: { graceful?: boolean; timeoutMs?: number }): Promise<void>;
@@ -41,9 +35,28 @@ export interface WindowQueue {
  * queues exist. `supervise`: this process also runs pg-boss's maintenance (expiring jobs whose
  * worker stopped sending heartbeats, retention); workers do, planners need not.
  */
+/** config.yaml's `queue`: set on each job a planner enqueues, so workers need not agree on them. */
+export interface QueueSettings {
+  /**
+   * A worker refreshes the heartbeat of each job it runs three times within this; a job whose
+   * worker died (no heartbeat for this long) is failed by pg-boss's supervisor and retried.
+   */
+  heartbeatSeconds: number;
+  retryLimit: number;
+  retryDelaySeconds: number;
+}
+
+export interface WindowQueueOptions {
+  logger: Logger;
+  /** This process also runs pg-boss's supervision (workers do; planners need not). */
+  supervise: boolean;
+  settings: QueueSettings;
+  maxConnections?: number;
+}
+
 export async function openWindowQueue(
   connection: Readonly<pg.ClientConfig>,
-  options: { logger: Logger; supervise: boolean; maxConnections?: number },
+  options: WindowQueueOptions,
 ): Promise<WindowQueue> {
   const { host, port, user, database, password, connectionString, ssl } = connection;
   const boss = new PgBoss({
@@ -59,6 +72,8 @@ export async function openWindowQueue(
     schema: QUEUE_SCHEMA,
     schedule: false,
     supervise: options.supervise,
+    // Dead workers' jobs are found as often as a heartbeat can lapse.
+    superviseIntervalSeconds: options.settings.heartbeatSeconds,
     migrate: true,
   });
   boss.on('error', (error: Error) => options.logger.warn({ err: error.message }, 'job queue error'));
@@ -70,16 +85,15 @@ export async function openWindowQueue(
     await boss.createQueue(WINDOW_QUEUE, {
       policy: 'exclusive',
       deadLetter: WINDOW_DEAD_LETTER_QUEUE,
-      retryLimit: RETRY_LIMIT,
-      retryDelay: RETRY_DELAY_SECONDS,
       retryBackoff: true,
       retryDelayMax: RETRY_DELAY_MAX_SECONDS,
-      heartbeatSeconds: HEARTBEAT_SECONDS,
       expireInSeconds: EXPIRE_SECONDS,
     });
   }
+  const { settings } = options;
   return {
     boss,
+    settings,
     async enqueue(jobs) {
       let added = 0;
       for (let i = 0; i < jobs.length; i += 500) {
@@ -88,6 +102,12 @@ export async function openWindowQueue(
           data,
           singletonKey: windowJobKey({ ...data, windowKey: data.window.windowKey }),
           group: { id: data.credential },
+          heartbeatSeconds: settings.heartbeatSeconds,
+          retryLimit: settings.retryLimit,
+          retryDelay: settings.retryDelaySeconds,
+          retryBackoff: true,
+          retryDelayMax: RETRY_DELAY_MAX_SECONDS,
+          deadLetter: WINDOW_DEAD_LETTER_QUEUE,
         }));
         const ids = await boss.insert(WINDOW_QUEUE, inserts, { returnId: true });
         added += ids?.length ?? 0;

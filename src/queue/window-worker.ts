@@ -7,8 +7,14 @@ import { runWindow } from '../pipeline/run-pipelines.js';
 import type { WindowExecutor, WindowRunOutcome } from '../pipeline/run-pipelines.js';
 import { claimableOf, windowOfJob } from './window-jobs.js';
 import type { WindowJobData } from './window-jobs.js';
-import { HEARTBEAT_SECONDS, WINDOW_QUEUE } from './window-queue.js';
+import { WINDOW_QUEUE } from './window-queue.js';
 import type { WindowQueue } from './window-queue.js';
+
+/**
+ * How often the heartbeats of the jobs in flight are refreshed: three times within the shortest
+ * heartbeat a planner may set (queue.heartbeatSeconds ≥ 10), whatever this worker's own config says.
+ */
+const HEARTBEAT_REFRESH_MS = 3_000;
 
 export interface WindowWorkerDeps {
   queue: WindowQueue;
@@ -114,7 +120,7 @@ export async function startWindowWorker(
     () => {
       if (running.size > 0) void boss.touch(WINDOW_QUEUE, [...running.values()]).catch(() => {});
     },
-    (HEARTBEAT_SECONDS * 1000) / 3,
+    HEARTBEAT_REFRESH_MS,
   );
   heartbeat.unref();
   const pollMs = Math.max(500, (options.pollingSeconds ?? 2) * 1000);
