@@ -142,9 +142,10 @@ export interface SimulatorHandle {
   groundTruth(organizationId: string, startDate: string, endDate: string): GroundTruth;
   /**
    * Authenticated requests per key id: how many are being answered now, and the most at once so far
-   * (a client's or a fleet's concurrency per credential, as the service would see it).
+   * (a client's or a fleet's concurrency per credential, as the service would see it). `reset`:
+   * start counting the most at once from now on (after the result is taken).
    */
-  requestConcurrency(): Record<string, { inFlight: number; max: number }>;
+  requestConcurrency(options?: { reset?: boolean }): Record<string, { inFlight: number; max: number }>;
   close(): Promise<void>;
 }
 
@@ -620,7 +621,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return faults.rules();
     },
     groundTruth: (org, s, e) => computeGroundTruth({ dataset, store, now: now() }, org, s, e),
-    requestConcurrency: () => Object.fromEntries([...concurrencyByKey].map(([k, v]) => [k, { ...v }])),
+    requestConcurrency: (options = {}) => {
+      const counts = Object.fromEntries([...concurrencyByKey].map(([k, v]) => [k, { ...v }]));
+      if (options.reset) for (const c of concurrencyByKey.values()) c.max = c.inFlight;
+      return counts;
+    },
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
