@@ -116,12 +116,9 @@ export async function startWindowWorker(
   // slot polls. Heartbeats of the jobs in flight are refreshed from here.
   const boss = deps.queue.boss;
   const running = new Map<string, { id: string; retryCount: number }>();
-  const heartbeat = setInterval(
-    () => {
-      if (running.size > 0) void boss.touch(WINDOW_QUEUE, [...running.values()]).catch(() => {});
-    },
-    HEARTBEAT_REFRESH_MS,
-  );
+  const heartbeat = setInterval(() => {
+    if (running.size > 0) void boss.touch(WINDOW_QUEUE, [...running.values()]).catch(() => {});
+  }, HEARTBEAT_REFRESH_MS);
   heartbeat.unref();
   const pollMs = Math.max(500, (options.pollingSeconds ?? 2) * 1000);
   let stopping = false;
