@@ -23,7 +23,7 @@ import type { Logger } from '../observability/logger.js';
 import type { ColumnSpec, RecordBatch, RecordSource } from '../parse/records.js';
 import type { CalendarWindow } from '../pipeline/plan-windows.js';
 import { makeSpoolDir, spoolFilePath } from '../pipeline/spool-dirs.js';
-import { localDate } from '../pipeline/time-zones.js';
+import { localDate } from '../time/time-zones.js';
 import { periodsStartingOn } from '../time/report-periods.js';
 import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
 import { formatOf } from './find-report.js';
