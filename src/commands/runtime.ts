@@ -11,7 +11,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { PipelineDef } from '../pipeline/define-pipeline.js';
 import { createWindowExecutor } from '../pipeline/execute-window.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
-import { sweepStaleSpoolDirs } from '../pipeline/spool-dirs.js';
+import { sweepStaleSpoolDirs } from '../spool/spool-dirs.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { WindowExecutor } from '../pipeline/run-pipelines.js';
 import type { SimulatorHandle } from '../simulator/start-simulator.js';

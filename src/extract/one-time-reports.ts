@@ -22,7 +22,7 @@ import { CybsError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ColumnSpec, RecordBatch, RecordSource } from '../parse/records.js';
 import type { CalendarWindow } from '../pipeline/plan-windows.js';
-import { makeSpoolDir, spoolFilePath } from '../pipeline/spool-dirs.js';
+import { makeSpoolDir, spoolFilePath } from '../spool/spool-dirs.js';
 import { localDate } from '../time/time-zones.js';
 import { periodsStartingOn } from '../time/report-periods.js';
 import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';

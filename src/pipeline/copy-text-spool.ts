@@ -20,7 +20,7 @@ import { LineMap } from '../load/line-map.js';
 import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, TypedRecord } from '../parse/records.js';
 import { RecordSpool, toSourceColumn } from './record-source.js';
-import type { FileDigester } from '../api/file-digest.js';
+import type { FileDigester } from '../spool/file-digest.js';
 
 /**
  * Characters buffered before a write to a segment file. Small enough that the joined string is

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
-import { FileDigester } from '../api/file-digest.js';
-import type { FileDigest } from '../api/file-digest.js';
+import { FileDigester } from '../spool/file-digest.js';
+import type { FileDigest } from '../spool/file-digest.js';
 import { sectionsOf } from '../catalog/index.js';
 import type { OnDemandSection } from '../catalog/index.js';
 import type { OnDemandPage } from '../extract/on-demand-pages.js';

@@ -14,7 +14,7 @@ import type {
 } from '../load/table-spec.js';
 import { refuseFastPath } from '../load/fast-csv.js';
 import type { RawCsvReport, SetAsideRecord } from '../load/fast-csv.js';
-import type { FileDigester } from '../api/file-digest.js';
+import type { FileDigester } from '../spool/file-digest.js';
 import { CybsError } from '../errors.js';
 import type { RawXmlReport } from '../parse/xml-fast.js';
 import { openCsvReport, serialiseCsvRow } from '../parse/csv-report.js';
