@@ -3,17 +3,17 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { COPY_NULL, encodeCopyValue } from '../load/copy-text.js';
+import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
 import type {
   CopyTextSegment,
   LoadBatch,
   LoadRecord,
   LoadReject,
   LoadSource,
-  LoadValue,
   SourceColumn,
   TableDecl,
 } from '../load/table-spec.js';
+import type { LoadValue } from '../copy-text/bodies.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
 import type { LiveFeed, LiveLines } from '../load/load-window.js';
 import { LineMap } from '../load/line-map.js';

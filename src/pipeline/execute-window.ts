@@ -14,7 +14,8 @@ import { checkReportHead, readReportHead, reportHeadComplete } from '../extract/
 import type { ExpectedReport } from '../extract/report-identity.js';
 import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
-import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
+import { openRawCsvReport } from '../load/fast-csv.js';
+import { isFastPathRefusal } from '../copy-text/fast-path-refusal.js';
 import { loadWindow, tablesHoldWhatWasLeft } from '../load/load-window.js';
 import type { LiveLoad, LoadedState, LoadWindowResult } from '../load/load-window.js';
 import type { LoadSource, TableDecl } from '../load/table-spec.js';
