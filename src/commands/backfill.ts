@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { createProgressReporter } from '../observability/progress.js';
-import { dayNumber } from '../pipeline/time-zones.js';
+import { dayNumber } from '../time/time-zones.js';
 import { configError } from '../errors.js';
 import type { CliContext } from './context.js';
 import { splitList } from './run.js';

@@ -11,10 +11,10 @@ import type { Metrics } from '../observability/metrics.js';
 import type { PipelineDef } from '../pipeline/define-pipeline.js';
 import { createWindowExecutor } from '../pipeline/execute-window.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
-import { sweepStaleSpoolDirs } from '../pipeline/spool-dirs.js';
+import { sweepStaleSpoolDirs } from '../spool/spool-dirs.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { WindowExecutor } from '../pipeline/run-pipelines.js';
-import type { SimulatorHandle } from '../simulator/start-simulator.js';
+import type { SimulatorHandle } from '../simulator/index.js';
 import { scheduleOfSubscription } from '../time/report-periods.js';
 import type { CliContext } from './context.js';
 import { chooseService, connectService } from './service-access.js';
@@ -196,7 +196,7 @@ async function applySubscriptionSchedules(
  * simulator's (etl.windows, etl.sources): real data and made-up merchants never share a warehouse.
  */
 export async function refuseRealOrganizations(warehouse: Warehouse): Promise<void> {
-  const { SIMULATED_ORGANIZATION_PREFIX } = await import('../simulator/start-simulator.js');
+  const { SIMULATED_ORGANIZATION_PREFIX } = await import('../simulator/index.js');
   const real = await organizationsWithoutPrefix(warehouse.db, SIMULATED_ORGANIZATION_PREFIX, 4);
   if (real.length === 0) return;
   const named = real.length > 3 ? `${real.slice(0, 3).join(', ')}, …` : real.join(', ');

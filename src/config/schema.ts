@@ -1,6 +1,6 @@
 import { validateDetailed as validateCron } from 'node-cron';
 import { z } from 'zod';
-import { isValidTimeZone, parseDay } from '../pipeline/time-zones.js';
+import { isValidTimeZone, parseDay } from '../time/time-zones.js';
 import { POSTGRES_URL_EXAMPLE, postgresUrlProblem } from './database-url.js';
 import * as D from './defaults.js';
 import { REPORT_NAME_PATTERN, subscriptionsSchema } from './subscriptions-schema.js';

@@ -14,8 +14,8 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { DownloadReportParams } from '../api/types.js';
 import type { DownloadToFileResult, ReportingClient } from '../api/index.js';
-import { sameDigest } from '../api/file-digest.js';
-import type { FileDigest } from '../api/file-digest.js';
+import { sameDigest } from '../spool/file-digest.js';
+import type { FileDigest } from '../spool/file-digest.js';
 import { CybsError } from '../errors.js';
 
 export interface FollowedDownload {

@@ -37,56 +37,17 @@ import { isUtf8 } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { guessReportDefinition, resolveHeader } from '../catalog/index.js';
-import type { PgType } from '../catalog/index.js';
-import { CybsError } from '../errors.js';
+import type { CybsError } from '../errors.js';
 import { MAX_RECORD_SIZE, parseCsvMetadataLine, truncatedCsvError } from '../parse/csv-report.js';
 import { sniffEncoding } from '../parse/text-encoding.js';
 import { ColumnSet, emptyMetadata } from '../parse/records.js';
-import { CANONICAL_BYTES, writeDecimal } from './canonical-bytes.js';
-import { escapeCopyText } from './copy-text.js';
-import type { ByteCheck } from './canonical-bytes.js';
+import type { RawCsvBody, RawCsvChecks, SetAsideRecord } from '../copy-text/bodies.js';
+import { CANONICAL } from '../copy-text/canonical.js';
+import { CANONICAL_BYTES, writeDecimal } from '../copy-text/canonical-bytes.js';
+import { escapeCopyText } from '../copy-text/cell-encoders.js';
+import type { ByteCheck } from '../copy-text/canonical-bytes.js';
+import { refuseFastPath } from '../copy-text/fast-path-refusal.js';
 import type { ColumnSpec, ReportMetadata } from '../parse/records.js';
-
-export const FAST_PATH_REFUSED = 'LOAD_FAST_PATH_REFUSED';
-
-export function refuseFastPath(reason: string, cause?: unknown): CybsError {
-  return new CybsError(FAST_PATH_REFUSED, `The fast load path cannot load this file: ${reason}.`, {
-    stage: 'load',
-    context: { reason },
-    ...(cause !== undefined ? { cause } : {}),
-  });
-}
-
-export function isFastPathRefusal(error: unknown): boolean {
-  return error instanceof CybsError && error.code === FAST_PATH_REFUSED;
-}
-
-/**
- * A failure of the bytes fed to a fast-path COPY rather than of PostgreSQL: a structural error of
- * the file (e.g. PARSE_CSV_TRUNCATED) or of its download (the bytes are read as they arrive). It
- * fails the window as on the per-row path, or restarts it; it never sends the file to the per-row
- * path, which only what PostgreSQL refuses does.
- */
-export function isSourceFailure(error: unknown): boolean {
-  return error instanceof CybsError && (['parse', 'extract', 'api'] as string[]).includes(error.stage);
-}
-
-/** The data bytes of a CSV file for the loader's raw COPY (see LoadSource.rawCsv). */
-export interface RawCsvBody {
-  fileName: string;
-  /** Line number of the first data record. */
-  firstLine: number;
-  /**
-   * The bytes after the header line, checked record by record as they pass (call once): the
-   * iterator throws a refusal on what COPY must not see or would read differently from the
-   * per-row path (see RawCsvChecks).
-   */
-  read(checks: RawCsvChecks): AsyncIterable<Buffer>;
-  /** Records handed to COPY (final once `read` is exhausted). */
-  records(): number;
-  /** Records not handed to COPY, for the per-row path (final once `read` is exhausted). */
-  setAside(): SetAsideRecord[];
-}
 
 export interface RawCsvReport {
   metadata: ReportMetadata;
@@ -225,26 +186,6 @@ export async function openRawCsvReport(
 }
 
 /**
- * What every record is checked for while its bytes pass to COPY, column by column in header
- * order. A value of a non-text column must be written in the canonical form that the catalog's
- * coercer (per-row path) and PostgreSQL's input function (COPY into the typed staging table) read
- * identically; a natural-key value must not be empty. Anything else refuses the file, and the
- * per-row path types and rejects it with its own messages.
- */
-export interface RawCsvChecks {
-  /** The type each column is copied into (its staging column's type). */
-  types: readonly PgType[];
-  /** Columns that must not be empty (natural-key columns). */
-  required: readonly number[];
-  /**
-   * COPY text (RAW_CSV_COPY_OPTIONS) appended to every record after its line number (starting with
-   * a comma): the values of the constant lineage columns when the bytes go straight into the
-   * target table (see copyTextField).
-   */
-  append?: string;
-}
-
-/**
  * The COPY options of the scanner's output: text format, values separated by commas, an empty
  * value NULL (as `FORMAT csv` with FORCE_NULL read an empty or quoted-empty value).
  */
@@ -259,25 +200,6 @@ export function copyTextField(value: string): string | undefined {
   return escapeCopyText(value)?.replaceAll(',', '\\,');
 }
 
-/**
- * The canonical forms (unquoted, or quoted without quotes inside); empty values are NULL. Shared
- * with the fast XML path (raw-text-copy.ts). A date may also be written as a canonical UTC
- * timestamp (Funding Detail reports write their funding date so): the catalog's coercer keeps the
- * date as written, and PostgreSQL's date input reads the same date whatever its TimeZone.
- */
-export const CANONICAL: Record<PgType, RegExp | undefined> = {
-  text: undefined,
-  numeric: /^(?=.{1,16383}$)-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/,
-  integer: /^-?[0-9]{1,9}$/,
-  bigint: /^-?[0-9]{1,18}$/,
-  boolean: /^(?:y|yes|true|t|1|n|no|false|f|0)$/i,
-  date: /^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z)?$/,
-  timestamptz:
-    /^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z$/,
-};
-/** -0 reads as 0 in PostgreSQL, and as an unusual form in the coercer. */
-export const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
-
 const COMMA = 0x2c;
 
 function recordTooLarge(line: number): CybsError {
@@ -287,12 +209,6 @@ function recordTooLarge(line: number): CybsError {
 /** At most this many records per file are set aside for the per-row path; more refuse the file. */
 export const MAX_SET_ASIDE_RECORDS = 1000;
 const MAX_SET_ASIDE_CHARS = 16 * 1024 * 1024;
-
-/** A record the scanner could not vouch for: its text (without line end) and its line number. */
-export interface SetAsideRecord {
-  line: number;
-  text: string;
-}
 
 /**
  * One pass over the data bytes, byte by byte, splitting records as a CSV reader does (a quote

@@ -2,8 +2,8 @@ import { sql } from 'kysely';
 import type { RawBuilder } from 'kysely';
 import { CybsError, errorMessage } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
-import { encoderFor, escapeCopyText, escapeCopyTextLossy, typeFamily } from './copy-text.js';
-import type { CellEncoder } from './copy-text.js';
+import { encoderFor, escapeCopyText, escapeCopyTextLossy, typeFamily } from '../copy-text/cell-encoders.js';
+import type { CellEncoder } from '../copy-text/cell-encoders.js';
 import {
   KEY_LINEAGE_COLUMNS,
   addColumnDdl,
@@ -20,20 +20,14 @@ import {
 import type { ExistingColumn } from './ddl.js';
 import { PG_TYPES } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
-import {
-  RAW_CSV_COPY_OPTIONS,
-  copyTextField,
-  isFastPathRefusal,
-  isSourceFailure,
-  refuseFastPath,
-} from './fast-csv.js';
-import type { RawCsvBody, RawCsvChecks } from './fast-csv.js';
+import type { LoadValue, RawCopyTextBody, RawCsvBody, RawCsvChecks } from '../copy-text/bodies.js';
+import { isFastPathRefusal, isSourceFailure, refuseFastPath } from '../copy-text/fast-path-refusal.js';
+import { RAW_CSV_COPY_OPTIONS, copyTextField } from './fast-csv.js';
 import { LineMap } from './line-map.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
 import { assertRawTextCopyable, copyRawText, copyRawTextLines } from './raw-text-copy.js';
-import type { RawCopyTextBody } from './raw-text-copy.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
-import type { ColumnDecl, LoadBatch, LoadSource, LoadValue, SourceColumn, TableDecl } from './table-spec.js';
+import type { ColumnDecl, LoadBatch, LoadSource, SourceColumn, TableDecl } from './table-spec.js';
 import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
 
 /**

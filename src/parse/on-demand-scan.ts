@@ -27,8 +27,8 @@
 import { isUtf8 } from 'node:buffer';
 import { INVALID, coercerFor } from '../catalog/index.js';
 import type { Coercer, PgType } from '../catalog/index.js';
-import { canonicalDecimal, writeDecimal } from '../load/canonical-bytes.js';
-import { COPY_NULL, encodeCopyValue } from '../load/copy-text.js';
+import { canonicalDecimal, writeDecimal } from '../copy-text/canonical-bytes.js';
+import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
 
 export interface ScanField {
   /** JSON key in the item. */

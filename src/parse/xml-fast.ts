@@ -53,9 +53,9 @@ import {
   repeatedGroupOf,
 } from '../catalog/child-tables.js';
 import type { XmlRepeatedGroup, XmlRepeatedGroupName } from '../catalog/child-tables.js';
-import { refuseFastPath } from '../load/fast-csv.js';
-import { canonicalCopyValue } from '../load/raw-text-copy.js';
-import type { RawCopyTextBody } from '../load/raw-text-copy.js';
+import { refuseFastPath } from '../copy-text/fast-path-refusal.js';
+import { canonicalCopyValue } from '../copy-text/canonical.js';
+import type { RawCopyTextBody } from '../copy-text/bodies.js';
 import { ColumnSet } from './records.js';
 import type { ColumnSpec, ReportMetadata } from './records.js';
 import {
