@@ -4,7 +4,7 @@ import { createProgressReporter } from '../observability/progress.js';
 import { dayNumber } from '../time/time-zones.js';
 import { configError } from '../errors.js';
 import type { CliContext } from './context.js';
-import { splitList } from './run.js';
+import { splitList, windowConcurrency } from './run.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
 import { planJobs, planPipelineWindows } from '../pipeline/run-pipelines.js';
 import { toJobData } from '../queue/window-jobs.js';
@@ -22,13 +22,6 @@ function isoDay(value: string): string {
   }
 }
 
-function positive(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 64)
-    throw new InvalidArgumentError('expected a whole number from 1 to 64.');
-  return n;
-}
-
 export function registerBackfillCommand(program: Command, ctx: CliContext): void {
   program
     .command('backfill')
@@ -37,7 +30,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
     .requiredOption('--to <date>', 'last day, inclusive (YYYY-MM-DD)', isoDay)
     .option('--pipelines <names>', 'comma-separated pipelines (default: the enabled ones)', splitList)
     .option('--organization-id <id>', 'only this organization')
-    .option('--concurrency <n>', 'windows in flight overall', positive)
+    .option('--concurrency <n>', 'windows in flight overall', windowConcurrency)
     .option('--force', 're-load windows that are already loaded', false)
     .option(
       '--no-one-time-reports',

@@ -1,4 +1,3 @@
-import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
 import { PIPELINES } from '../../pipelines/index.js';
 import { leaseOwner } from '../pipeline/run-pipelines.js';
@@ -7,18 +6,12 @@ import { startWindowWorker } from '../queue/window-worker.js';
 import { LEASE_LOCK_SPACE, releaseLeases } from '../state/windows.js';
 import type { CliContext } from './context.js';
 import { interruptOnSignals } from './run-pass.js';
+import { windowConcurrency } from './run.js';
 import { createRuntime } from './runtime.js';
 import { SIMULATOR_OPTION } from './service-access.js';
 
 /** How long a stopping worker lets its windows in flight finish before it rolls them back. */
 const STOP_GRACE_MS = 30_000;
-
-function concurrency(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 64)
-    throw new InvalidArgumentError('expected a whole number from 1 to 64.');
-  return n;
-}
 
 export function registerWorkerCommand(program: Command, ctx: CliContext): void {
   program
@@ -29,7 +22,7 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
     .option(
       '--concurrency <n>',
       'windows in flight in this process (default: defaults.globalConcurrency)',
-      concurrency,
+      windowConcurrency,
     )
     .option(...SIMULATOR_OPTION)
     .action(async (opts: { concurrency?: number; simulator: boolean }) => {
