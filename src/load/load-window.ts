@@ -423,8 +423,8 @@ const XID_HORIZON = 1n << 31n;
 
 /**
  * Whether the window's tables still hold exactly what its last load left (`previous`), and the
- * reject threshold passes as the load would check it (see holdsWhatWasLeft). Otherwise false,
- * having written nothing.
+ * reject threshold passes as the load would check it (see tablesUnchangedSinceLoadIn). Otherwise
+ * false, having written nothing.
  */
 async function unchangedSince(
   ctx: WindowContext,
@@ -433,7 +433,7 @@ async function unchangedSince(
   previous: LoadedState,
 ): Promise<boolean> {
   const tables = targets.map((t) => ({ table: t.table, source: t.source.source }));
-  if (!(await holdsWhatWasLeft(trx, ctx.options.window, tables, previous))) return false;
+  if (!(await tablesUnchangedSinceLoadIn(trx, ctx.options.window, tables, previous))) return false;
   ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.owned, 0);
   ctx.rejects.count = previous.rejected;
   try {
@@ -448,18 +448,18 @@ async function unchangedSince(
 }
 
 /**
- * Whether the tables hold what the window's last load left (holdsWhatWasLeft), read in a
+ * Whether the tables hold what the window's last load left (tablesUnchangedSinceLoadIn), read in a
  * transaction of its own: a hint, while the window's file downloads, that a re-load cannot be
  * recognised (then it need not wait for the download's end). The load decides in its own.
  */
-export async function tablesHoldWhatWasLeft(
+export async function tablesUnchangedSinceLoad(
   warehouse: Warehouse,
   window: LoadWindowOptions['window'],
   tables: readonly { table: TableDecl; source: string }[],
   previous: LoadedState,
 ): Promise<boolean> {
   return warehouse.session((session) =>
-    session.db.transaction().execute((trx) => holdsWhatWasLeft(trx, window, tables, previous)),
+    session.db.transaction().execute((trx) => tablesUnchangedSinceLoadIn(trx, window, tables, previous)),
   );
 }
 
@@ -470,7 +470,7 @@ export async function tablesHoldWhatWasLeft(
  * over, a hand-made fix, a restore) carries another writer or changes the count. Then a load of
  * the very bytes that load read writes nothing either, and its result is `previous`'s.
  */
-async function holdsWhatWasLeft(
+async function tablesUnchangedSinceLoadIn(
   trx: Db,
   window: LoadWindowOptions['window'],
   tables: readonly { table: TableDecl; source: string }[],
@@ -1902,14 +1902,15 @@ function describeBadValue(
       `Column "${column.name}" of ${table}: the value holds a NUL character, which PostgreSQL text cannot store.`,
     ];
   }
-  const shown = typeof value === 'string' ? JSON.stringify(truncate(value)) : String(value);
+  const shown = typeof value === 'string' ? JSON.stringify(valuePreview(value)) : String(value);
   return [
     LOAD_ERROR_CODES.typeMismatch,
     `Column "${column.name}" of ${table} is ${column.tableType}; the value ${shown} (declared ${column.sourceType} by the source) does not fit it.`,
   ];
 }
 
-function truncate(text: string): string {
+/** `text`, cut to VALUE_PREVIEW characters (and `…`) for an error message. */
+function valuePreview(text: string): string {
   return text.length > VALUE_PREVIEW ? `${text.slice(0, VALUE_PREVIEW)}…` : text;
 }
 
@@ -1955,9 +1956,9 @@ interface MergeCounts {
  * `_source` or `_source_row` differ, so an identical re-load writes nothing (`_run_id` and
  * `_loaded_at` of unchanged rows stay).
  *
- * A re-load of a source that already owns rows first leaves out the rows it would not change
- * (`unchangedLeftOut`): the upsert locks every row whose key it meets, even one it does not
- * rewrite, and a locked row is a written page.
+ * A re-load of a source that already owns rows first keeps only the staged rows that differ
+ * (`changedRows`): the upsert locks every row whose key it meets, even one it does not rewrite,
+ * and a locked row is a written page.
  *
  * A report rarely holds a key twice, so the rows go in as they are first (no sort): one statement
  * cannot touch a row twice, so it fails (21000) when the source does hold a key twice, and then
@@ -1980,7 +1981,7 @@ async function mergeStaging(
     await rejectRepeatedKeys(ctx, trx, decl, source, staging);
     return upsertStaging(trx, decl, source, staged, staging, options, true);
   };
-  const changed = await unchangedLeftOut(trx, decl, source, staged, stagingName, stagedCount, options);
+  const changed = await changedRows(trx, decl, source, staged, stagingName, stagedCount, options);
   if (changed === 'repeated key') return deduplicated();
   if (changed === 'none') return { distinct: stagedCount, inserted: 0, updated: 0 };
   await sql`savepoint cybs_merge`.execute(trx);
@@ -2073,7 +2074,7 @@ async function rejectRepeatedKeys(
  * equals a row of its own key whose `_source_row` is its own, and two staged records of one key
  * have different `_source_row`s.
  */
-async function unchangedLeftOut(
+async function changedRows(
   trx: Db,
   decl: TableDecl,
   source: LoadSource,

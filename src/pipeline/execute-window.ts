@@ -15,7 +15,7 @@ import type { ExpectedReport } from '../extract/report-identity.js';
 import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
 import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
-import { loadWindow, tablesHoldWhatWasLeft } from '../load/load-window.js';
+import { loadWindow, tablesUnchangedSinceLoad } from '../load/load-window.js';
 import type { LiveLoad, LoadedState, LoadWindowResult } from '../load/load-window.js';
 import type { LoadSource, TableDecl } from '../load/table-spec.js';
 import type { Warehouse } from '../load/warehouse.js';
@@ -75,7 +75,8 @@ export function createWindowExecutor(deps: ExecutorDeps): WindowExecutor {
   };
 }
 
-function refOf(task: WindowTask) {
+/** The window a task loads, as the loader and the windows table name it. */
+function windowIdentity(task: WindowTask) {
   return {
     pipeline: task.pipeline.name,
     organizationId: task.window.organizationId,
@@ -120,7 +121,7 @@ async function commitLoad(
   data: { targets: { table: TableDecl; source: LoadSource }[]; live?: LiveLoad; file?: FileLoad },
   outcome: () => { sourceRef: string; noData: boolean },
 ): Promise<WindowResult> {
-  const ref = refOf(task);
+  const ref = windowIdentity(task);
   const file = data.file;
   const result: LoadWindowResult = await loadWindow(deps.warehouse, {
     window: ref,
@@ -235,11 +236,11 @@ async function executeReportWindow(
   // Whether the table still holds what the last load left, asked while the file downloads: when it
   // does not, a re-load of even the same file cannot be recognised, and need not wait for its end.
   const tables = found.format === 'xml' ? xmlTableSources(def, source) : [{ table: def.table, source }];
-  const tablesAsLeft =
+  const tablesUnchanged =
     expected && previous
-      ? tablesHoldWhatWasLeft(deps.warehouse, refOf(task), tables, previous).catch(() => true)
+      ? tablesUnchangedSinceLoad(deps.warehouse, windowIdentity(task), tables, previous).catch(() => true)
       : undefined;
-  const expectation = expected ? { digest: expected, tablesAsLeft } : undefined;
+  const expectation = expected ? { digest: expected, tablesUnchanged } : undefined;
   // The body must be this window's report: its organization, report name and period.
   const report: ExpectedReport = {
     format: found.format,
@@ -301,7 +302,7 @@ async function withDownloadedBytes(
   params: DownloadReportParams,
   report: ExpectedReport,
   readSize: number,
-  expected: { digest: FileDigest; tablesAsLeft: Promise<boolean> | undefined } | undefined,
+  expected: { digest: FileDigest; tablesUnchanged: Promise<boolean> | undefined } | undefined,
   use: (bytes: DownloadedBytes) => Promise<WindowResult>,
 ): Promise<WindowResult> {
   return withTempDir(async (dir) => {
@@ -352,7 +353,9 @@ async function withDownloadedBytes(
       // A file expected to be the one the window was last loaded from is not read before that is
       // known: at its first block that differs, or once complete and the same (then the load may
       // write nothing at all), unless the tables no longer hold what that load left.
-      const same = expected !== undefined && (await sameUnless(download.same, expected.tablesAsLeft));
+      const same =
+        expected !== undefined &&
+        (await sameFileUnlessTablesChanged(download.same, expected.tablesUnchanged));
       let following = false;
       try {
         return await use({
@@ -367,17 +370,20 @@ async function withDownloadedBytes(
       }
     } finally {
       await download.stop();
-      await expected?.tablesAsLeft;
+      await expected?.tablesUnchanged;
     }
   });
 }
 
-/** `same`, or false as soon as `tablesAsLeft` says false. */
-function sameUnless(same: Promise<boolean>, tablesAsLeft: Promise<boolean> | undefined): Promise<boolean> {
-  if (tablesAsLeft === undefined) return same;
+/** Whether the file is the same (`same`), or false as soon as `tablesUnchanged` says false. */
+function sameFileUnlessTablesChanged(
+  same: Promise<boolean>,
+  tablesUnchanged: Promise<boolean> | undefined,
+): Promise<boolean> {
+  if (tablesUnchanged === undefined) return same;
   return new Promise<boolean>((resolve) => {
-    void tablesAsLeft.then((asLeft) => {
-      if (!asLeft) resolve(false);
+    void tablesUnchanged.then((unchanged) => {
+      if (!unchanged) resolve(false);
     });
     void same.then(resolve);
   });
