@@ -7,9 +7,8 @@
  * (quotes taken off, a comma, backslash, CR or LF inside a value escaped). PostgreSQL splits and
  * casts them into the typed staging table of loadWindow, or on a first load into the table itself
  * (then the usual merge, delete and window bookkeeping, in the same transaction). Text format
- * rather than `FORMAT csv`: PostgreSQL's CSV reader took ≈ 13% more of the backend's CPU for the
- * same 1M rows (psql, alternating: 4.43–4.63 s against 3.96–4.05 s), and the backend is what a
- * first load waits for.
+ * rather than `FORMAT csv`: PostgreSQL's CSV reader costs the backend more CPU for the same rows,
+ * and the backend is what a first load waits for.
  *
  * It produces exactly what the per-row path (openCsvReport → toLoadSource → loadWindow) produces,
  * or refuses (`LOAD_FAST_PATH_REFUSED`) and the caller loads the file through the per-row path.
@@ -364,9 +363,9 @@ class BodyScanner {
   push(chunk: Buffer): Buffer {
     if (chunk.length === 0) return chunk;
     const resume = this.pending.length;
-    // The unfinished record and the chunk joined in a buffer kept from chunk to chunk (a fresh one
-    // per chunk was 352 MB of short-lived buffers per 1M-row file, which V8 counts towards its
-    // old generation's limit: ≈ 1 in 6 of the load's mark-compacts).
+    // The unfinished record and the chunk joined in a buffer kept from chunk to chunk: a fresh one
+    // per chunk would allocate about the file's size in short-lived buffers, which V8 counts
+    // towards its old generation's limit, and so set off full collections.
     let work = chunk;
     if (resume > 0) {
       const length = resume + chunk.length;
@@ -397,8 +396,8 @@ class BodyScanner {
     let quoteCount = this.quoteCount;
     // The next backslash (memchr): a record before it has none and needs no escaping for them.
     let backslash = this.pendingBackslash >= 0 ? this.pendingBackslash : work.indexOf(BACKSLASH, resume);
-    // The line count lives in a local while scanning (a property written for every line break
-    // inside quotes kept V8 from tightening the loop: 2.9 s instead of 2.2 s for 352 MB).
+    // The line count lives in a local while scanning: a property written for every line break
+    // inside quotes keeps V8 from tightening the loop.
     let line = this.line;
     let i = resume;
     while (i < n) {

@@ -3,7 +3,7 @@
  * line holds the source's columns, `\N` for an empty value, and the record number as its last
  * field. Every non-text value must already be in the one form that the catalog's coercer and
  * PostgreSQL's input function read identically — the producer checks each with
- * {@link canonicalCopyValue} (the same conditions as the fast CSV path's `rawColumnSql`) and
+ * {@link canonicalCopyValue} (the same conditions as the fast CSV path's CANONICAL) and
  * refuses otherwise. So the lines go straight into the typed staging table with one
  * `COPY … FROM STDIN` (PostgreSQL casts while copying): no TEMP table of text, no second pass.
  * A value PostgreSQL still refuses (`2023-02-30`), or an empty natural key, refuses the window

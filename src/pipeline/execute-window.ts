@@ -229,7 +229,7 @@ async function executeReportWindow(
   const fileName = `${reportName}_${task.window.reportRef.replace(/:/g, '')}.${found.format}`;
   const sourceRef = `${source} (report ${found.report.reportId})`;
   // The CSV scanner reads 256 KiB at a time best; the XML scanner slows down with more than the
-  // default 64 KiB (300k records: 0.6 s more CPU).
+  // default 64 KiB.
   const readSize = found.format === 'csv' ? 256 * 1024 : 64 * 1024;
   const declaration = declarationDigest(def);
   const { previous, expected } = lastLoad(task.state.fingerprint, declaration);
@@ -292,9 +292,9 @@ interface DownloadedBytes {
  * Download a report file once, so that the fast path and, if it refuses the file, the per-row path
  * read exactly the same bytes. The first reader of a large file (FOLLOW_AFTER_BYTES) starts on the
  * bytes as they arrive: a fast-path load copies while the file downloads, so a window takes about
- * as long as the longer of the two instead of their sum (locally, 1M CSV rows: ≈ 0.5 s less; from
- * a distant service, the whole parse and COPY hide behind the transfer). When the transfer breaks and starts over, the load that
- * was reading it is rolled back (its error) and `use` runs again on the complete file.
+ * as long as the longer of the two instead of their sum (from a distant service, the whole parse
+ * and COPY hide behind the transfer). When the transfer breaks and starts over, the load that was
+ * reading it is rolled back (its error) and `use` runs again on the complete file.
  */
 async function withDownloadedBytes(
   deps: ExecutorDeps,
@@ -308,8 +308,7 @@ async function withDownloadedBytes(
   return withTempDir(async (dir) => {
     const path = spoolFilePath(dir, report.fileName);
     // Only a large file is read while it downloads: a small one gains nothing measurable, and
-    // overlapping them raised the peak RSS of a 30-day backfill of every pipeline at 20,000
-    // transactions a day (four windows at once) from 187–206 MB to 201–213 MB (6 runs each).
+    // overlapping the small files of several windows at once raises the process's peak RSS.
     const download = followDownload(deps.client, params, path, {
       signal: task.signal,
       readSize,
