@@ -17,8 +17,8 @@
  *  - a carriage return outside quotes that is not part of a CRLF line end, a blank line, a
  *    blank line between metadata and header, a one-column header;
  *  - a quote that does not open a value, or a quoted value that goes on after its closing quote
- *    (the per-row parser fails the file there; PostgreSQL's CSV reader would have read on);
- *  - a row PostgreSQL's CSV parser refuses (a ragged row, padding values, NUL, invalid UTF-8) or a
+ *    (the per-row parser fails the file there);
+ *  - a row PostgreSQL's COPY refuses (a ragged row, padding values, NUL, invalid UTF-8) or a
  *    row count that differs from the line count JavaScript saw; a header line that is not UTF-8, a
  *    UTF-16 file (its byte order mark);
  *  - a record of more than MAX_RECORD_SIZE bytes: the per-row reader applies its limit to it (in
@@ -245,7 +245,7 @@ export interface RawCsvChecks {
 
 /**
  * The COPY options of the scanner's output: text format, values separated by commas, an empty
- * value NULL (as `FORMAT csv` with FORCE_NULL read an empty or quoted-empty value).
+ * value NULL, quoted or not (as the catalog's coercers read an empty value).
  */
 export const RAW_CSV_COPY_OPTIONS = "(FORMAT text, DELIMITER ',', NULL '')";
 
@@ -588,8 +588,8 @@ class BodyScanner {
    * Record bytes [s, e) (a complete record without its line end, with `quoteCount` quotes whose
    * places are in `quotes`, and, when `escapes`, backslashes) as COPY text (RAW_CSV_COPY_OPTIONS):
    * quotes taken off, `""` inside quotes one quote, a backslash doubled, a comma, LF or CR inside
-   * quotes escaped (`\,`, `\n`, `\r`); an empty quoted value stays empty (NULL, as FORCE_NULL
-   * read it). A quote must open a value and a closing quote end it, as the per-row parser
+   * quotes escaped (`\,`, `\n`, `\r`); an empty quoted value stays empty (NULL, as the per-row
+   * path reads it). A quote must open a value and a closing quote end it, as the per-row parser
    * requires: anything else refuses the file.
    */
   private rewrite(b: Buffer, s: number, e: number, escapes: boolean, quoteCount: number): void {
