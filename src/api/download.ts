@@ -209,7 +209,7 @@ export async function downloadToFile(
       // Read the body as an async iterable, never `pipeline(body, file)`: that pipes, and
       // pipe's pause/resume of undici's body lets the socket's receive buffer grow towards the
       // whole report while each resume concatenates that buffer and copies it into the HTTP
-      // parser again: time and memory grow with the square of the report (see test/bench/README.md).
+      // parser again: time and memory grow with the square of the report (docs/performance.md).
       const onChunk = options?.onChunk;
       const digester = new FileDigester(options?.onDigestBlock);
       await pipeline(

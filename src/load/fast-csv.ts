@@ -7,9 +7,8 @@
  * (quotes taken off, a comma, backslash, CR or LF inside a value escaped). PostgreSQL splits and
  * casts them into the typed staging table of loadWindow, or on a first load into the table itself
  * (then the usual merge, delete and window bookkeeping, in the same transaction). Text format
- * rather than `FORMAT csv`: PostgreSQL's CSV reader took ≈ 13% more of the backend's CPU for the
- * same 1M rows (psql, alternating: 4.43–4.63 s against 3.96–4.05 s), and the backend is what a
- * first load waits for.
+ * rather than `FORMAT csv`: PostgreSQL's CSV reader costs the backend more CPU for the same rows,
+ * and the backend is what a first load waits for.
  *
  * It produces exactly what the per-row path (openCsvReport → toLoadSource → loadWindow) produces,
  * or refuses (`LOAD_FAST_PATH_REFUSED`) and the caller loads the file through the per-row path.
@@ -18,8 +17,8 @@
  *  - a carriage return outside quotes that is not part of a CRLF line end, a blank line, a
  *    blank line between metadata and header, a one-column header;
  *  - a quote that does not open a value, or a quoted value that goes on after its closing quote
- *    (the per-row parser fails the file there; PostgreSQL's CSV reader would have read on);
- *  - a row PostgreSQL's CSV parser refuses (a ragged row, padding values, NUL, invalid UTF-8) or a
+ *    (the per-row parser fails the file there);
+ *  - a row PostgreSQL's COPY refuses (a ragged row, padding values, NUL, invalid UTF-8) or a
  *    row count that differs from the line count JavaScript saw; a header line that is not UTF-8, a
  *    UTF-16 file (its byte order mark);
  *  - a record of more than MAX_RECORD_SIZE bytes: the per-row reader applies its limit to it (in
@@ -187,7 +186,7 @@ export async function openRawCsvReport(
 
 /**
  * The COPY options of the scanner's output: text format, values separated by commas, an empty
- * value NULL (as `FORMAT csv` with FORCE_NULL read an empty or quoted-empty value).
+ * value NULL, quoted or not (as the catalog's coercers read an empty value).
  */
 export const RAW_CSV_COPY_OPTIONS = "(FORMAT text, DELIMITER ',', NULL '')";
 
@@ -280,9 +279,9 @@ class BodyScanner {
   push(chunk: Buffer): Buffer {
     if (chunk.length === 0) return chunk;
     const resume = this.pending.length;
-    // The unfinished record and the chunk joined in a buffer kept from chunk to chunk (a fresh one
-    // per chunk was 352 MB of short-lived buffers per 1M-row file, which V8 counts towards its
-    // old generation's limit: ≈ 1 in 6 of the load's mark-compacts).
+    // The unfinished record and the chunk joined in a buffer kept from chunk to chunk: a fresh one
+    // per chunk would allocate about the file's size in short-lived buffers, which V8 counts
+    // towards its old generation's limit, and so set off full collections.
     let work = chunk;
     if (resume > 0) {
       const length = resume + chunk.length;
@@ -313,8 +312,8 @@ class BodyScanner {
     let quoteCount = this.quoteCount;
     // The next backslash (memchr): a record before it has none and needs no escaping for them.
     let backslash = this.pendingBackslash >= 0 ? this.pendingBackslash : work.indexOf(BACKSLASH, resume);
-    // The line count lives in a local while scanning (a property written for every line break
-    // inside quotes kept V8 from tightening the loop: 2.9 s instead of 2.2 s for 352 MB).
+    // The line count lives in a local while scanning: a property written for every line break
+    // inside quotes keeps V8 from tightening the loop.
     let line = this.line;
     let i = resume;
     while (i < n) {
@@ -505,8 +504,8 @@ class BodyScanner {
    * Record bytes [s, e) (a complete record without its line end, with `quoteCount` quotes whose
    * places are in `quotes`, and, when `escapes`, backslashes) as COPY text (RAW_CSV_COPY_OPTIONS):
    * quotes taken off, `""` inside quotes one quote, a backslash doubled, a comma, LF or CR inside
-   * quotes escaped (`\,`, `\n`, `\r`); an empty quoted value stays empty (NULL, as FORCE_NULL
-   * read it). A quote must open a value and a closing quote end it, as the per-row parser
+   * quotes escaped (`\,`, `\n`, `\r`); an empty quoted value stays empty (NULL, as the per-row
+   * path reads it). A quote must open a value and a closing quote end it, as the per-row parser
    * requires: anything else refuses the file.
    */
   private rewrite(b: Buffer, s: number, e: number, escapes: boolean, quoteCount: number): void {

@@ -3,9 +3,9 @@
  * line holds the source's columns, `\N` for an empty value, and the record number as its last
  * field. Every non-text value must already be in the one form that the catalog's coercer and
  * PostgreSQL's input function read identically — the producer checks each with
- * {@link canonicalCopyValue} (the same conditions as the fast CSV path's `rawColumnSql`) and
- * refuses otherwise. So the lines go straight into the typed staging table with one
- * `COPY … FROM STDIN` (PostgreSQL casts while copying): no TEMP table of text, no second pass.
+ * {@link canonicalCopyValue} (the same conditions as the fast CSV path's CANONICAL) and
+ * refuses otherwise. So the lines go with one `COPY … FROM STDIN` into the typed staging table, or
+ * on a first load into the table itself (PostgreSQL casts while copying), in one pass.
  * A value PostgreSQL still refuses (`2023-02-30`), or an empty natural key, refuses the window
  * (`LOAD_FAST_PATH_REFUSED`, rolled back) and the caller loads the file through the per-row path,
  * which rejects such records with its own messages.

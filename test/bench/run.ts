@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: cybs-etl against PostgreSQL's own `psql \copy`, in one run, on the local
- * PostgreSQL (127.0.0.1:5432, user postgres, trust). See test/bench/README.md.
+ * PostgreSQL (127.0.0.1:5432, user postgres, trust). How to run it: test/bench/README.md; the
+ * figures and what they led to: docs/performance.md.
  *
  * Environment: BENCH_SCALE (default 1; 0.05 for a quick run) scales every size; BENCH_REPS
  * (default 3) repetitions per case (the median is reported); BENCH_CASES (comma list) runs a subset
@@ -66,7 +67,7 @@ interface Measured {
 /**
  * Run a command under /usr/bin/time; its wall time and maximum RSS. A CHECKPOINT first, so that no
  * run pays for writing out the buffers an earlier one dirtied (a checkpoint falling inside one run
- * but not another made the reference alone vary by 30%).
+ * but not another makes runs of the same command differ widely).
  */
 async function measure(
   cmd: string,
@@ -301,9 +302,9 @@ async function main(): Promise<void> {
       return copied;
     };
     // The reference runs alternate with the cases compared to it (one before each repetition), and
-    // each case's ratio is taken against the reference runs of its own section: on this shared
-    // machine the speed of everything drifted by 25% within one bench, and a reference measured
-    // only at the start gave ratios biased by that drift.
+    // each case's ratio is taken against the reference runs of its own section: on a shared
+    // machine the speed of everything drifts within one bench, and a reference measured only at
+    // the start would bias every later ratio by that drift.
     const refRuns: Measured[] = [];
     const refBefore = async (section: Measured[]): Promise<void> => {
       if (!CASES.has('ref')) return;
@@ -710,7 +711,7 @@ function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
     const ratio = f ? ratioOf(f, ref) : undefined;
     return ratio === undefined ? undefined : ratio >= target;
   };
-  // Targets of issue 9.
+  // The targets (docs/performance.md): load speed of issue 9, memory of issue 27.
   const targets: [string, boolean | undefined][] = [
     ['target_csv_first_ratio_0.6', atLeast(csvFirst, 0.6)],
     ['target_csv_reload_ratio_0.6', atLeast(get('csv_reload'), 0.6)],
