@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
 import type { CliContext } from './context.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
@@ -35,6 +36,14 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
         dispose();
       }
     });
+}
+
+/** A `--concurrency` value: windows in flight, 1 to 64. */
+export function windowConcurrency(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 64)
+    throw new InvalidArgumentError('expected a whole number from 1 to 64.');
+  return n;
 }
 
 export function splitList(value: string): string[] {

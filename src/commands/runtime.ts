@@ -21,6 +21,7 @@ import { chooseService, connectService } from './service-access.js';
 import { CREDENTIAL_VARIABLES } from '../config/env.js';
 import { organizationsWithoutPrefix } from '../state/status.js';
 import { CybsError } from '../errors.js';
+import { credentialGroup } from '../queue/window-jobs.js';
 
 /** Everything a loading command needs, built once per invocation. */
 export interface Runtime {
@@ -38,6 +39,8 @@ export interface Runtime {
   executor: WindowExecutor;
   /** The clock of this invocation (--now, or real time). */
   now: () => Date;
+  /** The API credential's group in the window queue (a hash; see credentialGroup). */
+  credentialGroup: string;
 }
 
 export interface RuntimeOptions {
@@ -132,6 +135,10 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
     organizationParam,
     executor,
     now: () => ctx.now(),
+    credentialGroup: credentialGroup({
+      merchantId: credentials.portfolioId ?? credentials.merchantId,
+      keyId: credentials.keyId ?? credentials.keyAlias ?? credentials.p12Path ?? '',
+    }),
   };
 }
 

@@ -113,6 +113,11 @@ export const configSchema = z.strictObject({
       headersTimeoutMs: positiveInt.default(D.DEFAULT_HEADERS_TIMEOUT_MS),
       bodyTimeoutMs: positiveInt.default(D.DEFAULT_BODY_TIMEOUT_MS),
       connectionsPerHost: positiveInt.max(64).default(D.DEFAULT_CONNECTIONS_PER_HOST),
+      /**
+       * Windows in flight at once with one API credential, across every `worker` on the warehouse,
+       * so that a fleet cannot ask more of one key than the service allows it.
+       */
+      maxConcurrentWindows: positiveInt.max(256).default(D.DEFAULT_MAX_CONCURRENT_WINDOWS),
       retry: z
         .strictObject({
           attempts: z.number().int().min(1).max(20).default(D.DEFAULT_RETRY_ATTEMPTS),
@@ -147,6 +152,16 @@ export const configSchema = z.strictObject({
       leaseSeconds: positiveInt.default(D.DEFAULT_LEASE_SECONDS),
       organizations: z.array(organizationId).min(1).optional(),
       schemaChanges: z.enum(SCHEMA_CHANGES).default(D.DEFAULT_SCHEMA_CHANGES),
+    })
+    .prefault({}),
+  /** The window queue (pg-boss, in the warehouse) that `worker` processes take windows from. */
+  queue: z
+    .strictObject({
+      /** A worker silent this long (killed, cut off) loses its windows' jobs to another worker. */
+      heartbeatSeconds: z.number().int().min(10).max(3600).default(D.DEFAULT_QUEUE_HEARTBEAT_SECONDS),
+      /** Retries of a failed window, with exponential backoff from retryDelaySeconds, before the dead-letter queue. */
+      retryLimit: z.number().int().min(0).max(20).default(D.DEFAULT_QUEUE_RETRY_LIMIT),
+      retryDelaySeconds: z.number().int().min(1).max(3600).default(D.DEFAULT_QUEUE_RETRY_DELAY_SECONDS),
     })
     .prefault({}),
   schedule: z
