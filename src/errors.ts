@@ -13,6 +13,7 @@ export const ERROR_STAGES = [
   'load',
   'state',
   'schedule',
+  'queue',
   'simulator',
 ] as const;
 export type ErrorStage = (typeof ERROR_STAGES)[number];

@@ -11,8 +11,8 @@ import { pipeline } from 'node:stream/promises';
 import type { Logger } from '../observability/logger.js';
 import { DOWNLOAD_ACCEPT } from './endpoints.js';
 import { ApiError, createTransportError, isApiError, isTransientTransportError } from './errors.js';
-import { FileDigester } from './file-digest.js';
-import type { FileDigest } from './file-digest.js';
+import { FileDigester } from '../spool/file-digest.js';
+import type { FileDigest } from '../spool/file-digest.js';
 import { isJsonContentType } from './json-body.js';
 import { decideRetry } from './retry.js';
 import type { RetryConfig } from './retry.js';
@@ -209,7 +209,7 @@ export async function downloadToFile(
       // Read the body as an async iterable, never `pipeline(body, file)`: that pipes, and
       // pipe's pause/resume of undici's body lets the socket's receive buffer grow towards the
       // whole report while each resume concatenates that buffer and copies it into the HTTP
-      // parser again: time and memory grow with the square of the report (see test/bench/README.md).
+      // parser again: time and memory grow with the square of the report (docs/performance.md).
       const onChunk = options?.onChunk;
       const digester = new FileDigester(options?.onDigestBlock);
       await pipeline(

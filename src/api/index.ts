@@ -11,8 +11,8 @@ export type {
   ReportDownload,
   StreamedResponse,
 } from './download.js';
-export { DIGEST_BLOCK_BYTES, FileDigester, sameDigest } from './file-digest.js';
-export type { FileDigest } from './file-digest.js';
+export { DIGEST_BLOCK_BYTES, FileDigester, sameDigest } from '../spool/file-digest.js';
+export type { FileDigest } from '../spool/file-digest.js';
 export { DEPLOYMENT_BASE_URLS, isLoopbackHost, resolveTarget } from './deployments.js';
 export type { ResolvedTarget } from './deployments.js';
 export {

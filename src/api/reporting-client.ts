@@ -217,7 +217,7 @@ export function createReportingClient(
     });
   if (authenticator.scheme === 'http-signature') {
     deps.logger?.warn(
-      'CYBS_AUTH=http-signature: CyberSource retires HTTP Signature authentication in September 2026; set CYBS_AUTH=jwt, which signs with the same key id and shared secret.',
+      'CYBS_AUTH=http-signature: CyberSource announced the end of HTTP Signature authentication for September 2026, so the service may refuse it; set CYBS_AUTH=jwt, which signs with the same key id and shared secret.',
     );
   }
   const ownsDispatcher = deps.dispatcher === undefined;

@@ -99,14 +99,15 @@ export function coerceBigint(value: string): string | null | Invalid {
   return n.toString();
 }
 
-const TRUE_WORDS = new Set(['y', 'yes', 'true', 't', '1']);
-const FALSE_WORDS = new Set(['n', 'no', 'false', 'f', '0']);
+/** The words coerceBoolean reads as true and false (after trimming, in lower case). */
+export const BOOLEAN_TRUE_WORDS: ReadonlySet<string> = new Set(['y', 'yes', 'true', 't', '1']);
+export const BOOLEAN_FALSE_WORDS: ReadonlySet<string> = new Set(['n', 'no', 'false', 'f', '0']);
 
 export function coerceBoolean(value: string): boolean | null | Invalid {
   const s = value.trim().toLowerCase();
   if (s === '') return null;
-  if (TRUE_WORDS.has(s)) return true;
-  if (FALSE_WORDS.has(s)) return false;
+  if (BOOLEAN_TRUE_WORDS.has(s)) return true;
+  if (BOOLEAN_FALSE_WORDS.has(s)) return false;
   return INVALID;
 }
 

@@ -1,12 +1,14 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { createProgressReporter } from '../observability/progress.js';
-import { dayNumber } from '../pipeline/time-zones.js';
+import { dayNumber } from '../time/time-zones.js';
 import { configError } from '../errors.js';
 import type { CliContext } from './context.js';
-import { splitList } from './run.js';
+import { splitList, windowConcurrency } from './run.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
-import { planPipelineWindows } from '../pipeline/run-pipelines.js';
+import { planJobs, planPipelineWindows } from '../pipeline/run-pipelines.js';
+import { toJobData } from '../queue/window-jobs.js';
+import type { Runtime } from './runtime.js';
 import type { CalendarWindow } from '../pipeline/plan-windows.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { SIMULATOR_OPTION } from './service-access.js';
@@ -20,13 +22,6 @@ function isoDay(value: string): string {
   }
 }
 
-function positive(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 64)
-    throw new InvalidArgumentError('expected a whole number from 1 to 64.');
-  return n;
-}
-
 export function registerBackfillCommand(program: Command, ctx: CliContext): void {
   program
     .command('backfill')
@@ -35,11 +30,16 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
     .requiredOption('--to <date>', 'last day, inclusive (YYYY-MM-DD)', isoDay)
     .option('--pipelines <names>', 'comma-separated pipelines (default: the enabled ones)', splitList)
     .option('--organization-id <id>', 'only this organization')
-    .option('--concurrency <n>', 'windows in flight overall', positive)
+    .option('--concurrency <n>', 'windows in flight overall', windowConcurrency)
     .option('--force', 're-load windows that are already loaded', false)
     .option(
       '--no-one-time-reports',
       'do not create one-time reports for days no subscription report covers (they stay not ready)',
+    )
+    .option(
+      '--detach',
+      'only plan and enqueue the windows for `cybs-etl worker` processes (on this or other machines) to load',
+      false,
     )
     .option(...SIMULATOR_OPTION)
     .action(
@@ -51,6 +51,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
         concurrency?: number;
         force: boolean;
         oneTimeReports: boolean;
+        detach: boolean;
         simulator: boolean;
       }) => {
         if (dayNumber(opts.to) < dayNumber(opts.from)) {
@@ -78,6 +79,23 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
             opts.organizationId,
           );
           if (stop) out.write(`${stop}\n\n`);
+          if (opts.detach) {
+            out.write(
+              await enqueueRange(rt, {
+                pipelines: pipelines.filter((p) => !rt.unavailable.has(p.name)),
+                range,
+                force: opts.force,
+                ...(opts.organizationId ? { organizationId: opts.organizationId } : {}),
+              }),
+            );
+            for (const [name, reason] of rt.unavailable) {
+              if (pipelines.some((p) => p.name === name)) {
+                out.write(`${name}: not enqueued: ${reason}\n`);
+                ctx.exitCode = 1;
+              }
+            }
+            return;
+          }
           progress = createProgressReporter(ctx.io.stderr, rt.logger);
           const summary = await runPass(rt, {
             command: 'backfill',
@@ -99,6 +117,41 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
         }
       },
     );
+}
+
+/**
+ * backfill --detach: plan the range's windows (creating their etl.windows rows) and enqueue them as
+ * jobs for workers; returns the sentence that says how many were enqueued.
+ */
+async function enqueueRange(
+  rt: Runtime,
+  options: {
+    pipelines: ResolvedPipeline[];
+    range: { from: string; to: string };
+    force: boolean;
+    organizationId?: string;
+  },
+): Promise<string> {
+  const jobs = await planJobs(rt.warehouse.db, { ...options, now: rt.now });
+  const { openWindowQueue } = await import('../queue/window-queue.js');
+  const queue = await openWindowQueue(rt.warehouse.connection, {
+    logger: rt.logger,
+    supervise: false,
+    settings: rt.config.queue,
+  });
+  try {
+    const { added, alreadyQueued } = await queue.enqueue(
+      jobs.map((job) => toJobData(job, null, rt.credentialGroup)),
+    );
+    return (
+      `Enqueued ${added} window(s) of ${options.range.from}..${options.range.to} for workers` +
+      (alreadyQueued > 0 ? ` (${alreadyQueued} more were already queued or being loaded)` : '') +
+      (jobs.length === 0 ? ': every window of the range is already loaded (--force loads them again)' : '') +
+      '; start `cybs-etl worker` on one or more machines to load them, and `cybs-etl status` to follow.\n'
+    );
+  } finally {
+    await queue.stop({ graceful: false, timeoutMs: 1_000 });
+  }
 }
 
 /**

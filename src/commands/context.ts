@@ -8,11 +8,7 @@ import type { Warehouse } from '../load/warehouse.js';
 import { createLogger } from '../observability/logger.js';
 import { unreachableWarehouse } from './explain-error.js';
 import type { Logger } from '../observability/logger.js';
-
-export interface OutputStream {
-  write(text: string): unknown;
-  isTTY?: boolean;
-}
+import type { OutputStream } from '../observability/progress.js';
 
 export interface CliIo {
   env: Record<string, string | undefined>;

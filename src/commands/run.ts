@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
 import type { CliContext } from './context.js';
 import type { Runtime } from './runtime.js';
@@ -53,6 +54,14 @@ async function writeLedgerSummary(rt: Runtime, out: { write(text: string): unkno
   } catch (error) {
     rt.logger.warn({ error: (error as Error).message }, 'the ledger summary could not be read');
   }
+}
+
+/** A `--concurrency` value: windows in flight, 1 to 64. */
+export function windowConcurrency(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 64)
+    throw new InvalidArgumentError('expected a whole number from 1 to 64.');
+  return n;
 }
 
 export function splitList(value: string): string[] {

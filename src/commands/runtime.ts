@@ -11,10 +11,10 @@ import type { Metrics } from '../observability/metrics.js';
 import type { PipelineDef } from '../pipeline/define-pipeline.js';
 import { createWindowExecutor } from '../pipeline/execute-window.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
-import { sweepStaleSpoolDirs } from '../pipeline/spool-dirs.js';
+import { sweepStaleSpoolDirs } from '../spool/spool-dirs.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { WindowExecutor } from '../pipeline/run-pipelines.js';
-import type { SimulatorHandle } from '../simulator/start-simulator.js';
+import type { SimulatorHandle } from '../simulator/index.js';
 import { subscriptionRequest } from '../subscriptions/declared-subscriptions.js';
 import { scheduleOfSubscription } from '../time/report-periods.js';
 import type { CliContext } from './context.js';
@@ -22,6 +22,7 @@ import { chooseService, connectService } from './service-access.js';
 import { CREDENTIAL_VARIABLES } from '../config/env.js';
 import { organizationsWithoutPrefix } from '../state/status.js';
 import { CybsError } from '../errors.js';
+import { credentialGroup } from '../queue/window-jobs.js';
 
 /** Everything a loading command needs, built once per invocation. */
 export interface Runtime {
@@ -39,6 +40,8 @@ export interface Runtime {
   executor: WindowExecutor;
   /** The clock of this invocation (--now, or real time). */
   now: () => Date;
+  /** The API credential's group in the window queue (a hash; see credentialGroup). */
+  credentialGroup: string;
 }
 
 export interface RuntimeOptions {
@@ -146,6 +149,10 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
     organizationParam,
     executor,
     now: () => ctx.now(),
+    credentialGroup: credentialGroup({
+      merchantId: credentials.portfolioId ?? credentials.merchantId,
+      keyId: credentials.keyId ?? credentials.keyAlias ?? credentials.p12Path ?? '',
+    }),
   };
 }
 
@@ -203,7 +210,7 @@ async function applySubscriptionSchedules(
  * simulator's (etl.windows, etl.sources): real data and made-up merchants never share a warehouse.
  */
 export async function refuseRealOrganizations(warehouse: Warehouse): Promise<void> {
-  const { SIMULATED_ORGANIZATION_PREFIX } = await import('../simulator/start-simulator.js');
+  const { SIMULATED_ORGANIZATION_PREFIX } = await import('../simulator/index.js');
   const real = await organizationsWithoutPrefix(warehouse.db, SIMULATED_ORGANIZATION_PREFIX, 4);
   if (real.length === 0) return;
   const named = real.length > 3 ? `${real.slice(0, 3).join(', ')}, …` : real.join(', ');

@@ -2,7 +2,7 @@ import { CREDENTIAL_VARIABLES } from '../config/env.js';
 import type { ApiTarget, Credentials } from '../config/env.js';
 import type { Config } from '../config/schema.js';
 import { CybsError } from '../errors.js';
-import type { SimulatorHandle, SimulatorOptions } from '../simulator/start-simulator.js';
+import type { SimulatorHandle, SimulatorOptions } from '../simulator/index.js';
 import type { CliContext } from './context.js';
 
 /** `--simulator` of the commands that call the service (see chooseService). */
@@ -71,7 +71,7 @@ export async function connectService(
       partner: credentials.portfolioId !== undefined,
     };
   }
-  const { startSimulator } = await import('../simulator/start-simulator.js');
+  const { startSimulator } = await import('../simulator/index.js');
   const simulator = await startSimulator({ organizations: 2, ...options.simulator });
   ctx.onClose(() => simulator.close());
   const key = simulator.portfolioCredentials;

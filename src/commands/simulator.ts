@@ -1,12 +1,15 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { CybsError } from '../errors.js';
-import { ANOMALY_NAMES, parseAnomalyList } from '../simulator/anomalies.js';
-import { FaultSpecError, parseFaultSpec } from '../simulator/faults.js';
-import type { FaultRule } from '../simulator/faults.js';
-import { readSubscriptionsFile } from '../simulator/seed-subscriptions.js';
-import { startSimulator } from '../simulator/start-simulator.js';
-import type { SimulatorCredentialOptions } from '../simulator/start-simulator.js';
+import {
+  ANOMALY_NAMES,
+  FaultSpecError,
+  parseAnomalyList,
+  parseFaultSpec,
+  readSubscriptionsFile,
+  startSimulator,
+} from '../simulator/index.js';
+import type { FaultRule, SimulatorCredentialOptions } from '../simulator/index.js';
 import type { CliContext } from './context.js';
 
 const FAULTS_HELP = `

@@ -7,26 +7,11 @@
  * under that name keeps its settings and gains the fields it lacks. A pipeline config.yaml disables
  * explicitly stays disabled, with a warning (its models stay empty).
  */
-import { z } from 'zod';
 import { defaultReportName } from '../catalog/index.js';
 import { REPORT_SOURCES, analyticsPipelines } from '../analytics/sources.js';
-import { isValidTimeZone } from '../pipeline/time-zones.js';
-import type { PipelineSettings } from './schema.js';
+import type { AnalyticsSettings, PipelineSettings } from './schema.js';
 import { subscriptionDeclSchema, subscriptionsSchema } from './subscriptions-schema.js';
 import type { SubscriptionDecl } from './subscriptions-schema.js';
-
-export const analyticsSettingsSchema = z
-  .strictObject({
-    enabled: z.boolean().default(false),
-    /** Time zone of the subscriptions the switch declares (their report days). */
-    timezone: z
-      .string()
-      .default('UTC')
-      .refine((tz) => isValidTimeZone(tz), {
-        message: 'expected an IANA time zone such as UTC or America/New_York',
-      }),
-  })
-  .prefault({});
 
 export interface AnalyticsExpansion {
   pipelines: Record<string, PipelineSettings>;
@@ -40,7 +25,7 @@ export interface AnalyticsExpansion {
  */
 export function expandAnalytics(
   config: {
-    analytics: z.infer<typeof analyticsSettingsSchema>;
+    analytics: AnalyticsSettings;
     pipelines: Record<string, PipelineSettings>;
     subscriptions?: SubscriptionDecl[] | undefined;
   },

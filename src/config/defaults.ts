@@ -6,6 +6,13 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 60_000;
 export const DEFAULT_BODY_TIMEOUT_MS = 120_000;
 export const DEFAULT_CONNECTIONS_PER_HOST = 4;
+/** Windows in flight per API credential across every worker on the warehouse (queue group concurrency). */
+export const DEFAULT_MAX_CONCURRENT_WINDOWS = 8;
+/** A worker that sends no heartbeat for this long has its windows' jobs retried by another. */
+export const DEFAULT_QUEUE_HEARTBEAT_SECONDS = 30;
+/** Retries of a failed window's job before it goes to the dead-letter queue, and the first delay. */
+export const DEFAULT_QUEUE_RETRY_LIMIT = 3;
+export const DEFAULT_QUEUE_RETRY_DELAY_SECONDS = 30;
 export const DEFAULT_RETRY_ATTEMPTS = 6;
 export const DEFAULT_RETRY_MIN_DELAY_MS = 500;
 export const DEFAULT_RETRY_MAX_DELAY_MS = 30_000;

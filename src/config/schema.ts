@@ -1,9 +1,8 @@
 import { validateDetailed as validateCron } from 'node-cron';
 import { z } from 'zod';
-import { isValidTimeZone, parseDay } from '../pipeline/time-zones.js';
+import { isValidTimeZone, parseDay } from '../time/time-zones.js';
 import { POSTGRES_URL_EXAMPLE, postgresUrlProblem } from './database-url.js';
 import * as D from './defaults.js';
-import { analyticsSettingsSchema } from './analytics.js';
 import { REPORT_NAME_PATTERN, subscriptionsSchema } from './subscriptions-schema.js';
 
 export const DEPLOYMENTS = ['test', 'production', 'production-india'] as const;
@@ -88,6 +87,22 @@ export const pipelineSettingsSchema = z.strictObject({
 });
 export type PipelineSettings = z.infer<typeof pipelineSettingsSchema>;
 
+/** `analytics:`, the cybs_analytics models' switch (what it does: src/config/analytics.ts). */
+const analyticsSettingsSchema = z
+  .strictObject({
+    enabled: z.boolean().default(false),
+    /** Time zone of the subscriptions the switch declares (their report days). */
+    timezone: z
+      .string()
+      .default('UTC')
+      .refine((tz) => isValidTimeZone(tz), {
+        message: 'expected an IANA time zone such as UTC or America/New_York',
+      }),
+  })
+  .prefault({});
+
+export type AnalyticsSettings = z.infer<typeof analyticsSettingsSchema>;
+
 export const configSchema = z.strictObject({
   warehouse: z
     .strictObject({
@@ -114,6 +129,11 @@ export const configSchema = z.strictObject({
       headersTimeoutMs: positiveInt.default(D.DEFAULT_HEADERS_TIMEOUT_MS),
       bodyTimeoutMs: positiveInt.default(D.DEFAULT_BODY_TIMEOUT_MS),
       connectionsPerHost: positiveInt.max(64).default(D.DEFAULT_CONNECTIONS_PER_HOST),
+      /**
+       * Windows in flight at once with one API credential, across every `worker` on the warehouse,
+       * so that a fleet cannot ask more of one key than the service allows it.
+       */
+      maxConcurrentWindows: positiveInt.max(256).default(D.DEFAULT_MAX_CONCURRENT_WINDOWS),
       retry: z
         .strictObject({
           attempts: z.number().int().min(1).max(20).default(D.DEFAULT_RETRY_ATTEMPTS),
@@ -148,6 +168,16 @@ export const configSchema = z.strictObject({
       leaseSeconds: positiveInt.default(D.DEFAULT_LEASE_SECONDS),
       organizations: z.array(organizationId).min(1).optional(),
       schemaChanges: z.enum(SCHEMA_CHANGES).default(D.DEFAULT_SCHEMA_CHANGES),
+    })
+    .prefault({}),
+  /** The window queue (pg-boss, in the warehouse) that `worker` processes take windows from. */
+  queue: z
+    .strictObject({
+      /** A worker silent this long (killed, cut off) loses its windows' jobs to another worker. */
+      heartbeatSeconds: z.number().int().min(10).max(3600).default(D.DEFAULT_QUEUE_HEARTBEAT_SECONDS),
+      /** Retries of a failed window, with exponential backoff from retryDelaySeconds, before the dead-letter queue. */
+      retryLimit: z.number().int().min(0).max(20).default(D.DEFAULT_QUEUE_RETRY_LIMIT),
+      retryDelaySeconds: z.number().int().min(1).max(3600).default(D.DEFAULT_QUEUE_RETRY_DELAY_SECONDS),
     })
     .prefault({}),
   schedule: z

@@ -31,7 +31,7 @@ import {
   isDocumentedGroupPrefix,
   normalizeReportDefinitionName,
 } from '../catalog/index.js';
-import { isValidTimeZone } from '../pipeline/time-zones.js';
+import { isValidTimeZone } from '../time/time-zones.js';
 
 export const SUBSCRIPTION_LIMIT = 20;
 /**

@@ -14,8 +14,8 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { DownloadReportParams } from '../api/types.js';
 import type { DownloadToFileResult, ReportingClient } from '../api/index.js';
-import { sameDigest } from '../api/file-digest.js';
-import type { FileDigest } from '../api/file-digest.js';
+import { sameDigest } from '../spool/file-digest.js';
+import type { FileDigest } from '../spool/file-digest.js';
 import { CybsError } from '../errors.js';
 
 export interface FollowedDownload {
@@ -58,9 +58,8 @@ export function followDownload(
   const START_AFTER = Math.max(options.startAfter ?? 0, READ_SIZE);
   /**
    * Bytes per read of the file (a multiple of READ_SIZE, about 1 MiB), handed on READ_SIZE at a
-   * time. Each read waits for the thread pool, and the scanner behind it waits too: reads of 64 KiB
-   * left the XML scanner's thread idle 22% of a 200,000-record load; reads of up to 1 MiB took that
-   * load from 5.62-5.72 s to 4.97-5.07 s.
+   * time. Each read waits for the thread pool, and the scanner behind it waits too: small reads
+   * leave the scanner's thread idle between them.
    */
   const IO_SIZE = READ_SIZE * Math.max(1, Math.floor((1024 * 1024) / READ_SIZE));
   const expected = options.expected;

@@ -2,7 +2,7 @@ import type { JsonPage } from '../api/json-body.js';
 import type { ReportingClient } from '../api/reporting-client.js';
 import { isApiError } from '../api/errors.js';
 import { CybsError } from '../errors.js';
-import type { OnDemandEndpoint } from '../pipeline/define-pipeline.js';
+import type { OnDemandEndpoint } from '../catalog/on-demand-sections.js';
 import type { ScannedPage } from '../parse/on-demand-scan.js';
 
 export interface OnDemandFetchOptions {

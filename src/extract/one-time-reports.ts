@@ -21,9 +21,9 @@ import type { ReportSearchResult, ReportSubscription } from '../api/types.js';
 import { CybsError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ColumnSpec, RecordBatch, RecordSource } from '../parse/records.js';
-import type { CalendarWindow } from '../pipeline/plan-windows.js';
-import { makeSpoolDir, spoolFilePath } from '../pipeline/spool-dirs.js';
-import { localDate } from '../pipeline/time-zones.js';
+import type { PlannedWindow } from '../state/windows.js';
+import { makeSpoolDir, spoolFilePath } from '../spool/spool-dirs.js';
+import { localDate } from '../time/time-zones.js';
 import { periodsStartingOn } from '../time/report-periods.js';
 import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
 import { formatOf } from './find-report.js';
@@ -194,7 +194,7 @@ export interface OneTimeRequest {
   reportDefinitionName: string;
   /** The subscription whose settings the one-time report copies. */
   subscriptionName: string;
-  window: CalendarWindow;
+  window: PlannedWindow;
   /** The subscription's schedule: chunks are whole report periods. */
   schedule: ReportSchedule;
   timeZone: string;

@@ -27,7 +27,7 @@ import { parseCsvMetadataLine } from '../parse/csv-report.js';
 import type { ReportMetadata } from '../parse/records.js';
 import { sniffEncoding } from '../parse/text-encoding.js';
 import { xmlReportMetadata } from '../parse/xml-report.js';
-import { localDate } from '../pipeline/time-zones.js';
+import { localDate } from '../time/time-zones.js';
 import type { ReportFormat } from './find-report.js';
 
 /** The most of a file's start that is examined: a metadata line, a header and a root tag fit easily. */

@@ -127,13 +127,10 @@ export function naturalKeyIndexName(decl: TableDecl): string {
  * starting with (`_organization_id`, `_source`) has the two replaced by `_source_key`, the
  * source's number in etl.sources (one number for one organization and source, so the index is
  * unique on the same rows): an index entry of (`_source_key`, `_source_row`) is ≈ 24 bytes where
- * one of (`_organization_id`, `_source`, `_source_row`) was ≈ 110 for a Purchase and Refund Detail
- * source, and PostgreSQL's own COPY of the five row-keyed Purchase and Refund Detail sections
- * (1,000,500 rows) took 3.48–3.59 s with the wide key and 2.99–3.04 s with the compact one. A key
- * of data columns (a request id) has `_organization_id` last: every comparison in the index then
- * stops at the first column, where with the organization first (one value for a whole load) it
- * compared two; PostgreSQL's own COPY of 300,000 Transaction Request rows took 9–13% less CPU with
- * (request_id, _organization_id) than with (_organization_id, request_id).
+ * one of (`_organization_id`, `_source`, `_source_row`) would be ≈ 110 for a Purchase and Refund
+ * Detail source, and every COPY inserts into it. A key of data columns (a request id) has
+ * `_organization_id` last: every comparison in the index then stops at the first column, where
+ * with the organization first (one value for a whole load) it would compare two.
  */
 export function naturalKeyIndexColumns(decl: TableDecl): string[] {
   if (keyStartsWithSource(decl)) return ['_source_key', ...decl.naturalKey.slice(2)];
@@ -155,9 +152,8 @@ export function sourceIndexName(decl: TableDecl): string {
 /**
  * Whether the table needs its own index to find a source's rows: not when the natural key starts
  * with (`_organization_id`, `_source`), whose unique index (on `_source_key` first) serves the same
- * lookups. A second index
- * on that prefix cost every COPY into such a table ≈ 25% (200,000 Purchase and Refund Detail rows:
- * 0.90–1.05 s without it, 1.13–1.39 s with it).
+ * lookups, and a second index on that prefix would slow every COPY into the table by about a
+ * quarter.
  */
 export function needsSourceIndex(decl: TableDecl): boolean {
   return !keyStartsWithSource(decl);

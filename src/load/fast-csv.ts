@@ -7,9 +7,8 @@
  * (quotes taken off, a comma, backslash, CR or LF inside a value escaped). PostgreSQL splits and
  * casts them into the typed staging table of loadWindow, or on a first load into the table itself
  * (then the usual merge, delete and window bookkeeping, in the same transaction). Text format
- * rather than `FORMAT csv`: PostgreSQL's CSV reader took ≈ 13% more of the backend's CPU for the
- * same 1M rows (psql, alternating: 4.43–4.63 s against 3.96–4.05 s), and the backend is what a
- * first load waits for.
+ * rather than `FORMAT csv`: PostgreSQL's CSV reader costs the backend more CPU for the same rows,
+ * and the backend is what a first load waits for.
  *
  * It produces exactly what the per-row path (openCsvReport → toLoadSource → loadWindow) produces,
  * or refuses (`LOAD_FAST_PATH_REFUSED`) and the caller loads the file through the per-row path.
@@ -18,8 +17,8 @@
  *  - a carriage return outside quotes that is not part of a CRLF line end, a blank line, a
  *    blank line between metadata and header, a one-column header;
  *  - a quote that does not open a value, or a quoted value that goes on after its closing quote
- *    (the per-row parser fails the file there; PostgreSQL's CSV reader would have read on);
- *  - a row PostgreSQL's CSV parser refuses (a ragged row, padding values, NUL, invalid UTF-8) or a
+ *    (the per-row parser fails the file there);
+ *  - a row PostgreSQL's COPY refuses (a ragged row, padding values, NUL, invalid UTF-8) or a
  *    row count that differs from the line count JavaScript saw; a header line that is not UTF-8, a
  *    UTF-16 file (its byte order mark);
  *  - a record of more than MAX_RECORD_SIZE bytes: the per-row reader applies its limit to it (in
@@ -37,56 +36,17 @@ import { isUtf8 } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { guessReportDefinition, resolveHeader } from '../catalog/index.js';
-import type { PgType } from '../catalog/index.js';
-import { CybsError } from '../errors.js';
+import type { CybsError } from '../errors.js';
 import { MAX_RECORD_SIZE, parseCsvMetadataLine, truncatedCsvError } from '../parse/csv-report.js';
 import { sniffEncoding } from '../parse/text-encoding.js';
 import { ColumnSet, emptyMetadata } from '../parse/records.js';
-import { CANONICAL_BYTES, writeDecimal } from './canonical-bytes.js';
-import { escapeCopyText } from './copy-text.js';
-import type { ByteCheck } from './canonical-bytes.js';
+import type { RawCsvBody, RawCsvChecks, SetAsideRecord } from '../copy-text/bodies.js';
+import { CANONICAL } from '../copy-text/canonical.js';
+import { CANONICAL_BYTES, writeDecimal } from '../copy-text/canonical-bytes.js';
+import { escapeCopyText } from '../copy-text/cell-encoders.js';
+import type { ByteCheck } from '../copy-text/canonical-bytes.js';
+import { refuseFastPath } from '../copy-text/fast-path-refusal.js';
 import type { ColumnSpec, ReportMetadata } from '../parse/records.js';
-
-export const FAST_PATH_REFUSED = 'LOAD_FAST_PATH_REFUSED';
-
-export function refuseFastPath(reason: string, cause?: unknown): CybsError {
-  return new CybsError(FAST_PATH_REFUSED, `The fast load path cannot load this file: ${reason}.`, {
-    stage: 'load',
-    context: { reason },
-    ...(cause !== undefined ? { cause } : {}),
-  });
-}
-
-export function isFastPathRefusal(error: unknown): boolean {
-  return error instanceof CybsError && error.code === FAST_PATH_REFUSED;
-}
-
-/**
- * A failure of the bytes fed to a fast-path COPY rather than of PostgreSQL: a structural error of
- * the file (e.g. PARSE_CSV_TRUNCATED) or of its download (the bytes are read as they arrive). It
- * fails the window as on the per-row path, or restarts it; it never sends the file to the per-row
- * path, which only what PostgreSQL refuses does.
- */
-export function isSourceFailure(error: unknown): boolean {
-  return error instanceof CybsError && (['parse', 'extract', 'api'] as string[]).includes(error.stage);
-}
-
-/** The data bytes of a CSV file for the loader's raw COPY (see LoadSource.rawCsv). */
-export interface RawCsvBody {
-  fileName: string;
-  /** Line number of the first data record. */
-  firstLine: number;
-  /**
-   * The bytes after the header line, checked record by record as they pass (call once): the
-   * iterator throws a refusal on what COPY must not see or would read differently from the
-   * per-row path (see RawCsvChecks).
-   */
-  read(checks: RawCsvChecks): AsyncIterable<Buffer>;
-  /** Records handed to COPY (final once `read` is exhausted). */
-  records(): number;
-  /** Records not handed to COPY, for the per-row path (final once `read` is exhausted). */
-  setAside(): SetAsideRecord[];
-}
 
 export interface RawCsvReport {
   metadata: ReportMetadata;
@@ -225,28 +185,8 @@ export async function openRawCsvReport(
 }
 
 /**
- * What every record is checked for while its bytes pass to COPY, column by column in header
- * order. A value of a non-text column must be written in the canonical form that the catalog's
- * coercer (per-row path) and PostgreSQL's input function (COPY into the typed staging table) read
- * identically; a natural-key value must not be empty. Anything else refuses the file, and the
- * per-row path types and rejects it with its own messages.
- */
-export interface RawCsvChecks {
-  /** The type each column is copied into (its staging column's type). */
-  types: readonly PgType[];
-  /** Columns that must not be empty (natural-key columns). */
-  required: readonly number[];
-  /**
-   * COPY text (RAW_CSV_COPY_OPTIONS) appended to every record after its line number (starting with
-   * a comma): the values of the constant lineage columns when the bytes go straight into the
-   * target table (see copyTextField).
-   */
-  append?: string;
-}
-
-/**
  * The COPY options of the scanner's output: text format, values separated by commas, an empty
- * value NULL (as `FORMAT csv` with FORCE_NULL read an empty or quoted-empty value).
+ * value NULL, quoted or not (as the catalog's coercers read an empty value).
  */
 export const RAW_CSV_COPY_OPTIONS = "(FORMAT text, DELIMITER ',', NULL '')";
 
@@ -259,25 +199,6 @@ export function copyTextField(value: string): string | undefined {
   return escapeCopyText(value)?.replaceAll(',', '\\,');
 }
 
-/**
- * The canonical forms (unquoted, or quoted without quotes inside); empty values are NULL. Shared
- * with the fast XML path (raw-text-copy.ts). A date may also be written as a canonical UTC
- * timestamp (Funding Detail reports write their funding date so): the catalog's coercer keeps the
- * date as written, and PostgreSQL's date input reads the same date whatever its TimeZone.
- */
-export const CANONICAL: Record<PgType, RegExp | undefined> = {
-  text: undefined,
-  numeric: /^(?=.{1,16383}$)-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?$/,
-  integer: /^-?[0-9]{1,9}$/,
-  bigint: /^-?[0-9]{1,18}$/,
-  boolean: /^(?:y|yes|true|t|1|n|no|false|f|0)$/i,
-  date: /^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z)?$/,
-  timestamptz:
-    /^(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?Z$/,
-};
-/** -0 reads as 0 in PostgreSQL, and as an unusual form in the coercer. */
-export const NEGATIVE_ZERO = /^-0(?:\.0+)?$/;
-
 const COMMA = 0x2c;
 
 function recordTooLarge(line: number): CybsError {
@@ -287,12 +208,6 @@ function recordTooLarge(line: number): CybsError {
 /** At most this many records per file are set aside for the per-row path; more refuse the file. */
 export const MAX_SET_ASIDE_RECORDS = 1000;
 const MAX_SET_ASIDE_CHARS = 16 * 1024 * 1024;
-
-/** A record the scanner could not vouch for: its text (without line end) and its line number. */
-export interface SetAsideRecord {
-  line: number;
-  text: string;
-}
 
 /**
  * One pass over the data bytes, byte by byte, splitting records as a CSV reader does (a quote
@@ -364,9 +279,9 @@ class BodyScanner {
   push(chunk: Buffer): Buffer {
     if (chunk.length === 0) return chunk;
     const resume = this.pending.length;
-    // The unfinished record and the chunk joined in a buffer kept from chunk to chunk (a fresh one
-    // per chunk was 352 MB of short-lived buffers per 1M-row file, which V8 counts towards its
-    // old generation's limit: ≈ 1 in 6 of the load's mark-compacts).
+    // The unfinished record and the chunk joined in a buffer kept from chunk to chunk: a fresh one
+    // per chunk would allocate about the file's size in short-lived buffers, which V8 counts
+    // towards its old generation's limit, and so set off full collections.
     let work = chunk;
     if (resume > 0) {
       const length = resume + chunk.length;
@@ -397,8 +312,8 @@ class BodyScanner {
     let quoteCount = this.quoteCount;
     // The next backslash (memchr): a record before it has none and needs no escaping for them.
     let backslash = this.pendingBackslash >= 0 ? this.pendingBackslash : work.indexOf(BACKSLASH, resume);
-    // The line count lives in a local while scanning (a property written for every line break
-    // inside quotes kept V8 from tightening the loop: 2.9 s instead of 2.2 s for 352 MB).
+    // The line count lives in a local while scanning: a property written for every line break
+    // inside quotes keeps V8 from tightening the loop.
     let line = this.line;
     let i = resume;
     while (i < n) {
@@ -589,8 +504,8 @@ class BodyScanner {
    * Record bytes [s, e) (a complete record without its line end, with `quoteCount` quotes whose
    * places are in `quotes`, and, when `escapes`, backslashes) as COPY text (RAW_CSV_COPY_OPTIONS):
    * quotes taken off, `""` inside quotes one quote, a backslash doubled, a comma, LF or CR inside
-   * quotes escaped (`\,`, `\n`, `\r`); an empty quoted value stays empty (NULL, as FORCE_NULL
-   * read it). A quote must open a value and a closing quote end it, as the per-row parser
+   * quotes escaped (`\,`, `\n`, `\r`); an empty quoted value stays empty (NULL, as the per-row
+   * path reads it). A quote must open a value and a closing quote end it, as the per-row parser
    * requires: anything else refuses the file.
    */
   private rewrite(b: Buffer, s: number, e: number, escapes: boolean, quoteCount: number): void {

@@ -2,8 +2,8 @@ import { sql } from 'kysely';
 import type { RawBuilder } from 'kysely';
 import { CybsError, errorMessage } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
-import { encoderFor, escapeCopyText, escapeCopyTextLossy, typeFamily } from './copy-text.js';
-import type { CellEncoder } from './copy-text.js';
+import { encoderFor, escapeCopyText, escapeCopyTextLossy, typeFamily } from '../copy-text/cell-encoders.js';
+import type { CellEncoder } from '../copy-text/cell-encoders.js';
 import {
   KEY_LINEAGE_COLUMNS,
   addColumnDdl,
@@ -20,20 +20,14 @@ import {
 import type { ExistingColumn } from './ddl.js';
 import { PG_TYPES } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
-import {
-  RAW_CSV_COPY_OPTIONS,
-  copyTextField,
-  isFastPathRefusal,
-  isSourceFailure,
-  refuseFastPath,
-} from './fast-csv.js';
-import type { RawCsvBody, RawCsvChecks } from './fast-csv.js';
+import type { LoadValue, RawCopyTextBody, RawCsvBody, RawCsvChecks } from '../copy-text/bodies.js';
+import { isFastPathRefusal, isSourceFailure, refuseFastPath } from '../copy-text/fast-path-refusal.js';
+import { RAW_CSV_COPY_OPTIONS, copyTextField } from './fast-csv.js';
 import { LineMap } from './line-map.js';
 import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
 import { assertRawTextCopyable, copyRawText, copyRawTextLines } from './raw-text-copy.js';
-import type { RawCopyTextBody } from './raw-text-copy.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
-import type { ColumnDecl, LoadBatch, LoadSource, LoadValue, SourceColumn, TableDecl } from './table-spec.js';
+import type { ColumnDecl, LoadBatch, LoadSource, SourceColumn, TableDecl } from './table-spec.js';
 import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
 
 /**
@@ -423,8 +417,8 @@ const XID_HORIZON = 1n << 31n;
 
 /**
  * Whether the window's tables still hold exactly what its last load left (`previous`), and the
- * reject threshold passes as the load would check it (see holdsWhatWasLeft). Otherwise false,
- * having written nothing.
+ * reject threshold passes as the load would check it (see tablesUnchangedSinceLoadIn). Otherwise
+ * false, having written nothing.
  */
 async function unchangedSince(
   ctx: WindowContext,
@@ -433,7 +427,7 @@ async function unchangedSince(
   previous: LoadedState,
 ): Promise<boolean> {
   const tables = targets.map((t) => ({ table: t.table, source: t.source.source }));
-  if (!(await holdsWhatWasLeft(trx, ctx.options.window, tables, previous))) return false;
+  if (!(await tablesUnchangedSinceLoadIn(trx, ctx.options.window, tables, previous))) return false;
   ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.owned, 0);
   ctx.rejects.count = previous.rejected;
   try {
@@ -448,18 +442,18 @@ async function unchangedSince(
 }
 
 /**
- * Whether the tables hold what the window's last load left (holdsWhatWasLeft), read in a
+ * Whether the tables hold what the window's last load left (tablesUnchangedSinceLoadIn), read in a
  * transaction of its own: a hint, while the window's file downloads, that a re-load cannot be
  * recognised (then it need not wait for the download's end). The load decides in its own.
  */
-export async function tablesHoldWhatWasLeft(
+export async function tablesUnchangedSinceLoad(
   warehouse: Warehouse,
   window: LoadWindowOptions['window'],
   tables: readonly { table: TableDecl; source: string }[],
   previous: LoadedState,
 ): Promise<boolean> {
   return warehouse.session((session) =>
-    session.db.transaction().execute((trx) => holdsWhatWasLeft(trx, window, tables, previous)),
+    session.db.transaction().execute((trx) => tablesUnchangedSinceLoadIn(trx, window, tables, previous)),
   );
 }
 
@@ -470,7 +464,7 @@ export async function tablesHoldWhatWasLeft(
  * over, a hand-made fix, a restore) carries another writer or changes the count. Then a load of
  * the very bytes that load read writes nothing either, and its result is `previous`'s.
  */
-async function holdsWhatWasLeft(
+async function tablesUnchangedSinceLoadIn(
   trx: Db,
   window: LoadWindowOptions['window'],
   tables: readonly { table: TableDecl; source: string }[],
@@ -629,8 +623,7 @@ async function noteWriter(ctx: WindowContext, trx: Db, decl: TableDecl, source: 
 /**
  * Run the index statements deferred for the tables this transaction created (ensureTable's
  * `deferIndexes`), or for `decl`'s only: PostgreSQL builds an index over the rows in one sort,
- * where a COPY into an indexed table inserts every row into every index (on a first load of
- * Purchase and Refund Detail's six tables, 0.4–0.6 s of `psql`'s 2.8 s). A first load straight
+ * where a COPY into an indexed table inserts every row into every index. A first load straight
  * into the table runs them before it releases its savepoint, so that a key twice in the rows fails
  * the unique index's build (23505) as it would have failed the COPY, and the staging path takes
  * over; the staging path runs them before it merges; the window runs them all before it commits.
@@ -1512,7 +1505,7 @@ async function startLiveCopy(ctx: WindowContext, trx: Db, live: LiveLoad): Promi
  * Whether a load can go straight into the table: no row of the table has this source yet (else it
  * is a re-load, which goes through the staging table), and `_loaded_at` defaults to now() (the
  * transaction's start, the value the merge gives). The direct COPYs leave `_loaded_at` to that
- * default: PostgreSQL parsing the same timestamp text on every row cost 0.5–0.9 s per 1M rows.
+ * default rather than send it: PostgreSQL would parse the same timestamp text on every row.
  */
 async function isFirstLoad(
   ctx: WindowContext,
@@ -1902,14 +1895,15 @@ function describeBadValue(
       `Column "${column.name}" of ${table}: the value holds a NUL character, which PostgreSQL text cannot store.`,
     ];
   }
-  const shown = typeof value === 'string' ? JSON.stringify(truncate(value)) : String(value);
+  const shown = typeof value === 'string' ? JSON.stringify(valuePreview(value)) : String(value);
   return [
     LOAD_ERROR_CODES.typeMismatch,
     `Column "${column.name}" of ${table} is ${column.tableType}; the value ${shown} (declared ${column.sourceType} by the source) does not fit it.`,
   ];
 }
 
-function truncate(text: string): string {
+/** `text`, cut to VALUE_PREVIEW characters (and `…`) for an error message. */
+function valuePreview(text: string): string {
   return text.length > VALUE_PREVIEW ? `${text.slice(0, VALUE_PREVIEW)}…` : text;
 }
 
@@ -1955,9 +1949,9 @@ interface MergeCounts {
  * `_source` or `_source_row` differ, so an identical re-load writes nothing (`_run_id` and
  * `_loaded_at` of unchanged rows stay).
  *
- * A re-load of a source that already owns rows first leaves out the rows it would not change
- * (`unchangedLeftOut`): the upsert locks every row whose key it meets, even one it does not
- * rewrite, and a locked row is a written page.
+ * A re-load of a source that already owns rows first keeps only the staged rows that differ
+ * (`changedRows`): the upsert locks every row whose key it meets, even one it does not rewrite,
+ * and a locked row is a written page.
  *
  * A report rarely holds a key twice, so the rows go in as they are first (no sort): one statement
  * cannot touch a row twice, so it fails (21000) when the source does hold a key twice, and then
@@ -1980,7 +1974,7 @@ async function mergeStaging(
     await rejectRepeatedKeys(ctx, trx, decl, source, staging);
     return upsertStaging(trx, decl, source, staged, staging, options, true);
   };
-  const changed = await unchangedLeftOut(trx, decl, source, staged, stagingName, stagedCount, options);
+  const changed = await changedRows(trx, decl, source, staged, stagingName, stagedCount, options);
   if (changed === 'repeated key') return deduplicated();
   if (changed === 'none') return { distinct: stagedCount, inserted: 0, updated: 0 };
   await sql`savepoint cybs_merge`.execute(trx);
@@ -2060,20 +2054,19 @@ async function rejectRepeatedKeys(
 /**
  * For a re-load of a source that owns rows already (a re-run of its window): the staged rows that
  * differ from the row this source wrote for their key, in a temp table, or `none` when every
- * staged row equals one. Measured on an identical re-load of 1M rows: the upsert of all of them
- * took 9.2 s and wrote 494 MB of WAL (each row it meets is locked, so every page of the table is
- * written); this hash anti join took 5.6 s and wrote nothing.
+ * staged row equals one. This hash anti join writes nothing, where an upsert of every staged row
+ * would lock, and so write, every page of the table.
  *
  * Undefined when the source owns no rows (nothing can be left out), or when more than half of the
- * staged rows changed: then the upsert takes the staging table as it is (when all 1M rows of a
- * re-load differed, going on with the changed rows took 63 s against 29 s for the upsert alone).
+ * staged rows changed: then the upsert takes the staging table as it is, which is cheaper than
+ * going on with most of it copied into the temp table.
  * `repeated key` when a changed row's key is staged more than once: leaving out the copy equal to
  * the table's row would hide the repeat from the upsert, so the de-duplicating upsert of the whole
  * staging table decides which record wins. When no row changed, no key repeats: each staged row
  * equals a row of its own key whose `_source_row` is its own, and two staged records of one key
  * have different `_source_row`s.
  */
-async function unchangedLeftOut(
+async function changedRows(
   trx: Db,
   decl: TableDecl,
   source: LoadSource,
@@ -2197,7 +2190,7 @@ async function deleteVanished(
   // After the merge, every distinct staged key is a row of this source (inserted, updated, or
   // unchanged because equal, `_source` included), so the source owns `distinct` rows plus the
   // vanished ones: when it owns no more, there is nothing to delete, and counting its rows (an
-  // index scan) is cheaper than the anti join (1M rows: ≈ 1.3 s).
+  // index scan) is much cheaper than the anti join.
   const owned = await sql<{ n: string }>`
     select count(*) as n from ${sql.id(decl.schema, decl.name)}
      where ${ofSource(options.window.organizationId, source.source)}`.execute(trx);

@@ -3,53 +3,21 @@
  * line holds the source's columns, `\N` for an empty value, and the record number as its last
  * field. Every non-text value must already be in the one form that the catalog's coercer and
  * PostgreSQL's input function read identically — the producer checks each with
- * {@link canonicalCopyValue} (the same conditions as the fast CSV path's `rawColumnSql`) and
- * refuses otherwise. So the lines go straight into the typed staging table with one
- * `COPY … FROM STDIN` (PostgreSQL casts while copying): no TEMP table of text, no second pass.
+ * {@link canonicalCopyValue} (the same conditions as the fast CSV path's CANONICAL) and
+ * refuses otherwise. So the lines go with one `COPY … FROM STDIN` into the typed staging table, or
+ * on a first load into the table itself (PostgreSQL casts while copying), in one pass.
  * A value PostgreSQL still refuses (`2023-02-30`), or an empty natural key, refuses the window
  * (`LOAD_FAST_PATH_REFUSED`, rolled back) and the caller loads the file through the per-row path,
  * which rejects such records with its own messages.
  */
 import { sql } from 'kysely';
-import { PG_TYPES, coerceTimestamptz } from '../catalog/index.js';
-import type { PgType } from '../catalog/index.js';
+import { PG_TYPES } from '../catalog/index.js';
+import type { RawCopyTextBody } from '../copy-text/bodies.js';
+import { isFastPathRefusal, isSourceFailure, refuseFastPath } from '../copy-text/fast-path-refusal.js';
 import { errorMessage } from '../errors.js';
 import { KEY_LINEAGE_COLUMNS, quoteIdent } from './ddl.js';
-import { CANONICAL, NEGATIVE_ZERO, isFastPathRefusal, isSourceFailure, refuseFastPath } from './fast-csv.js';
 import type { TableDecl } from './table-spec.js';
 import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
-
-export interface RawCopyTextBody {
-  /** COPY text lines, whole lines per chunk; the iterator throws a refusal on what it cannot judge. */
-  chunks: AsyncIterable<string>;
-  /** Lines produced (final once `chunks` is exhausted). */
-  records(): number;
-}
-
-const TRUE_WORDS = new Set(['y', 'yes', 'true', 't', '1']);
-const FALSE_WORDS = new Set(['n', 'no', 'false', 'f', '0']);
-
-/**
- * A non-empty raw value of a column of type `pgType` as the COPY text field to send, or undefined
- * when the per-row path must judge it (it might type it otherwise, or reject it). Text is returned
- * as it is (the caller escapes it). A timestamp in another form than canonical UTC (an offset,
- * a space for `T`, no seconds, a bare date: `2008-09-10 21:46:41.765-08:00`) is sent as the UTC
- * instant the catalog's coercer makes of it, which is the value the per-row path loads.
- */
-export function canonicalCopyValue(pgType: PgType, value: string): string | undefined {
-  if (pgType === 'text') return value;
-  if (pgType === 'boolean') {
-    const lower = value.toLowerCase();
-    return TRUE_WORDS.has(lower) ? 't' : FALSE_WORDS.has(lower) ? 'f' : undefined;
-  }
-  if (pgType === 'timestamptz' && !CANONICAL.timestamptz!.test(value)) {
-    const utc = coerceTimestamptz(value);
-    return typeof utc === 'string' ? utc : undefined;
-  }
-  if (!CANONICAL[pgType]!.test(value)) return undefined;
-  if (pgType === 'numeric' && NEGATIVE_ZERO.test(value)) return undefined;
-  return value;
-}
 
 /** COPY `body` into the typed staging table `stagingName`; the rows staged. */
 export async function copyRawText(

@@ -1,5 +1,4 @@
-import type { RawCsvBody, SetAsideRecord } from './fast-csv.js';
-import type { RawCopyTextBody } from './raw-text-copy.js';
+import type { LoadValue, RawCopyTextBody, RawCsvBody, SetAsideRecord } from '../copy-text/bodies.js';
 
 /**
  * Declarations of warehouse tables (made by pipelines/ from the catalog) and of what a load gets
@@ -64,8 +63,6 @@ export interface TableDecl {
    */
   parent?: { table: string; key: readonly string[] };
 }
-
-export type LoadValue = string | number | boolean | null;
 
 /** One typed record; `values` is aligned with the source's `columns`. */
 export interface LoadRecord {

@@ -37,6 +37,11 @@ export interface Warehouse {
   readonly db: Db;
   /** Where the data is, without credentials (for messages). */
   readonly location: string;
+  /**
+   * How to open another connection to the same database (the job queue opens its own pool). It may
+   * hold a password: never log it.
+   */
+  readonly connection: Readonly<pg.ClientConfig>;
   /** Run `fn` on one dedicated connection (needed for COPY + merge in one transaction). */
   session<T>(fn: (session: WarehouseSession) => Promise<T>): Promise<T>;
   /**
@@ -119,6 +124,7 @@ function openPostgres(connection: pg.ClientConfig, config: WarehouseConfig, acce
   return {
     kind: access.kind,
     db,
+    connection,
     location: access.location,
     async session(fn) {
       let client: pg.PoolClient;

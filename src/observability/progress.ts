@@ -1,6 +1,11 @@
 import cliProgress from 'cli-progress';
 import type { Logger } from './logger.js';
-import type { OutputStream } from '../commands/context.js';
+
+/** Where the CLI writes (process.stdout, process.stderr, or a test's capture). */
+export interface OutputStream {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
 
 export interface ProgressUpdate {
   total: number;

@@ -27,8 +27,8 @@
 import { isUtf8 } from 'node:buffer';
 import { INVALID, coercerFor } from '../catalog/index.js';
 import type { Coercer, PgType } from '../catalog/index.js';
-import { canonicalDecimal, writeDecimal } from '../load/canonical-bytes.js';
-import { COPY_NULL, encodeCopyValue } from '../load/copy-text.js';
+import { canonicalDecimal, writeDecimal } from '../copy-text/canonical-bytes.js';
+import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
 
 export interface ScanField {
   /** JSON key in the item. */
@@ -318,10 +318,10 @@ export class OnDemandPageScanner {
       if (b[i] !== QUOTE) throw NOT_ANSWERED;
       const keyStart = i + 1;
       // The field expected next (items list their keys in the declared order), else any.
-      let f = next < n && matches(dv, b, keyStart, keys[next]!, words[next]!) ? next : -1;
+      let f = next < n && isKeyAt(dv, b, keyStart, keys[next]!, words[next]!) ? next : -1;
       if (f < 0) {
         for (let k = 0; k < n; k++) {
-          if (matches(dv, b, keyStart, keys[k]!, words[k]!)) {
+          if (isKeyAt(dv, b, keyStart, keys[k]!, words[k]!)) {
             f = k;
             break;
           }
@@ -432,18 +432,18 @@ export class OnDemandPageScanner {
         }
         const type = section.kinds[f];
         if (type === TEXT || (type === NUMERIC && canonicalDecimal(b, s, e))) {
-          o = copy(dv, b, s, e, odv, out, o);
+          o = copyBytes(dv, b, s, e, odv, out, o);
           continue;
         }
         if (type === TIMESTAMPTZ) {
           const form = utcTimestampForm(b, s, e);
           if (form === 24) {
-            o = copy(dv, b, s, e, odv, out, o);
+            o = copyBytes(dv, b, s, e, odv, out, o);
             continue;
           }
           if (form === 20) {
-            o = copy(dv, b, s, s + 19, odv, out, o);
-            o = copy(MILLIS_DV, MILLIS_Z, 0, 5, odv, out, o);
+            o = copyBytes(dv, b, s, s + 19, odv, out, o);
+            o = copyBytes(MILLIS_DV, MILLIS_Z, 0, 5, odv, out, o);
             continue;
           }
         }
@@ -647,7 +647,7 @@ const isHex = (c: number | undefined): boolean =>
  * Whether the bytes at `at` are `key` followed by the closing quote: compared four bytes at a time
  * with `words` (keyWords of the key and its quote), then byte by byte.
  */
-function matches(dv: DataView, b: Buffer, at: number, key: Buffer, words: Uint32Array): boolean {
+function isKeyAt(dv: DataView, b: Buffer, at: number, key: Buffer, words: Uint32Array): boolean {
   const n = key.length;
   if (at + n >= b.length || b[at + n] !== QUOTE) return false;
   const w = words.length;
@@ -664,7 +664,7 @@ function keyWords(bytes: Buffer): Uint32Array {
 }
 
 /** Bytes s..e of `from` into `to` at o (`fdv`, `tdv`: the same buffers as DataViews); the end in `to`. */
-function copy(
+function copyBytes(
   fdv: DataView,
   from: Buffer,
   s: number,
@@ -682,7 +682,7 @@ function copy(
 }
 
 /** Two digits at `at` as a number, -1 when not digits. */
-function two(b: Buffer, at: number): number {
+function twoDigitValue(b: Buffer, at: number): number {
   const x = b[at]! - ZERO;
   const y = b[at + 1]! - ZERO;
   return x >= 0 && x <= 9 && y >= 0 && y <= 9 ? x * 10 + y : -1;
@@ -707,13 +707,13 @@ function utcTimestampForm(b: Buffer, s: number, e: number): number {
     return 0;
   if (len === 24 && (b[s + 19] !== DOT || !isDigit(b[s + 20]) || !isDigit(b[s + 21]) || !isDigit(b[s + 22])))
     return 0;
-  const hi = two(b, s);
-  const lo = two(b, s + 2);
-  const mo = two(b, s + 5);
-  const d = two(b, s + 8);
-  const h = two(b, s + 11);
-  const mi = two(b, s + 14);
-  const sec = two(b, s + 17);
+  const hi = twoDigitValue(b, s);
+  const lo = twoDigitValue(b, s + 2);
+  const mo = twoDigitValue(b, s + 5);
+  const d = twoDigitValue(b, s + 8);
+  const h = twoDigitValue(b, s + 11);
+  const mi = twoDigitValue(b, s + 14);
+  const sec = twoDigitValue(b, s + 17);
   if (
     hi < 0 ||
     lo < 0 ||

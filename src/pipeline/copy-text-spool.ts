@@ -3,29 +3,29 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { COPY_NULL, encodeCopyValue } from '../load/copy-text.js';
+import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
 import type {
   CopyTextSegment,
   LoadBatch,
   LoadRecord,
   LoadReject,
   LoadSource,
-  LoadValue,
   SourceColumn,
   TableDecl,
 } from '../load/table-spec.js';
+import type { LoadValue } from '../copy-text/bodies.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
 import type { LiveFeed, LiveLines } from '../load/load-window.js';
 import { LineMap } from '../load/line-map.js';
 import { serialiseCsvRow } from '../parse/csv-report.js';
 import type { ColumnSpec, TypedRecord } from '../parse/records.js';
 import { RecordSpool, toSourceColumn } from './record-source.js';
-import type { FileDigester } from '../api/file-digest.js';
+import type { FileDigester } from '../spool/file-digest.js';
 
 /**
  * Characters buffered before a write to a segment file. Small enough that the joined string is
- * not a large object (which V8 allocates in the old generation at once: 1 MB strings put ≈ 35 MB
- * of garbage there per 40,000 records, and peak RSS went from ≈ 242 to ≈ 270 MB).
+ * not a large object, which V8 allocates in the old generation at once, where it stays as garbage
+ * until a full collection.
  */
 const WRITE_CHARS = 1 << 16;
 

@@ -2,8 +2,8 @@ import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Readable } from 'node:stream';
-import { sameDigest } from '../api/file-digest.js';
-import type { FileDigest } from '../api/file-digest.js';
+import { sameDigest } from '../spool/file-digest.js';
+import type { FileDigest } from '../spool/file-digest.js';
 import type { ReportingClient } from '../api/reporting-client.js';
 import type { DownloadReportParams } from '../api/types.js';
 import { CybsError } from '../errors.js';
@@ -14,8 +14,9 @@ import { checkReportHead, readReportHead, reportHeadComplete } from '../extract/
 import type { ExpectedReport } from '../extract/report-identity.js';
 import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
-import { isFastPathRefusal, openRawCsvReport } from '../load/fast-csv.js';
-import { loadWindow, tablesHoldWhatWasLeft } from '../load/load-window.js';
+import { openRawCsvReport } from '../load/fast-csv.js';
+import { isFastPathRefusal } from '../copy-text/fast-path-refusal.js';
+import { loadWindow, tablesUnchangedSinceLoad } from '../load/load-window.js';
 import type { LiveLoad, LoadedState, LoadWindowResult } from '../load/load-window.js';
 import type { LoadSource, TableDecl } from '../load/table-spec.js';
 import type { Warehouse } from '../load/warehouse.js';
@@ -30,7 +31,7 @@ import { declarationDigest, lastLoad, loaderId } from './fingerprint.js';
 import type { WindowFingerprint } from './fingerprint.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 import { OnDemandSpools } from './on-demand-spools.js';
-import { makeSpoolDir, spoolFilePath } from './spool-dirs.js';
+import { makeSpoolDir, spoolFilePath } from '../spool/spool-dirs.js';
 import { declaredColumns, toLoadSource, toRawLoadSource } from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
 import { loadXmlFast, openXmlFileTargets, xmlTableSources } from './xml-load-targets.js';
@@ -75,7 +76,8 @@ export function createWindowExecutor(deps: ExecutorDeps): WindowExecutor {
   };
 }
 
-function refOf(task: WindowTask) {
+/** The window a task loads, as the loader and the windows table name it. */
+function windowIdentity(task: WindowTask) {
   return {
     pipeline: task.pipeline.name,
     organizationId: task.window.organizationId,
@@ -120,7 +122,7 @@ async function commitLoad(
   data: { targets: { table: TableDecl; source: LoadSource }[]; live?: LiveLoad; file?: FileLoad },
   outcome: () => { sourceRef: string; noData: boolean },
 ): Promise<WindowResult> {
-  const ref = refOf(task);
+  const ref = windowIdentity(task);
   const file = data.file;
   const result: LoadWindowResult = await loadWindow(deps.warehouse, {
     window: ref,
@@ -228,18 +230,18 @@ async function executeReportWindow(
   const fileName = `${reportName}_${task.window.reportRef.replace(/:/g, '')}.${found.format}`;
   const sourceRef = `${source} (report ${found.report.reportId})`;
   // The CSV scanner reads 256 KiB at a time best; the XML scanner slows down with more than the
-  // default 64 KiB (300k records: 0.6 s more CPU).
+  // default 64 KiB.
   const readSize = found.format === 'csv' ? 256 * 1024 : 64 * 1024;
   const declaration = declarationDigest(def);
   const { previous, expected } = lastLoad(task.state.fingerprint, declaration);
   // Whether the table still holds what the last load left, asked while the file downloads: when it
   // does not, a re-load of even the same file cannot be recognised, and need not wait for its end.
   const tables = found.format === 'xml' ? xmlTableSources(def, source) : [{ table: def.table, source }];
-  const tablesAsLeft =
+  const tablesUnchanged =
     expected && previous
-      ? tablesHoldWhatWasLeft(deps.warehouse, refOf(task), tables, previous).catch(() => true)
+      ? tablesUnchangedSinceLoad(deps.warehouse, windowIdentity(task), tables, previous).catch(() => true)
       : undefined;
-  const expectation = expected ? { digest: expected, tablesAsLeft } : undefined;
+  const expectation = expected ? { digest: expected, tablesUnchanged } : undefined;
   // The body must be this window's report: its organization, report name and period.
   const report: ExpectedReport = {
     format: found.format,
@@ -291,9 +293,9 @@ interface DownloadedBytes {
  * Download a report file once, so that the fast path and, if it refuses the file, the per-row path
  * read exactly the same bytes. The first reader of a large file (FOLLOW_AFTER_BYTES) starts on the
  * bytes as they arrive: a fast-path load copies while the file downloads, so a window takes about
- * as long as the longer of the two instead of their sum (locally, 1M CSV rows: ≈ 0.5 s less; from
- * a distant service, the whole parse and COPY hide behind the transfer). When the transfer breaks and starts over, the load that
- * was reading it is rolled back (its error) and `use` runs again on the complete file.
+ * as long as the longer of the two instead of their sum (from a distant service, the whole parse
+ * and COPY hide behind the transfer). When the transfer breaks and starts over, the load that was
+ * reading it is rolled back (its error) and `use` runs again on the complete file.
  */
 async function withDownloadedBytes(
   deps: ExecutorDeps,
@@ -301,14 +303,13 @@ async function withDownloadedBytes(
   params: DownloadReportParams,
   report: ExpectedReport,
   readSize: number,
-  expected: { digest: FileDigest; tablesAsLeft: Promise<boolean> | undefined } | undefined,
+  expected: { digest: FileDigest; tablesUnchanged: Promise<boolean> | undefined } | undefined,
   use: (bytes: DownloadedBytes) => Promise<WindowResult>,
 ): Promise<WindowResult> {
   return withTempDir(async (dir) => {
     const path = spoolFilePath(dir, report.fileName);
     // Only a large file is read while it downloads: a small one gains nothing measurable, and
-    // overlapping them raised the peak RSS of a 30-day backfill of every pipeline at 20,000
-    // transactions a day (four windows at once) from 187–206 MB to 201–213 MB (6 runs each).
+    // overlapping the small files of several windows at once raises the process's peak RSS.
     const download = followDownload(deps.client, params, path, {
       signal: task.signal,
       readSize,
@@ -352,7 +353,9 @@ async function withDownloadedBytes(
       // A file expected to be the one the window was last loaded from is not read before that is
       // known: at its first block that differs, or once complete and the same (then the load may
       // write nothing at all), unless the tables no longer hold what that load left.
-      const same = expected !== undefined && (await sameUnless(download.same, expected.tablesAsLeft));
+      const same =
+        expected !== undefined &&
+        (await sameFileUnlessTablesChanged(download.same, expected.tablesUnchanged));
       let following = false;
       try {
         return await use({
@@ -367,17 +370,20 @@ async function withDownloadedBytes(
       }
     } finally {
       await download.stop();
-      await expected?.tablesAsLeft;
+      await expected?.tablesUnchanged;
     }
   });
 }
 
-/** `same`, or false as soon as `tablesAsLeft` says false. */
-function sameUnless(same: Promise<boolean>, tablesAsLeft: Promise<boolean> | undefined): Promise<boolean> {
-  if (tablesAsLeft === undefined) return same;
+/** Whether the file is the same (`same`), or false as soon as `tablesUnchanged` says false. */
+function sameFileUnlessTablesChanged(
+  same: Promise<boolean>,
+  tablesUnchanged: Promise<boolean> | undefined,
+): Promise<boolean> {
+  if (tablesUnchanged === undefined) return same;
   return new Promise<boolean>((resolve) => {
-    void tablesAsLeft.then((asLeft) => {
-      if (!asLeft) resolve(false);
+    void tablesUnchanged.then((unchanged) => {
+      if (!unchanged) resolve(false);
     });
     void same.then(resolve);
   });

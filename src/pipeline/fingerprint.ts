@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { FileDigest } from '../api/file-digest.js';
+import type { FileDigest } from '../spool/file-digest.js';
 import type { LoadedState } from '../load/load-window.js';
 import { packageVersion } from '../paths.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';

@@ -1,11 +1,11 @@
 import { hash } from 'node:crypto';
-import { FileDigester } from '../api/file-digest.js';
-import type { FileDigest } from '../api/file-digest.js';
+import { FileDigester } from '../spool/file-digest.js';
+import type { FileDigest } from '../spool/file-digest.js';
 import { sectionsOf } from '../catalog/index.js';
 import type { OnDemandSection } from '../catalog/index.js';
 import type { OnDemandPage } from '../extract/on-demand-pages.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
-import { COPY_NULL, encodeCopyValue } from '../load/copy-text.js';
+import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
 import { CybsError } from '../errors.js';
 import type { LoadWindowTarget } from '../load/load-window.js';
 import { parseOnDemandResponse, sectionColumns } from '../parse/on-demand.js';

@@ -1,7 +1,7 @@
 import type { PlannedWindow } from '../state/windows.js';
 import { duePeriods, hasSeveralReportsADay, isAvailable, periodsStartingOn } from '../time/report-periods.js';
 import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
-import { addDays, dateOfDayNumber, dayNumber, localDate, startOfLocalDay } from './time-zones.js';
+import { addDays, dateOfDayNumber, dayNumber, localDate, startOfLocalDay } from '../time/time-zones.js';
 
 /**
  * Window planning, pure. A report pipeline's window is one report period of its subscription

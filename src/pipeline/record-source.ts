@@ -4,17 +4,11 @@ import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import type {
-  LoadBatch,
-  LoadRecord,
-  LoadSource,
-  LoadValue,
-  SourceColumn,
-  TableDecl,
-} from '../load/table-spec.js';
-import { refuseFastPath } from '../load/fast-csv.js';
-import type { RawCsvReport, SetAsideRecord } from '../load/fast-csv.js';
-import type { FileDigester } from '../api/file-digest.js';
+import type { LoadBatch, LoadRecord, LoadSource, SourceColumn, TableDecl } from '../load/table-spec.js';
+import type { LoadValue, SetAsideRecord } from '../copy-text/bodies.js';
+import { refuseFastPath } from '../copy-text/fast-path-refusal.js';
+import type { RawCsvReport } from '../load/fast-csv.js';
+import type { FileDigester } from '../spool/file-digest.js';
 import { CybsError } from '../errors.js';
 import type { RawXmlReport } from '../parse/xml-fast.js';
 import { openCsvReport, serialiseCsvRow } from '../parse/csv-report.js';

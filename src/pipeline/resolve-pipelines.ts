@@ -4,7 +4,7 @@ import type { Config, PipelineSettings, SchemaChanges } from '../config/schema.j
 import { configError } from '../errors.js';
 import type { ReportSchedule } from '../time/report-periods.js';
 import type { PipelineDef } from './define-pipeline.js';
-import { addDays, localDate } from './time-zones.js';
+import { addDays, localDate } from '../time/time-zones.js';
 
 /** A pipeline with its effective settings: definition defaults < config defaults < per-pipeline config. */
 export interface ResolvedPipeline {

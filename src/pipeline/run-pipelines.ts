@@ -139,10 +139,159 @@ export function leaseOwner(): string {
   return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
 }
 
-interface Job {
+/** A window to attempt, with the statuses that make it claimable (a re-load also takes loaded ones). */
+export interface PlannedJob {
   pipeline: ResolvedPipeline;
   window: CalendarWindow;
   claimable: WindowStatus[];
+}
+
+/** What became of one window a process set out to load (runWindow). */
+export type WindowRunOutcome =
+  | { kind: 'loaded'; rowsLoaded: number; rowsRejected: number; unchanged: boolean }
+  | { kind: 'no_data' }
+  | { kind: 'not_ready'; message: string }
+  | { kind: 'failed'; code: string; message: string }
+  /** Aborted (signal): its transaction rolled back; the lease is given back by releaseLeases. */
+  | { kind: 'interrupted' }
+  /** A live process is loading it: nothing done. */
+  | { kind: 'held' }
+  /** Another process settled it meanwhile (its status is no longer claimable): nothing done. */
+  | { kind: 'skipped' };
+
+export interface RunWindowDeps {
+  db: Db;
+  logger: Logger;
+  execute: WindowExecutor;
+}
+
+export interface RunWindowOptions {
+  owner: string;
+  leaseSeconds: number;
+  runId: number | null;
+  now: () => Date;
+  signal: AbortSignal;
+  loadAttempts?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * Load one window: claim it with a lease (only one process gets it), run it through the executor
+ * (retrying the whole window transaction on a load conflict), and record its outcome in
+ * etl.windows. `loaded` and `no_data` were committed with the rows by the executor; a not-ready
+ * window is released (or failed once past the pipeline's horizon); a failure is recorded, and the
+ * rows of a window loaded before stay.
+ */
+export async function runWindow(
+  deps: RunWindowDeps,
+  job: PlannedJob,
+  options: RunWindowOptions,
+): Promise<WindowRunOutcome> {
+  const ref = {
+    pipeline: job.pipeline.name,
+    organizationId: job.window.organizationId,
+    windowKey: job.window.windowKey,
+  };
+  const log = deps.logger.child({
+    pipeline: ref.pipeline,
+    organizationId: ref.organizationId,
+    window: ref.windowKey,
+  });
+  const { owner, signal } = options;
+  const state = await claimWindow(deps.db, ref, {
+    owner,
+    leaseSeconds: options.leaseSeconds,
+    runId: options.runId,
+    claimable: job.claimable,
+  });
+  if (!state) {
+    if ((await getWindow(deps.db, ref))?.status === 'running') {
+      log.debug('window is being loaded by another process');
+      return { kind: 'held' };
+    }
+    log.debug('window was settled by another process; skipped');
+    return { kind: 'skipped' };
+  }
+  const renew = setInterval(
+    () => void renewLease(deps.db, ref, owner, options.leaseSeconds).catch(() => {}),
+    Math.max(1000, (options.leaseSeconds * 1000) / 3),
+  );
+  renew.unref();
+  try {
+    const maxAttempts = Math.max(1, options.loadAttempts ?? DEFAULT_LOAD_ATTEMPTS);
+    let result: WindowResult;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        result = await deps.execute({
+          pipeline: job.pipeline,
+          window: job.window,
+          state,
+          owner,
+          runId: options.runId,
+          signal,
+        });
+        break;
+      } catch (error) {
+        // The window's transaction rolled back as a whole: running it again is safe. Only
+        // conflicts with other writers (and lost connections) are retried, a few times.
+        if (attempt >= maxAttempts || signal.aborted || !isRetryableLoadError(error)) throw error;
+        const code = isCybsError(error) ? error.code : 'UNEXPECTED';
+        log.warn(
+          { code, attempt, err: (error as Error).message },
+          'window load conflict; retrying the window',
+        );
+        await (options.sleep ?? defaultSleep)(Math.round((100 + Math.random() * 300) * attempt));
+      }
+    }
+    let outcome: WindowRunOutcome;
+    if (result.kind === 'not_ready') {
+      const since = state.notReadySince ?? options.now();
+      const horizonMs = job.pipeline.notReadyHorizonHours * 3_600_000;
+      if (options.now().getTime() - since.getTime() > horizonMs) {
+        const message = `${result.message}; still not ready ${job.pipeline.notReadyHorizonHours} hours after it was first expected`;
+        await failWindow(deps.db, ref, owner, { code: 'NOT_READY_TIMEOUT', message });
+        outcome = { kind: 'failed', code: 'NOT_READY_TIMEOUT', message };
+      } else {
+        await releaseNotReady(deps.db, ref, owner, result.message);
+        outcome = { kind: 'not_ready', message: result.message };
+      }
+    } else if (result.kind === 'no_data') {
+      outcome = { kind: 'no_data' };
+    } else {
+      outcome = {
+        kind: 'loaded',
+        rowsLoaded: result.rowsLoaded,
+        rowsRejected: result.rowsRejected,
+        unchanged: result.unchanged === true,
+      };
+    }
+    log.info(
+      {
+        outcome: outcome.kind,
+        ...(result.kind === 'loaded'
+          ? {
+              rows: result.rowsLoaded,
+              rejected: result.rowsRejected,
+              ...(result.unchanged ? { unchanged: true } : {}),
+            }
+          : {}),
+      },
+      'window done',
+    );
+    return outcome;
+  } catch (error) {
+    // Interrupted windows are given back by releaseLeases (to their pre-claim status).
+    if (signal.aborted) return { kind: 'interrupted' };
+    const code = isCybsError(error) ? error.code : 'UNEXPECTED';
+    const message = error instanceof Error ? error.message : String(error);
+    log.warn({ code, err: message }, 'window failed');
+    await failWindow(deps.db, ref, owner, { code, message }).catch((e) =>
+      log.error({ err: e }, 'could not record the window failure'),
+    );
+    return { kind: 'failed', code, message };
+  } finally {
+    clearInterval(renew);
+  }
 }
 
 /**
@@ -170,158 +319,46 @@ export async function runPipelines(
   const global = createLimiter(options.globalConcurrency);
   const perPipeline = new Map(options.pipelines.map((p) => [p.name, createLimiter(p.concurrency)]));
   const signal = options.signal ?? new AbortController().signal;
+  const windowOptions: RunWindowOptions = {
+    owner,
+    leaseSeconds: options.leaseSeconds,
+    runId: options.runId,
+    now: options.now,
+    signal,
+    ...(options.loadAttempts !== undefined ? { loadAttempts: options.loadAttempts } : {}),
+    ...(options.sleep ? { sleep: options.sleep } : {}),
+  };
 
   /** Jobs whose window a live process was loading when this run tried to claim it. */
-  let held: Job[] = [];
+  let held: PlannedJob[] = [];
 
-  const runJob = async (job: Job): Promise<void> => {
+  const runJob = async (job: PlannedJob): Promise<void> => {
     if (signal.aborted || options.drain?.aborted) {
       summary.interrupted = true;
       return;
     }
-    const ref = {
-      pipeline: job.pipeline.name,
-      organizationId: job.window.organizationId,
-      windowKey: job.window.windowKey,
-    };
-    const log = deps.logger.child({
-      pipeline: ref.pipeline,
-      organizationId: ref.organizationId,
-      window: ref.windowKey,
-    });
-    const state = await claimWindow(deps.db, ref, {
-      owner,
-      leaseSeconds: options.leaseSeconds,
-      runId: options.runId,
-      claimable: job.claimable,
-    });
-    if (!state) {
-      if ((await getWindow(deps.db, ref))?.status === 'running') {
-        // A live process is loading it: look again once the others are done (not counted yet).
-        held.push(job);
-        log.debug('window is being loaded by another process; waiting for it');
-        return;
-      }
-      summary.windows.skipped++;
-      log.debug('window was settled by another process; skipped');
-    } else {
-      await runClaimed(job, ref, log, state);
+    const outcome = await runWindow(deps, job, windowOptions);
+    // A window a live process is loading is looked at again once the others are done (not counted yet).
+    if (outcome.kind === 'held') {
+      held.push(job);
+      return;
     }
+    countOutcome(summary, job, outcome);
     done++;
     options.onProgress?.({
       type: 'window',
       total: jobs.length,
       done,
       rowsLoaded: summary.rowsLoaded,
-      pipeline: ref.pipeline,
-      windowKey: ref.windowKey,
-      outcome: state ? lastOutcome.get(job) : 'skipped',
+      pipeline: job.pipeline.name,
+      windowKey: job.window.windowKey,
+      outcome: outcome.kind,
     });
-  };
-
-  const lastOutcome = new Map<Job, string>();
-  const runClaimed = async (
-    job: Job,
-    ref: { pipeline: string; organizationId: string; windowKey: string },
-    log: Logger,
-    state: WindowRow,
-  ): Promise<void> => {
-    const renew = setInterval(
-      () => void renewLease(deps.db, ref, owner, options.leaseSeconds).catch(() => {}),
-      Math.max(1000, (options.leaseSeconds * 1000) / 3),
-    );
-    renew.unref();
-    let outcome: string;
-    try {
-      const maxAttempts = Math.max(1, options.loadAttempts ?? DEFAULT_LOAD_ATTEMPTS);
-      let result: WindowResult;
-      for (let attempt = 1; ; attempt++) {
-        try {
-          result = await deps.execute({
-            pipeline: job.pipeline,
-            window: job.window,
-            state,
-            owner,
-            runId: options.runId,
-            signal,
-          });
-          break;
-        } catch (error) {
-          // The window's transaction rolled back as a whole: running it again is safe. Only
-          // conflicts with other writers (and lost connections) are retried, a few times.
-          if (attempt >= maxAttempts || signal.aborted || !isRetryableLoadError(error)) throw error;
-          const code = isCybsError(error) ? error.code : 'UNEXPECTED';
-          log.warn(
-            { code, attempt, err: (error as Error).message },
-            'window load conflict; retrying the window',
-          );
-          await (options.sleep ?? defaultSleep)(Math.round((100 + Math.random() * 300) * attempt));
-        }
-      }
-      if (result.kind === 'not_ready') {
-        const since = state.notReadySince ?? options.now();
-        const horizonMs = job.pipeline.notReadyHorizonHours * 3_600_000;
-        if (options.now().getTime() - since.getTime() > horizonMs) {
-          const message = `${result.message}; still not ready ${job.pipeline.notReadyHorizonHours} hours after it was first expected`;
-          await failWindow(deps.db, ref, owner, { code: 'NOT_READY_TIMEOUT', message });
-          summary.windows.failed++;
-          summary.failures.push({ ...ref, code: 'NOT_READY_TIMEOUT', message });
-          outcome = 'failed';
-        } else {
-          await releaseNotReady(deps.db, ref, owner, result.message);
-          summary.windows.not_ready++;
-          outcome = 'not_ready';
-        }
-      } else if (result.kind === 'no_data') {
-        summary.windows.no_data++;
-        outcome = 'no_data';
-      } else {
-        summary.windows.loaded++;
-        if (result.unchanged) summary.windows.unchanged++;
-        summary.rowsLoaded += result.rowsLoaded;
-        summary.rowsRejected += result.rowsRejected;
-        outcome = 'loaded';
-      }
-      log.info(
-        {
-          outcome,
-          ...(result.kind === 'loaded'
-            ? {
-                rows: result.rowsLoaded,
-                rejected: result.rowsRejected,
-                ...(result.unchanged ? { unchanged: true } : {}),
-              }
-            : {}),
-        },
-        'window done',
-      );
-    } catch (error) {
-      const code = isCybsError(error) ? error.code : 'UNEXPECTED';
-      const message = error instanceof Error ? error.message : String(error);
-      if (signal.aborted) {
-        summary.interrupted = true;
-        outcome = 'interrupted';
-      } else {
-        summary.windows.failed++;
-        summary.failures.push({ ...ref, code, message });
-        outcome = 'failed';
-        log.warn({ code, err: message }, 'window failed');
-      }
-      // Interrupted windows are given back by releaseLeases below (to their pre-claim status).
-      if (!signal.aborted) {
-        await failWindow(deps.db, ref, owner, { code, message }).catch((e) =>
-          log.error({ err: e }, 'could not record the window failure'),
-        );
-      }
-    } finally {
-      clearInterval(renew);
-    }
-    lastOutcome.set(job, outcome);
   };
 
   const releaseOwnerLock = await deps.holdOwnerLock(owner);
   try {
-    const runAll = (list: readonly Job[]) =>
+    const runAll = (list: readonly PlannedJob[]) =>
       Promise.all(list.map((job) => global(() => perPipeline.get(job.pipeline.name)!(() => runJob(job)))));
     await runAll(jobs);
     // Windows a live process was loading: wait until it is done with them (or gone), then take
@@ -349,9 +386,45 @@ export async function runPipelines(
   return summary;
 }
 
+/** Add one window's outcome to a pass's summary (held windows are not counted: see runPipelines). */
+export function countOutcome(summary: RunSummary, job: PlannedJob, outcome: WindowRunOutcome): void {
+  switch (outcome.kind) {
+    case 'loaded':
+      summary.windows.loaded++;
+      if (outcome.unchanged) summary.windows.unchanged++;
+      summary.rowsLoaded += outcome.rowsLoaded;
+      summary.rowsRejected += outcome.rowsRejected;
+      break;
+    case 'no_data':
+    case 'not_ready':
+    case 'skipped':
+      summary.windows[outcome.kind]++;
+      break;
+    case 'failed':
+      summary.windows.failed++;
+      summary.failures.push({
+        pipeline: job.pipeline.name,
+        organizationId: job.window.organizationId,
+        windowKey: job.window.windowKey,
+        code: outcome.code,
+        message: outcome.message,
+      });
+      break;
+    case 'interrupted':
+      summary.interrupted = true;
+      break;
+    case 'held':
+      summary.windows.held++;
+      break;
+  }
+}
+
 /** The windows to attempt, oldest first, with the statuses that make each one claimable. */
-async function planJobs(db: Db, options: RunPipelinesOptions): Promise<Job[]> {
-  const jobs: Job[] = [];
+export async function planJobs(
+  db: Db,
+  options: Pick<RunPipelinesOptions, 'pipelines' | 'organizationId' | 'range' | 'force' | 'now'>,
+): Promise<PlannedJob[]> {
+  const jobs: PlannedJob[] = [];
   const now = options.now();
   for (const pipeline of options.pipelines) {
     const organizations = options.organizationId ? [options.organizationId] : pipeline.organizations;

@@ -12,8 +12,8 @@ import type { RecordBatch, RecordSource, ReportInput, ReportMetadata } from '../
 import { REQUEST_ID_FIELD, openXmlReport } from '../parse/xml-report.js';
 import { NEW_COLUMN_REASON } from '../parse/xml-fast.js';
 import type { FastXmlChildTable, RawXmlReport } from '../parse/xml-fast.js';
-import { isFastPathRefusal } from '../load/fast-csv.js';
-import { makeSpoolDir } from './spool-dirs.js';
+import { isFastPathRefusal } from '../copy-text/fast-path-refusal.js';
+import { makeSpoolDir } from '../spool/spool-dirs.js';
 import { rm } from 'node:fs/promises';
 import type { OpenXmlReportOptions } from '../parse/xml-report.js';
 import { join } from 'node:path';

@@ -175,8 +175,8 @@ interface PageCursor {
 
 /**
  * Resumable page cursors, per dataset: a client walking offset/limit pages in order continues the
- * previous page's generator instead of regenerating every record before its offset (which made a
- * 200,000-record window quadratic). A cursor is only reused for a window that is complete (its end
+ * previous page's generator instead of regenerating every record before its offset (which would
+ * make a large window quadratic). A cursor is only reused for a window that is complete (its end
  * is not after the simulated now), so its records cannot change between pages.
  */
 const cursors = new WeakMap<Dataset, Map<string, PageCursor>>();

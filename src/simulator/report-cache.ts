@@ -1,8 +1,7 @@
 /**
  * Rendered report files (and on-demand pages of complete windows) kept on disk, so that a report
- * is served at the speed of a stored file,
- * as the real service serves its reports, instead of at the speed of rendering it row by row
- * (≈ 50k rows/s in JavaScript, slower than the loader it is meant to feed). Opt-in
+ * is served at the speed of a stored file, as the real service serves its reports, instead of at
+ * the speed of rendering it row by row (slower than the loader it is meant to feed). Opt-in
  * (`cacheReports` of startSimulator): the benchmark uses it so that it measures the loader.
  *
  * A file is rendered once, on its first download, into a temporary file that is renamed when
@@ -10,9 +9,8 @@
  * fault are never cached. The directory belongs to one simulator and is removed when it closes.
  *
  * On-demand bodies (a few MB each) are kept in memory instead, up to MEMORY_BUDGET bytes in all
- * (then on disk): streaming a 2.9 MB Purchase and Refund Detail page from its file through the
- * thread pool in 256 KB chunks took the simulator 0.8–0.9 s of CPU per 100 pages, on a machine
- * whose two cores the loader and PostgreSQL also need.
+ * (then on disk) and sent whole: streaming each few-MB page from its file through the thread pool
+ * costs the simulator CPU that the loader and PostgreSQL, on the same machine, need.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';

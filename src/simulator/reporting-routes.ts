@@ -932,8 +932,8 @@ async function jsonBody(
  * asked for. With cacheReports, the JSON body of complete windows is kept once rendered, as the
  * Purchase and Refund Detail pages are: it cannot change any more, and building it generates the
  * windows' days of transactions again (a window and the two days before it: 60,000 transactions
- * at 20,000 a day), which took more of the bench machine's CPU during a 30-day backfill than the
- * loader it feeds. Its identity is the endpoint, the organizations and the whole query.
+ * at 20,000 a day), which in a long backfill costs more CPU than the loader it feeds. Its identity
+ * is the endpoint, the organizations and the whole query.
  */
 async function onDemandReply<T>(
   ctx: RouteContext,

@@ -151,6 +151,12 @@ export interface SimulatorHandle {
   groundTruth(organizationId: string, startDate: string, endDate: string): GroundTruth;
   /** Where the requested anomalies were seeded. */
   anomalies: readonly SeededAnomaly[];
+  /**
+   * Authenticated requests per key id: how many are being answered now, and the most at once so far
+   * (a client's or a fleet's concurrency per credential, as the service would see it). `reset`:
+   * start counting the most at once from now on (after the result is taken).
+   */
+  requestConcurrency(options?: { reset?: boolean }): Record<string, { inFlight: number; max: number }>;
   close(): Promise<void>;
 }
 
@@ -481,6 +487,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     });
   };
 
+  const concurrencyByKey = new Map<string, { inFlight: number; max: number }>();
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const rawUrl = req.url ?? '/';
     const url = new URL(rawUrl, 'http://simulator.local');
@@ -527,6 +534,27 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       await sendReply(res, reply, []);
       return;
     }
+    const concurrency = concurrencyByKey.get(auth.key.keyId) ?? { inFlight: 0, max: 0 };
+    concurrencyByKey.set(auth.key.keyId, concurrency);
+    concurrency.inFlight++;
+    concurrency.max = Math.max(concurrency.max, concurrency.inFlight);
+    try {
+      await answer(req, res, method, url, match, body, auth);
+    } finally {
+      concurrency.inFlight--;
+    }
+  };
+
+  const answer = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: string,
+    url: URL,
+    match: NonNullable<ReturnType<typeof matchRoute>>,
+    body: Buffer,
+    auth: Extract<Awaited<ReturnType<typeof verifyRequest>>, { ok: true }>,
+  ): Promise<void> => {
+    const prefix = '/reporting/v3';
     const drawn = faults.draw(match.route.endpoint);
     const statusFault = drawn.find((f) => ['429', '500', '502', '503'].includes(f.kind));
     let reply: Reply;
@@ -614,6 +642,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     },
     groundTruth: (org, s, e) => computeGroundTruth({ dataset, store, now: now() }, org, s, e),
     anomalies: dataset.anomalies,
+    requestConcurrency: (options = {}) => {
+      const counts = Object.fromEntries([...concurrencyByKey].map(([k, v]) => [k, { ...v }]));
+      if (options.reset) for (const c of concurrencyByKey.values()) c.max = c.inFlight;
+      return counts;
+    },
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

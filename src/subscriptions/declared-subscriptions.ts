@@ -5,7 +5,7 @@
  */
 import type { ReportSubscription, ReportSubscriptionRequest } from '../api/types.js';
 import type { SubscriptionDecl } from '../config/subscriptions-schema.js';
-import { isValidTimeZone } from '../pipeline/time-zones.js';
+import { isValidTimeZone } from '../time/time-zones.js';
 import { startTimeInZone } from '../time/report-periods.js';
 
 /** The settings of one subscription that `apply` manages, normalised. */

@@ -22,7 +22,7 @@
  * zone offset appended (`2026-11-01T01:00-05:00`) only for the second occurrence of a local time in
  * a DST fall-back hour, so that keys stay unique. Both sort in time order within a pipeline.
  */
-import { addDays, localDate, parseDay, startOfLocalDay, zoneOffsetMs } from '../pipeline/time-zones.js';
+import { addDays, localDate, parseDay, startOfLocalDay, zoneOffsetMs } from './time-zones.js';
 
 export const REPORT_FREQUENCIES = ['DAILY', 'WEEKLY', 'MONTHLY', 'USER_DEFINED'] as const;
 export type ReportFrequency = (typeof REPORT_FREQUENCIES)[number];

@@ -1,10 +1,11 @@
 /**
  * `npm run bench`: cybs-etl against PostgreSQL's own `psql \copy`, in one run, on the local
- * PostgreSQL (127.0.0.1:5432, user postgres, trust). See test/bench/README.md.
+ * PostgreSQL (127.0.0.1:5432, user postgres, trust). How to run it: test/bench/README.md; the
+ * figures and what they led to: docs/performance.md.
  *
  * Environment: BENCH_SCALE (default 1; 0.05 for a quick run) scales every size; BENCH_REPS
  * (default 3) repetitions per case (the median is reported); BENCH_CASES (comma list) runs a subset
- * (ref,csv,xml,prd,backfill,naive,embedded); TEST_PG_ADMIN_URL as for the tests.
+ * (ref,csv,xml,prd,backfill,naive,embedded,workers); TEST_PG_ADMIN_URL as for the tests.
  *
  * Each case runs in its own process (the CLI as shipped: `<the environment and V8 flags of
  * src/runtime-flags.ts, as in the bin's shebang> node dist/cli.mjs`, the bundle of scripts/build.mjs) under
@@ -15,7 +16,7 @@
  * peak memory (the sum of its processes' proportional set sizes, sampled) is reported beside.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmod, copyFile, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,7 +34,9 @@ const ADMIN_URL = process.env['TEST_PG_ADMIN_URL'] ?? 'postgres://postgres@127.0
 const SCALE = Number(process.env['BENCH_SCALE'] ?? '1');
 const REPS = Math.max(1, Math.trunc(Number(process.env['BENCH_REPS'] ?? '3')));
 const CASES = new Set(
-  (process.env['BENCH_CASES'] ?? 'ref,csv,xml,prd,backfill,naive,embedded').split(',').map((s) => s.trim()),
+  (process.env['BENCH_CASES'] ?? 'ref,csv,xml,prd,backfill,naive,embedded,workers')
+    .split(',')
+    .map((s) => s.trim()),
 );
 const size = (n: number, min: number): number => Math.max(min, Math.round(n * SCALE));
 const CSV_ROWS = size(1_000_000, 2000);
@@ -43,6 +46,9 @@ const PRD_TX_PER_DAY = Math.round(PRD_RECORDS / 0.7796);
 const BACKFILL_DAYS = 30;
 const BACKFILL_TX_PER_DAY = size(20_000, 200);
 const NAIVE_ROWS = size(20_000, 1000);
+/** The scale case: a payment partner's organizations, one day, 20 transactions a day each. */
+const WORKER_ORGANIZATIONS = size(2000, 20);
+const WORKER_PROCESSES = [1, 2, 4];
 
 const DAY_MS = 86_400_000;
 const isoDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
@@ -66,7 +72,7 @@ interface Measured {
 /**
  * Run a command under /usr/bin/time; its wall time and maximum RSS. A CHECKPOINT first, so that no
  * run pays for writing out the buffers an earlier one dirtied (a checkpoint falling inside one run
- * but not another made the reference alone vary by 30%).
+ * but not another makes runs of the same command differ widely).
  */
 async function measure(
   cmd: string,
@@ -301,9 +307,9 @@ async function main(): Promise<void> {
       return copied;
     };
     // The reference runs alternate with the cases compared to it (one before each repetition), and
-    // each case's ratio is taken against the reference runs of its own section: on this shared
-    // machine the speed of everything drifted by 25% within one bench, and a reference measured
-    // only at the start gave ratios biased by that drift.
+    // each case's ratio is taken against the reference runs of its own section: on a shared
+    // machine the speed of everything drifts within one bench, and a reference measured only at
+    // the start would bias every later ratio by that drift.
     const refRuns: Measured[] = [];
     const refBefore = async (section: Measured[]): Promise<void> => {
       if (!CASES.has('ref')) return;
@@ -536,6 +542,7 @@ async function main(): Promise<void> {
     }
 
     if (CASES.has('embedded')) await benchEmbedded();
+    if (CASES.has('workers')) await benchWorkers(cli, work);
 
     if (refRuns.length > 0) {
       ref = record('copy', 'psql \\copy into a typed, keyed table (reference)', refRows, csvBytes, refRuns);
@@ -710,7 +717,7 @@ function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
     const ratio = f ? ratioOf(f, ref) : undefined;
     return ratio === undefined ? undefined : ratio >= target;
   };
-  // Targets of issue 9.
+  // The targets (docs/performance.md): load speed of issue 9, memory of issue 27.
   const targets: [string, boolean | undefined][] = [
     ['target_csv_first_ratio_0.6', atLeast(csvFirst, 0.6)],
     ['target_csv_reload_ratio_0.6', atLeast(get('csv_reload'), 0.6)],
@@ -740,6 +747,119 @@ function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
   for (const [k, met] of targets)
     kv.push(`${k}=${met === undefined ? 'not_measured' : met ? 'met' : 'missed'}`);
   process.stdout.write(`${lines.join('\n')}\n${kv.join('\n')}\n`);
+}
+
+/**
+ * Beyond one machine: a one-day backfill of WORKER_ORGANIZATIONS organizations (every default
+ * pipeline: nine windows each), loaded by one `backfill` process, then planned by `backfill
+ * --detach` and loaded by 1, 2 and 4 `worker` processes (started after the planner; the time runs
+ * from the planner's start until the queue is empty). Figures in windows per second; a worker's
+ * peak RSS is its VmHWM, read before it is stopped.
+ */
+async function benchWorkers(cli: string, work: string): Promise<void> {
+  const sim = await startSim({
+    transactionsPerDay: 20,
+    startDate: START,
+    organizations: WORKER_ORGANIZATIONS,
+  });
+  try {
+    const organizations = sim.env['BENCH_ORGANIZATIONS']!.split(',');
+    const configPath = path.join(work, 'workers.yaml');
+    await writeFile(
+      configPath,
+      `log:\n  level: warn\ndefaults:\n  organizations: [${organizations.join(', ')}]\n`,
+    );
+    const argv = (args: string[]) => [...NODE_RUNTIME_FLAGS, cli, '--config', configPath, ...args];
+    const envOf = (url: string) => ({ ...NODE_RUNTIME_ENV, ...sim.env, DATABASE_URL: url });
+    const windowsIn = async (url: string): Promise<number> => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        const r = await c.query(
+          `select count(*)::int as n from etl.windows where status in ('loaded', 'no_data')`,
+        );
+        return r.rows[0].n as number;
+      } finally {
+        await c.end();
+      }
+    };
+    const label = `one-day backfill of ${organizations.length} organizations`;
+    const single: Measured[] = [];
+    let windows = 0;
+    for (let i = 0; i < REPS; i++) {
+      const url = await freshDatabase('workers');
+      await measure(process.execPath, argv(['migrate']), envOf(url));
+      single.push(
+        await measure(process.execPath, argv(['backfill', '--from', DAY, '--to', DAY]), envOf(url)),
+      );
+      windows = await windowsIn(url);
+      await dropDatabases();
+    }
+    record('workers_backfill', `${label}, one backfill process`, windows, undefined, single, 'windows');
+    for (const n of WORKER_PROCESSES) {
+      const runs: Measured[] = [];
+      for (let i = 0; i < REPS; i++) {
+        const url = await freshDatabase('workers');
+        await measure(process.execPath, argv(['migrate']), envOf(url));
+        await admin('checkpoint');
+        const started = performance.now();
+        const planner = spawnSync(
+          process.execPath,
+          argv(['backfill', '--from', DAY, '--to', DAY, '--detach']),
+          {
+            env: { ...process.env, ...envOf(url) },
+            encoding: 'utf8',
+          },
+        );
+        if (planner.status !== 0)
+          throw new Error(`backfill --detach failed: ${planner.stdout}${planner.stderr}`);
+        const workers = Array.from({ length: n }, () =>
+          spawn(process.execPath, argv(['worker']), {
+            env: { ...process.env, ...envOf(url) },
+            stdio: 'ignore',
+          }),
+        );
+        const c = new pg.Client({ connectionString: url });
+        await c.connect();
+        try {
+          for (;;) {
+            const r = await c.query(
+              `select count(*)::int as n from pgboss.job where name = 'cybs_etl_windows' and state in ('created', 'retry', 'active')`,
+            );
+            if (r.rows[0].n === 0) break;
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        } finally {
+          await c.end();
+        }
+        const seconds = (performance.now() - started) / 1000;
+        let rssMB = 0;
+        for (const w of workers) {
+          const status = await readFile(`/proc/${w.pid}/status`, 'utf8').catch(() => '');
+          rssMB = Math.max(rssMB, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024);
+          w.kill('SIGTERM');
+        }
+        await Promise.all(
+          workers.map(
+            (w) => new Promise((resolve) => (w.exitCode !== null ? resolve(null) : w.once('exit', resolve))),
+          ),
+        );
+        windows = await windowsIn(url);
+        runs.push({ seconds, rssMB, stdout: planner.stdout });
+        await dropDatabases();
+      }
+      record(
+        `workers_${n}`,
+        `${label}, backfill --detach + ${n} worker process(es)`,
+        windows,
+        undefined,
+        runs,
+        'windows; RSS per worker',
+      );
+    }
+  } finally {
+    await sim.stop();
+  }
 }
 
 await main();

@@ -19,7 +19,7 @@ import type { E2eWorld } from '../helpers/e2e.js';
 import { seededRandom, spawnCli } from '../helpers/cli-process.js';
 import { compareWithGroundTruth, duplicateRows } from '../helpers/ground-truth.js';
 import { findSecrets, secretsOf } from '../helpers/secrets.js';
-import { DEAD_PROCESS_GRACE_MS } from '../../src/pipeline/spool-dirs.js';
+import { DEAD_PROCESS_GRACE_MS } from '../../src/spool/spool-dirs.js';
 
 const LONG = process.env['CYBS_LONG_TESTS'] === '1';
 const KILLS = Number(process.env['CYBS_CRASH_KILLS'] ?? (LONG ? 40 : 10));

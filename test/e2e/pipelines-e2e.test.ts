@@ -11,7 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PIPELINES } from '../../pipelines/index.js';
 import { pipelineTables } from '../../src/pipeline/define-pipeline.js';
-import { addDays } from '../../src/pipeline/time-zones.js';
+import { addDays } from '../../src/time/time-zones.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
 import { cli } from '../helpers/cli.js';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDays } from '../../src/pipeline/time-zones.js';
+import { addDays } from '../../src/time/time-zones.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
 import { spawnCli } from '../helpers/cli-process.js';

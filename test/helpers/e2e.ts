@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { PIPELINES } from '../../pipelines/index.js';
-import { addDays } from '../../src/pipeline/time-zones.js';
+import { addDays } from '../../src/time/time-zones.js';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle, SimulatorOptions } from '../../src/simulator/start-simulator.js';
 import { cli } from './cli.js';

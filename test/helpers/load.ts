@@ -7,9 +7,9 @@ import type {
   LoadRecord,
   LoadReject,
   LoadSource,
-  LoadValue,
   SourceColumn,
 } from '../../src/load/table-spec.js';
+import type { LoadValue } from '../../src/copy-text/bodies.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Db, Warehouse } from '../../src/load/warehouse.js';
 import { createTestDatabase } from './db.js';

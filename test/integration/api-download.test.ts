@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FileDigester } from '../../src/api/file-digest.js';
+import { FileDigester } from '../../src/spool/file-digest.js';
 import { isApiError } from '../../src/api/errors.js';
 import { createReportingClient } from '../../src/api/reporting-client.js';
 import type { ReportingClient } from '../../src/api/reporting-client.js';

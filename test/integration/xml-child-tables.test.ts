@@ -11,7 +11,7 @@ import { Readable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
-import { isFastPathRefusal } from '../../src/load/fast-csv.js';
+import { isFastPathRefusal } from '../../src/copy-text/fast-path-refusal.js';
 import { loadWindow } from '../../src/load/load-window.js';
 import type { LoadWindowResult, LoadWindowTarget } from '../../src/load/load-window.js';
 import type { Warehouse } from '../../src/load/warehouse.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { planDueWindows, windowOfDay, windowsBetween } from '../../src/pipeline/plan-windows.js';
-import { addDays, localDate, startOfLocalDay, zoneOffsetMs } from '../../src/pipeline/time-zones.js';
+import { addDays, localDate, startOfLocalDay, zoneOffsetMs } from '../../src/time/time-zones.js';
 import { PIPELINES } from '../../pipelines/index.js';
 import { whereRangeStops } from '../../src/commands/backfill.js';
 import { parseConfig } from '../../src/config/load-config.js';

@@ -461,7 +461,7 @@ describe('signing what is sent', () => {
     expect(req.headers.host).toBe('apitest.cybersource.com');
   });
 
-  it('http-signature: one warning per client that CyberSource retires it, naming CYBS_AUTH and jwt', async () => {
+  it('http-signature: one warning per client that CyberSource ends it, naming CYBS_AUTH and jwt', async () => {
     // DOCS rest-getting-started restgs-http-message-intro: "Deprecating September 2026: HTTP
     // Signature Messaging"; SDK README marks HTTP Signature deprecated.
     const warned: string[] = [];
@@ -472,7 +472,7 @@ describe('signing what is sent', () => {
     await api.client.listSubscriptions();
     expect(warned).toHaveLength(1);
     expect(warned[0]).toMatch(
-      /^CYBS_AUTH=http-signature: CyberSource retires HTTP Signature authentication in September 2026; set CYBS_AUTH=jwt\b/,
+      /^CYBS_AUTH=http-signature: CyberSource announced the end of HTTP Signature authentication for September 2026, so the service may refuse it; set CYBS_AUTH=jwt\b/,
     );
     await api.agent.close();
     warned.length = 0;

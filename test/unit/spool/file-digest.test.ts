@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { DIGEST_BLOCK_BYTES, FileDigester, sameDigest } from '../../../src/api/file-digest.js';
+import { DIGEST_BLOCK_BYTES, FileDigester, sameDigest } from '../../../src/spool/file-digest.js';
 
 function digestIn(data: Buffer, chunk: number, onBlock?: (index: number, block: string) => void) {
   const digester = new FileDigester(onBlock);

@@ -20,8 +20,9 @@ export interface FileDigest {
 }
 
 /**
- * Builds a FileDigest from the file's bytes as they pass, each byte hashed once (SHA-256 with the
- * CPU's instructions: ≈ 0.2 s for 350 MB here). `onBlock` hears of each block as it completes.
+ * Builds a FileDigest from the file's bytes as they pass, each byte hashed once (SHA-256, which
+ * Node runs with the CPU's own instructions where it has them). `onBlock` hears of each block as
+ * it completes.
  */
 export class FileDigester {
   private readonly whole = createHash('sha256');

@@ -1,4 +1,4 @@
-import type { LoadValue } from './table-spec.js';
+import type { LoadValue } from './bodies.js';
 
 /**
  * COPY text-format encoding (https://www.postgresql.org/docs/current/sql-copy.html, "Text Format"):

@@ -1,10 +1,10 @@
 /**
- * The byte checks of canonical forms answer what fast-csv.ts's CANONICAL expressions answer, for
- * the latin1 text of the same bytes: on hand-picked values at every edge and on random ones.
+ * The byte checks of canonical forms answer what the CANONICAL expressions (canonical.ts) answer,
+ * for the latin1 text of the same bytes: on hand-picked values at every edge and on random ones.
  */
 import { describe, expect, it } from 'vitest';
-import { CANONICAL_BYTES } from '../../../src/load/canonical-bytes.js';
-import { CANONICAL, NEGATIVE_ZERO } from '../../../src/load/fast-csv.js';
+import { CANONICAL_BYTES } from '../../../src/copy-text/canonical-bytes.js';
+import { CANONICAL, NEGATIVE_ZERO } from '../../../src/copy-text/canonical.js';
 import type { PgType } from '../../../src/catalog/index.js';
 
 const TYPES = Object.keys(CANONICAL_BYTES).filter((t) => CANONICAL_BYTES[t as PgType]) as PgType[];

@@ -1,9 +1,9 @@
 /**
  * Canonical forms checked, and decimal numbers written, on bytes, for scanners that must not make a
- * string of every value they pass (the CSV scanner did for each typed or required value: ≈ 0.3 s of a 1M-row load's main
- * thread in the strings, the regular expressions and the garbage). Each check answers exactly what
- * its regular expression in CANONICAL (fast-csv.ts) answers for the latin1 text of the same bytes
- * (test/unit/load/canonical-bytes.test.ts compares them).
+ * string of every value they pass (the strings, regular expressions and garbage would cost a
+ * large share of a load's main thread). Each check answers exactly what
+ * its regular expression in CANONICAL (canonical.ts) answers for the latin1 text of the same bytes
+ * (test/unit/copy-text/canonical-bytes.test.ts compares them).
  */
 import type { PgType } from '../catalog/index.js';
 

@@ -7,7 +7,7 @@ import {
   trustedEncoder,
   typeFamily,
   validatingEncoder,
-} from '../../../src/load/copy-text.js';
+} from '../../../src/copy-text/cell-encoders.js';
 import { copyTextField } from '../../../src/load/fast-csv.js';
 
 /** What PostgreSQL's COPY text reader does with a cell (the subset of escapes we produce). */

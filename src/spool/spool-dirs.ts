@@ -10,7 +10,7 @@
 import { lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from 'pino';
 
 const PREFIX = 'cybs-etl-';
 /** `cybs-etl-` then an optional kind, the pid, and mkdtemp's six characters. Older names have no pid. */

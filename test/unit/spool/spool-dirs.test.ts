@@ -8,7 +8,7 @@ import {
   makeSpoolDir,
   spoolFilePath,
   sweepStaleSpoolDirs,
-} from '../../src/pipeline/spool-dirs.js';
+} from '../../../src/spool/spool-dirs.js';
 
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
 const LIVE_PID = 4242;

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import type { CalendarWindow } from '../pipeline/plan-windows.js';
+import type { PlannedJob } from '../pipeline/run-pipelines.js';
+import type { WindowStatus } from '../state/windows.js';
+
+/**
+ * A window as a job of the window queue (window-queue.ts) carries it, and the keys jobs are grouped
+ * and collapsed by. No pg-boss here, so that planning code can use it without loading the queue.
+ */
+
+/** The window as a job carries it: CalendarWindow with its times as ISO text. */
+export interface WindowJobData {
+  pipeline: string;
+  organizationId: string;
+  window: Omit<CalendarWindow, 'start' | 'end' | 'pipeline' | 'organizationId'> & {
+    start: string;
+    end: string;
+  };
+  /** Loaded and no_data windows are loaded again (a run's lookback, backfill --force). */
+  reload: boolean;
+  /** The etl.runs row of the pass that planned it. */
+  runId: number | null;
+  /** The API credential the window is loaded with (its hash): pg-boss's group for per-credential concurrency. */
+  credential: string;
+}
+
+export function windowJobKey(ref: { pipeline: string; organizationId: string; windowKey: string }): string {
+  return `${ref.pipeline}|${ref.organizationId}|${ref.windowKey}`;
+}
+
+/** A credential's group id: a hash, so that no key id is written to the queue's tables. */
+export function credentialGroup(credential: { merchantId: string; keyId: string }): string {
+  return createHash('sha256')
+    .update(`${credential.merchantId}\0${credential.keyId}`)
+    .digest('hex')
+    .slice(0, 16);
+}
+
+export function toJobData(job: PlannedJob, runId: number | null, credential: string): WindowJobData {
+  const { pipeline: _pipeline, organizationId, start, end, ...window } = job.window;
+  return {
+    pipeline: job.pipeline.name,
+    organizationId,
+    window: { ...window, start: start.toISOString(), end: end.toISOString() },
+    reload: job.claimable.includes('loaded'),
+    runId,
+    credential,
+  };
+}
+
+export function windowOfJob(data: WindowJobData): CalendarWindow {
+  return {
+    ...data.window,
+    pipeline: data.pipeline,
+    organizationId: data.organizationId,
+    start: new Date(data.window.start),
+    end: new Date(data.window.end),
+  };
+}
+
+/** The statuses a job's window may be claimed from (see runWindow). */
+export function claimableOf(data: WindowJobData): WindowStatus[] {
+  return data.reload ? ['pending', 'failed', 'loaded', 'no_data'] : ['pending', 'failed'];
+}

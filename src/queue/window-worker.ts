@@ -1,0 +1,197 @@
+import type { Job } from 'pg-boss';
+import { CybsError } from '../errors.js';
+import type { Db } from '../load/warehouse.js';
+import type { Logger } from '../observability/logger.js';
+import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
+import { runWindow } from '../pipeline/run-pipelines.js';
+import type { WindowExecutor, WindowRunOutcome } from '../pipeline/run-pipelines.js';
+import { claimableOf, windowOfJob } from './window-jobs.js';
+import type { WindowJobData } from './window-jobs.js';
+import { WINDOW_QUEUE } from './window-queue.js';
+import type { WindowQueue } from './window-queue.js';
+
+/**
+ * How often the heartbeats of the jobs in flight are refreshed: three times within the shortest
+ * heartbeat a planner may set (queue.heartbeatSeconds ≥ 10), whatever this worker's own config says.
+ */
+const HEARTBEAT_REFRESH_MS = 3_000;
+
+export interface WindowWorkerDeps {
+  queue: WindowQueue;
+  db: Db;
+  logger: Logger;
+  execute: WindowExecutor;
+  /** The pipelines this process can run, by name (resolved from its config and their subscriptions). */
+  pipelines: ReadonlyMap<string, ResolvedPipeline>;
+  /** Pipelines that cannot run here, with the reason (their subscription does not exist, ...). */
+  unavailable: ReadonlyMap<string, string>;
+  now: () => Date;
+}
+
+export interface WindowWorkerOptions {
+  /** This process's lease owner (its owner lock is held by the caller for the worker's life). */
+  owner: string;
+  leaseSeconds: number;
+  /** Windows in flight in this process. */
+  concurrency: number;
+  /** Windows in flight per API credential across every worker on the warehouse (pg-boss group concurrency). */
+  perCredential: number;
+  /** How often an idle worker looks for jobs, in seconds (pg-boss polling; at least 0.5). */
+  pollingSeconds?: number;
+  /** Called after each job this worker settles. */
+  onWindow?: (data: WindowJobData, outcome: WindowRunOutcome) => void;
+}
+
+export interface WindowWorker {
+  /** Jobs running in this process now. */
+  readonly inFlight: number;
+  /**
+   * Stop taking jobs; the windows in flight finish, or at `timeoutMs` are aborted (their
+   * transactions roll back) and their jobs fail back to the queue to be retried.
+   */
+  stop(timeoutMs: number): Promise<void>;
+}
+
+/** A failure of a window's job: pg-boss retries it with backoff, then moves it to the dead-letter queue. */
+function jobFailure(data: WindowJobData, code: string, message: string): CybsError {
+  return new CybsError(code, message, {
+    stage: 'queue',
+    context: {
+      pipeline: data.pipeline,
+      organizationId: data.organizationId,
+      windowKey: data.window.windowKey,
+    },
+  });
+}
+
+/**
+ * Run window jobs from the queue until stopped: each job's window goes through runWindow exactly as a
+ * pass runs it (claim with a lease, load, record). A job completes when its window is loaded, had
+ * no data, is not ready yet (the next plan enqueues it again), was settled by another process, or
+ * is being loaded by one; it fails (and is retried) when the window failed.
+ */
+export async function startWindowWorker(
+  deps: WindowWorkerDeps,
+  options: WindowWorkerOptions,
+): Promise<WindowWorker> {
+  const abort = new AbortController();
+  let inFlight = 0;
+  let idle: (() => void) | undefined;
+  const handle = async (job: Job<WindowJobData>): Promise<WindowRunOutcome> => {
+    const data = job.data;
+    const pipeline = deps.pipelines.get(data.pipeline);
+    if (!pipeline) {
+      throw jobFailure(
+        data,
+        'QUEUE_UNKNOWN_PIPELINE',
+        `pipeline ${data.pipeline} is not known to this worker's config; run workers with the same config.yaml as the planners.`,
+      );
+    }
+    const unavailable = deps.unavailable.get(data.pipeline);
+    if (unavailable) throw jobFailure(data, 'PIPELINE_UNAVAILABLE', unavailable);
+    const outcome = await runWindow(
+      { db: deps.db, logger: deps.logger.child({ job: job.id }), execute: deps.execute },
+      { pipeline, window: windowOfJob(data), claimable: claimableOf(data) },
+      {
+        owner: options.owner,
+        leaseSeconds: options.leaseSeconds,
+        runId: data.runId,
+        now: deps.now,
+        signal: abort.signal,
+      },
+    );
+    options.onWindow?.(data, outcome);
+    if (outcome.kind === 'failed') throw jobFailure(data, outcome.code, outcome.message);
+    if (outcome.kind === 'interrupted') {
+      throw jobFailure(
+        data,
+        'WINDOW_INTERRUPTED',
+        'the worker stopped while the window was loading; it rolled back',
+      );
+    }
+    return outcome;
+  };
+  // Each slot fetches its next job as soon as it is done with one (pg-boss's own work() loop waits
+  // a polling interval after every job, which would cap a slot at two windows a second); an idle
+  // slot polls. Heartbeats of the jobs in flight are refreshed from here.
+  const boss = deps.queue.boss;
+  const running = new Map<string, { id: string; retryCount: number }>();
+  const heartbeat = setInterval(() => {
+    if (running.size > 0) void boss.touch(WINDOW_QUEUE, [...running.values()]).catch(() => {});
+  }, HEARTBEAT_REFRESH_MS);
+  heartbeat.unref();
+  const pollMs = Math.max(500, (options.pollingSeconds ?? 2) * 1000);
+  let stopping = false;
+  const sleepers = new Set<() => void>();
+  const pause = () =>
+    new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, pollMs);
+      sleepers.add(wake);
+    });
+  const slot = async (): Promise<void> => {
+    while (!stopping) {
+      let job: Job<WindowJobData> | undefined;
+      try {
+        [job] = await boss.fetch<WindowJobData>(WINDOW_QUEUE, {
+          batchSize: 1,
+          groupConcurrency: options.perCredential,
+        });
+      } catch (error) {
+        deps.logger.warn({ err: (error as Error).message }, 'could not fetch a window job; trying again');
+      }
+      if (!job) {
+        await pause();
+        continue;
+      }
+      const attempt = { id: job.id, retryCount: job.retryCount };
+      running.set(job.id, attempt);
+      inFlight++;
+      try {
+        const outcome = await handle(job);
+        await boss.complete(WINDOW_QUEUE, attempt, outcome);
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        const code = error instanceof CybsError ? error.code : 'UNEXPECTED';
+        await boss
+          .fail(WINDOW_QUEUE, attempt, { code, message })
+          .catch((e: Error) =>
+            deps.logger.error(
+              { err: e.message, job: job.id },
+              'could not record the failure of a window job',
+            ),
+          );
+      } finally {
+        running.delete(job.id);
+        if (--inFlight === 0) idle?.();
+      }
+    }
+  };
+  const slots = Array.from({ length: options.concurrency }, () => slot());
+  return {
+    get inFlight() {
+      return inFlight;
+    },
+    async stop(timeoutMs) {
+      stopping = true;
+      for (const wake of [...sleepers]) wake();
+      if (inFlight > 0) {
+        const drained = new Promise<void>((resolve) => (idle = resolve));
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+        await Promise.race([drained, timedOut]);
+        clearTimeout(timer);
+        if (inFlight > 0) {
+          abort.abort();
+          await drained;
+        }
+      }
+      await Promise.all(slots);
+      clearInterval(heartbeat);
+    },
+  };
+}

@@ -1,0 +1,248 @@
+/**
+ * Windows as pg-boss jobs on a real PostgreSQL: planners collapse onto one job per window, workers
+ * load each window once within the per-credential limit, failures are retried and then dead-lettered,
+ * and a stopping worker gives its unfinished windows back to the queue.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load-config.js';
+import { migrateToLatest } from '../../src/load/migrate.js';
+import { openWarehouse } from '../../src/load/warehouse.js';
+import type { Warehouse } from '../../src/load/warehouse.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { definePipeline } from '../../src/pipeline/define-pipeline.js';
+import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
+import { leaseOwner, planJobs } from '../../src/pipeline/run-pipelines.js';
+import type { WindowExecutor } from '../../src/pipeline/run-pipelines.js';
+import { toJobData } from '../../src/queue/window-jobs.js';
+import { openWindowQueue, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE } from '../../src/queue/window-queue.js';
+import type { WindowQueue } from '../../src/queue/window-queue.js';
+import { startWindowWorker } from '../../src/queue/window-worker.js';
+import type { WindowWorker } from '../../src/queue/window-worker.js';
+import { completeWindow, LEASE_LOCK_SPACE, listWindows, releaseLeases } from '../../src/state/windows.js';
+import { createTestDatabase } from '../helpers/db.js';
+import type { TestDatabase } from '../helpers/db.js';
+
+const table = {
+  schema: 'cybs',
+  name: 't',
+  description: '',
+  columns: [],
+  naturalKey: ['_organization_id'],
+  keyDescription: '',
+};
+const defs = [
+  definePipeline({
+    kind: 'on-demand',
+    name: 'alpha',
+    description: 'a',
+    endpoint: 'net-fundings',
+    tables: { s: table },
+    paged: false,
+    defaultSchedule: { cron: '0 7 * * *', timezone: 'UTC' },
+    defaultLookbackDays: 3,
+    enabledByDefault: true,
+  }),
+];
+const settings = { heartbeatSeconds: 10, retryLimit: 2, retryDelaySeconds: 1 };
+const until = async (check: () => Promise<boolean>, ms = 60_000) => {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+describe('the window queue (pg-boss)', () => {
+  let database: TestDatabase;
+  let warehouse: Warehouse;
+  const queues: WindowQueue[] = [];
+  const now = () => new Date('2026-11-21T12:00:00Z');
+  const config = parseConfig('defaults:\n  startDate: "2026-11-10"\n');
+  const pipelines = resolvePipelines(defs, config, { defaultOrganizations: ['org1', 'org2'], now: now() });
+  const byName = new Map(pipelines.map((p) => [p.name, p]));
+  const range = { from: '2026-11-11', to: '2026-11-15' };
+
+  const open = async (supervise = false) => {
+    const queue = await openWindowQueue(warehouse.connection, {
+      logger: silentLogger(),
+      supervise,
+      settings,
+    });
+    queues.push(queue);
+    return queue;
+  };
+  const jobStates = async () =>
+    (
+      await warehouse.db
+        .selectFrom('pgboss.job')
+        .select(['name', 'state', 'retry_count'])
+        .where('name', 'in', [WINDOW_QUEUE, WINDOW_DEAD_LETTER_QUEUE])
+        .execute()
+    ).map((r) => `${r.name}:${r.state}`);
+  const planned = async () =>
+    (await planJobs(warehouse.db, { pipelines, range, force: false, now })).map((j) =>
+      toJobData(j, null, 'cred'),
+    );
+
+  /** A worker whose windows complete through `load` (or throw what it throws). */
+  const worker = async (
+    queue: WindowQueue,
+    load: (key: string) => Promise<void>,
+    options: { concurrency?: number; perCredential?: number } = {},
+  ): Promise<WindowWorker> => {
+    const owner = leaseOwner();
+    const release = await warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner);
+    const execute: WindowExecutor = async (task) => {
+      const ref = {
+        pipeline: task.pipeline.name,
+        organizationId: task.window.organizationId,
+        windowKey: task.window.windowKey,
+      };
+      await load(`${ref.organizationId}/${ref.windowKey}`);
+      if (task.signal.aborted) throw new Error('aborted');
+      await completeWindow(warehouse.db, ref, task.owner, {
+        status: 'loaded',
+        rowsLoaded: 1,
+        rowsRejected: 0,
+        counts: {},
+        sourceRef: null,
+      });
+      return { kind: 'loaded', rowsLoaded: 1, rowsRejected: 0 };
+    };
+    const w = await startWindowWorker(
+      {
+        queue,
+        db: warehouse.db,
+        logger: silentLogger(),
+        execute,
+        pipelines: byName,
+        unavailable: new Map(),
+        now,
+      },
+      {
+        owner,
+        leaseSeconds: 60,
+        concurrency: options.concurrency ?? 3,
+        perCredential: options.perCredential ?? 8,
+        pollingSeconds: 0.5,
+      },
+    );
+    return {
+      get inFlight() {
+        return w.inFlight;
+      },
+      async stop(ms) {
+        await w.stop(ms);
+        await releaseLeases(warehouse.db, owner);
+        await release();
+      },
+    };
+  };
+
+  beforeAll(async () => {
+    database = await createTestDatabase('queue');
+    warehouse = await openWarehouse({ url: database.url, path: '' });
+    await migrateToLatest(warehouse.db);
+    await open(true);
+  });
+  beforeEach(async () => {
+    await queues[0]!.boss.deleteAllJobs();
+    await warehouse.db.deleteFrom('etl.windows').execute();
+  });
+  afterAll(async () => {
+    for (const q of queues) await q.stop({ graceful: false, timeoutMs: 1000 });
+    await warehouse.close();
+    await database.drop();
+  });
+
+  it('two planners enqueueing the same windows at once make one job per window', async () => {
+    const [a, b] = [queues[0]!, await open()];
+    const jobs = await planned();
+    expect(jobs).toHaveLength(10);
+    const [fromA, fromB] = await Promise.all([a.enqueue(jobs), b.enqueue(jobs)]);
+    expect(fromA.added + fromB.added).toBe(10);
+    expect(fromA.alreadyQueued + fromB.alreadyQueued).toBe(10);
+    expect(await jobStates()).toEqual(Array(10).fill(`${WINDOW_QUEUE}:created`));
+    // Again later: still queued, nothing added.
+    expect(await a.enqueue(jobs)).toEqual({ added: 0, alreadyQueued: 10 });
+  });
+
+  it('two workers load every window once, never more than the credential allows at once', async () => {
+    const queue = queues[0]!;
+    await queue.enqueue(await planned());
+    const seen: string[] = [];
+    let inFlight = 0;
+    let most = 0;
+    const load = async (key: string) => {
+      seen.push(key);
+      most = Math.max(most, ++inFlight);
+      await new Promise((r) => setTimeout(r, 150));
+      inFlight--;
+    };
+    const workers = [
+      await worker(queue, load, { concurrency: 3, perCredential: 2 }),
+      await worker(await open(), load, { concurrency: 3, perCredential: 2 }),
+    ];
+    await until(async () => (await jobStates()).every((s) => s.endsWith(':completed')));
+    for (const w of workers) await w.stop(1000);
+    expect(seen.sort()).toEqual([...new Set(seen)].sort());
+    expect(seen).toHaveLength(10);
+    expect(most).toBeLessThanOrEqual(2);
+    expect(most).toBe(2);
+    const windows = await listWindows(warehouse.db);
+    expect(windows.map((w) => w.status)).toEqual(Array(10).fill('loaded'));
+  });
+
+  it('retries a failed window with backoff, then moves a window that keeps failing to the dead-letter queue', async () => {
+    const queue = queues[0]!;
+    await queue.enqueue((await planned()).filter((j) => j.window.windowKey === '2026-11-11'));
+    const attempts = new Map<string, number>();
+    const w = await worker(queue, async (key) => {
+      const n = (attempts.get(key) ?? 0) + 1;
+      attempts.set(key, n);
+      if (key.startsWith('org1/')) throw new Error('the service keeps refusing org1');
+      if (n === 1) throw new Error('a first failure');
+    });
+    await until(async () => {
+      const states = await jobStates();
+      return (
+        states.includes(`${WINDOW_DEAD_LETTER_QUEUE}:created`) && states.includes(`${WINDOW_QUEUE}:completed`)
+      );
+    });
+    await w.stop(1000);
+    expect(attempts.get('org2/2026-11-11')).toBe(2);
+    expect(attempts.get('org1/2026-11-11')).toBe(1 + settings.retryLimit);
+    expect((await jobStates()).sort()).toEqual(
+      [`${WINDOW_DEAD_LETTER_QUEUE}:created`, `${WINDOW_QUEUE}:completed`, `${WINDOW_QUEUE}:failed`].sort(),
+    );
+    const windows = await listWindows(warehouse.db);
+    const org1 = windows.find((x) => x.organizationId === 'org1')!;
+    expect([org1.status, org1.attempts, org1.lastErrorMessage]).toEqual([
+      'failed',
+      3,
+      'the service keeps refusing org1',
+    ]);
+    expect(windows.find((x) => x.organizationId === 'org2')!.status).toBe('loaded');
+  });
+
+  it('a stopping worker lets a window finish within the grace time, and rolls back and requeues one past it', async () => {
+    const queue = queues[0]!;
+    await queue.enqueue((await planned()).filter((j) => j.window.windowKey === '2026-11-11'));
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    const w = await worker(queue, async (key) => {
+      if (key.startsWith('org1/')) await new Promise((r) => setTimeout(r, 300));
+      else await slow;
+    });
+    await until(async () => w.inFlight === 2);
+    const stopping = w.stop(1000);
+    setTimeout(release, 1500);
+    await stopping;
+    const windows = (await listWindows(warehouse.db)).filter((x) => x.windowKey === '2026-11-11');
+    expect(windows.map((x) => `${x.organizationId}:${x.status}`).sort()).toEqual([
+      'org1:loaded',
+      'org2:pending',
+    ]);
+    expect((await jobStates()).sort()).toEqual([`${WINDOW_QUEUE}:completed`, `${WINDOW_QUEUE}:retry`]);
+  });
+});
