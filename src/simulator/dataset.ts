@@ -509,9 +509,10 @@ function linkCapture(ctx: BuildContext, org: SimOrganization, tx: SimTransaction
     const prevDay = addDays(tx.day, -1);
     const n = ctx.dayCount(org.id, prevDay);
     if (tx.index < n && ctx.plan.get(planKey(org.id, prevDay, tx.index))?.name !== 'open-authorization') {
-      const auth = baseTransaction(ctx.seed, org, prevDay, tx.index, n);
-      if (auth.kind === 'auth') {
-        captureOf(tx, auth);
+      // The kind first: the whole request is built only for an authorization (a big day's
+      // generator would otherwise build every request of the day before as well).
+      if (baseKind(ctx.seed, org, prevDay, tx.index) === 'auth') {
+        captureOf(tx, baseTransaction(ctx.seed, org, prevDay, tx.index, n));
         return true;
       }
     }
@@ -731,6 +732,14 @@ function paymentFundingIds(tx: SimTransaction): { fundingId: string; depositId: 
 }
 
 /** The request as drawn: its kind, card, amount, customer and replies, before any linking. */
+/** The kind baseTransaction draws for the request, without building it (the same first draws). */
+function baseKind(seed: number, org: SimOrganization, day: string, index: number): TransactionKind {
+  const r = Rng.fromInts(dayHash(seed, org.id, day), index);
+  r.next();
+  r.digits(2);
+  return r.weighted(KINDS, KIND_WEIGHTS);
+}
+
 function baseTransaction(
   seed: number,
   org: SimOrganization,
