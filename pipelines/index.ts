@@ -3,15 +3,10 @@
  * one per on-demand endpoint. config.yaml enables them and sets their organizations, schedules and
  * windows; `cybs-etl pipelines` lists them.
  */
-import { REPORT_DEFINITIONS } from '../src/catalog/index.js';
+import { REPORT_DEFINITIONS, defaultReportName } from '../src/catalog/index.js';
 import { definePipeline } from '../src/pipeline/define-pipeline.js';
 import type { OnDemandPipelineDef, PipelineDef, ReportPipelineDef } from '../src/pipeline/define-pipeline.js';
 import { onDemandTables, reportChildTables, reportTable } from './tables.js';
-
-/** Subscription report names of the pipelines enabled out of the box (a merchant's usual daily reports). */
-export const DEFAULT_REPORT_NAMES: Record<string, string> = {
-  PaymentBatchDetailClass: 'PaymentBatchDetailReport_Daily_Classic',
-};
 
 /** Report pipelines enabled without configuration; the others are enabled in config.yaml. */
 export const ENABLED_BY_DEFAULT = new Set([
@@ -28,7 +23,7 @@ export const REPORT_PIPELINES: readonly ReportPipelineDef[] = REPORT_DEFINITIONS
     name: def.table,
     description: `${def.title}, from the daily subscription report${def.verified ? '' : ` (unverified: ${def.note ?? 'not in the SDK id table'})`}`,
     reportDefinitionName: def.name,
-    defaultReportName: DEFAULT_REPORT_NAMES[def.name] ?? `${def.name.replace(/Class$/, '')}Report_Daily`,
+    defaultReportName: defaultReportName(def.name),
     defaultFormat: 'csv',
     table,
     childTables: reportChildTables(table),

@@ -2,10 +2,11 @@
 -- after `cybs-etl migrate`:   psql "$ADMIN_URL" -f sql/roles.sql
 -- Then give the roles logins:  alter role cybs_loader login password '…'; (or grant them to users)
 --
---   cybs_loader   what cybs-etl runs as: owns and writes cybs.* and etl.*.
---   cybs_analyst  read-only: every cybs.* table (present and future), the run and window state,
---                 and a view of rejects WITHOUT the raw rejected text (which may hold card-holder
---                 data); reading etl.rejects itself needs an explicit grant.
+--   cybs_loader   what cybs-etl runs as: owns and writes cybs.*, etl.* and cybs_analytics.*.
+--   cybs_analyst  read-only: every cybs.* table (present and future), every cybs_analytics view
+--                 (the models, the reconciliation checks, the data dictionary), the run and window
+--                 state, and a view of rejects WITHOUT the raw rejected text (which may hold
+--                 card-holder data); reading etl.rejects itself needs an explicit grant.
 -- Safe to run again.
 
 do $$
@@ -22,14 +23,23 @@ $$;
 -- The loader owns the schemas so that it can add tables and columns (schema evolution).
 alter schema cybs owner to cybs_loader;
 alter schema etl owner to cybs_loader;
-grant usage, create on schema cybs, etl to cybs_loader;
-grant all on all tables in schema cybs, etl to cybs_loader;
+alter schema cybs_analytics owner to cybs_loader;
+grant usage, create on schema cybs, etl, cybs_analytics to cybs_loader;
+grant all on all tables in schema cybs, etl, cybs_analytics to cybs_loader;
 grant all on all sequences in schema cybs, etl to cybs_loader;
 
 -- Analysts: read cybs.*, now and for tables the loader creates later.
 grant usage on schema cybs to cybs_analyst;
 grant select on all tables in schema cybs to cybs_analyst;
 alter default privileges for role cybs_loader in schema cybs grant select on tables to cybs_analyst;
+
+-- Analysts: the cybs_analytics views, now and as cybs-etl recreates them (cybs-etl also grants
+-- select on them to cybs_analyst each time it installs a new version of the views). Views run with
+-- their owner's rights on the cybs tables, so analysts need nothing more. Read only: no insert,
+-- update or delete through a view, no object of their own in the schema.
+grant usage on schema cybs_analytics to cybs_analyst;
+grant select on all tables in schema cybs_analytics to cybs_analyst;
+alter default privileges for role cybs_loader in schema cybs_analytics grant select on tables to cybs_analyst;
 
 -- Analysts: the state tables, but not the raw text of rejected rows.
 grant usage on schema etl to cybs_analyst;

@@ -34,6 +34,8 @@ const COMMANDS: readonly [string, () => Promise<Register>][] = [
   ['pipelines', async () => (await import('./commands/pipelines.js')).registerPipelinesCommand],
   ['migrate', async () => (await import('./commands/migrate.js')).registerMigrateCommand],
   ['sql', async () => (await import('./commands/sql.js')).registerSqlCommand],
+  ['check', async () => (await import('./commands/check.js')).registerCheckCommand],
+  ['docs', async () => (await import('./commands/docs.js')).registerDocsCommand],
 ];
 
 /** Global options that take a value (their value is not the command name). */

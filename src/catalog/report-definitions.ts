@@ -153,6 +153,19 @@ export const REPORT_DEFINITIONS: readonly ReportDefinition[] = Object.freeze([
 
 const BY_NAME = new Map<string, ReportDefinition>(REPORT_DEFINITIONS.map((d) => [d.name, d]));
 
+/** Subscription report names a merchant's usual daily reports have when not the rule's. */
+const DEFAULT_REPORT_NAMES: Readonly<Record<string, string>> = {
+  PaymentBatchDetailClass: 'PaymentBatchDetailReport_Daily_Classic',
+};
+
+/**
+ * The subscription report name a definition's pipeline looks for unless config.yaml names another:
+ * `<definition without Class>Report_Daily`, or the predefined Classic report's name.
+ */
+export function defaultReportName(definitionName: string): string {
+  return DEFAULT_REPORT_NAMES[definitionName] ?? `${definitionName.replace(/Class$/, '')}Report_Daily`;
+}
+
 export function isReportDefinitionName(name: string): name is ReportDefinitionName {
   return BY_NAME.has(name);
 }

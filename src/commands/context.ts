@@ -129,8 +129,27 @@ export class CliContext {
     const { migrateToLatest } = await import('../load/migrate.js');
     const warehouse = await openWarehouse({ url, path: config.warehouse.path });
     this.closers.push(() => warehouse.close());
-    if (options.migrate !== false) await migrateToLatest(warehouse.db);
+    if (options.migrate !== false) {
+      await migrateToLatest(warehouse.db);
+      // A command that only needs the warehouse goes on without the models (and says why).
+      await this.installAnalytics(warehouse).catch(async (error: unknown) => {
+        (await this.logger()).warn(
+          { error: (error as Error).message },
+          'the cybs_analytics views could not be installed; run cybs-etl migrate to see why',
+        );
+      });
+    }
     return warehouse;
+  }
+
+  /** Create or update the cybs_analytics views (src/analytics/install.ts) when their definition changed. */
+  async installAnalytics(
+    warehouse: Warehouse,
+  ): Promise<{ installed: boolean; version: string; views: number }> {
+    const { installAnalytics } = await import('../analytics/install.js');
+    const { warehouseTables } = await import('../analytics/dictionary.js');
+    const { PIPELINES } = await import('../../pipelines/index.js');
+    return installAnalytics(warehouse.db, warehouseTables(PIPELINES));
   }
 
   /** The PostgreSQL warehouse this invocation opened, and the setting that named it. */

@@ -6,6 +6,7 @@ import type { ProgressEvent, RunSummary } from '../pipeline/run-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { PIPELINES } from '../../pipelines/index.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
+import { pipelineTables } from '../pipeline/define-pipeline.js';
 import type { CliContext } from './context.js';
 import { createRuntime, refuseRealOrganizations } from './runtime.js';
 import type { Runtime, RuntimeOptions } from './runtime.js';
@@ -93,6 +94,7 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
     await finishRun(rt.warehouse.db, runId, { status: 'failed', error: (error as Error).message });
     throw error;
   }
+  await refreshModels(rt, runId);
   for (const p of options.pipelines) {
     const reason = rt.unavailable.get(p.name);
     if (reason) {
@@ -113,6 +115,32 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
     error: summary.failures.length > 0 ? `${summary.failures.length} window(s) failed` : null,
   });
   return { ...summary, runId };
+}
+
+/**
+ * The models' part of a pass (src/analytics/refresh.ts): record the zone each organization's
+ * Transaction Request reports are cut in, and refresh the materialized views whose tables the pass
+ * loaded. A failure here is logged, never the run's.
+ */
+async function refreshModels(rt: Runtime, runId: number): Promise<void> {
+  try {
+    const { refreshAfterRun } = await import('../analytics/refresh.js');
+    const tr = rt.pipelines.find(
+      (p) => p.name === 'transaction_request' && (p.reportSchedule !== undefined || p.timeZoneConfigured),
+    );
+    const result = await refreshAfterRun(rt.warehouse.db, {
+      runId,
+      pipelineTables: new Map(rt.pipelines.map((p) => [p.name, pipelineTables(p.def).map((t) => t.name)])),
+      zones: tr ? tr.organizations.map((organizationId) => ({ organizationId, timeZone: tr.timeZone })) : [],
+    });
+    if (result.refreshed.length > 0)
+      rt.logger.info({ runId, views: result.refreshed }, 'cybs_analytics materialized views refreshed');
+  } catch (error) {
+    rt.logger.warn(
+      { runId, error: (error as Error).message },
+      'cybs_analytics was not refreshed after the run; its data loaded all the same',
+    );
+  }
 }
 
 /** The summary table printed at the end of run and backfill. */

@@ -15,6 +15,7 @@ import { sweepStaleSpoolDirs } from '../spool/spool-dirs.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { WindowExecutor } from '../pipeline/run-pipelines.js';
 import type { SimulatorHandle } from '../simulator/index.js';
+import { subscriptionRequest } from '../subscriptions/declared-subscriptions.js';
 import { scheduleOfSubscription } from '../time/report-periods.js';
 import type { CliContext } from './context.js';
 import { chooseService, connectService } from './service-access.js';
@@ -72,8 +73,21 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
   const warehouse = await ctx.warehouse();
   // Simulated rows never go into a warehouse that holds real organizations' data.
   if (choice === 'simulator') await refuseRealOrganizations(warehouse);
+  // The simulator holds the subscriptions config.yaml declares, as `subscriptions apply` would.
+  const declared = (config.subscriptions ?? []).flatMap((decl) => {
+    const body = subscriptionRequest(decl) as unknown as Record<string, unknown>;
+    return decl.organizations
+      ? decl.organizations.map((organizationId) => ({ ...body, organizationId }))
+      : [body];
+  });
   const service = await connectService(ctx, choice, {
-    simulator: { transactionsPerDay: 200, logger },
+    simulator: {
+      transactionsPerDay: 200,
+      logger,
+      ...(declared.length > 0
+        ? { additionalSubscriptions: declared, subscriptionsSource: 'config.yaml' }
+        : {}),
+    },
     announce: (line) => options.announce?.(line),
   });
   const { credentials, target, defaultOrganizations, partner, simulator } = service;

@@ -11,8 +11,28 @@ import type { CliContext } from './context.js';
 import { splitList } from './run.js';
 import { runPass } from './run-pass.js';
 import { createRuntime } from './runtime.js';
+import type { Runtime } from './runtime.js';
 import { SIMULATOR_OPTION } from './service-access.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
+
+/**
+ * The reconciliation checks' failures after a pass, as the gauge cybs_etl_reconciliation_failures
+ * (computed once a pass, not at every scrape: the checks read the whole warehouse).
+ */
+async function exportCheckCounts(rt: Runtime): Promise<void> {
+  try {
+    const { checkCounts } = await import('../analytics/run-checks.js');
+    const counts = await checkCounts(rt.warehouse.db);
+    rt.metrics.reconciliationFailures.reset();
+    for (const c of counts)
+      rt.metrics.reconciliationFailures.set(
+        { check: c.check, organization_id: c.organizationId },
+        c.failures,
+      );
+  } catch (error) {
+    rt.logger.warn({ error: (error as Error).message }, 'reconciliation checks not counted');
+  }
+}
 
 export function registerScheduleCommand(program: Command, ctx: CliContext): void {
   program
@@ -65,6 +85,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
               { runId: summary.runId, windows: summary.windows, rows: summary.rowsLoaded },
               'pass finished',
             );
+            await exportCheckCounts(rt);
           },
           lastPasses: (names) => lastSchedulePasses(rt.warehouse.db, names),
           refreshGauges: async () => {

@@ -1,7 +1,14 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { CybsError } from '../errors.js';
-import { FaultSpecError, parseFaultSpec, readSubscriptionsFile, startSimulator } from '../simulator/index.js';
+import {
+  ANOMALY_NAMES,
+  FaultSpecError,
+  parseAnomalyList,
+  parseFaultSpec,
+  readSubscriptionsFile,
+  startSimulator,
+} from '../simulator/index.js';
 import type { FaultRule, SimulatorCredentialOptions } from '../simulator/index.js';
 import type { CliContext } from './context.js';
 
@@ -61,6 +68,10 @@ export function registerSimulatorCommand(program: Command, ctx: CliContext): voi
     .option('--quiet-day-rate <p>', 'share of days without transactions (default 0.05)')
     .option('--faults <spec>', 'faults to inject (see below)')
     .option(
+      '--anomalies <names>',
+      `money-chain anomalies to seed on the first organization, comma-separated, or all: ${ANOMALY_NAMES.join(', ')}`,
+    )
+    .option(
       '--subscriptions <file>',
       'YAML or JSON list of subscriptions (PUT report-subscriptions bodies, optional organizationId) that exist from the start date instead of the default ones',
     )
@@ -75,8 +86,12 @@ export function registerSimulatorCommand(program: Command, ctx: CliContext): voi
         startDate?: string;
         quietDayRate?: string;
         faults?: string;
+        anomalies?: string;
         subscriptions?: string;
       }) => {
+        const anomalies = opts.anomalies === undefined ? [] : parseAnomalyList(opts.anomalies);
+        if (typeof anomalies === 'string')
+          throw new CybsError('CLI_USAGE', `--anomalies: ${anomalies}.`, { stage: 'cli', exitCode: 2 });
         let faults: FaultRule[] = [];
         try {
           faults = opts.faults ? parseFaultSpec(opts.faults) : [];
@@ -116,6 +131,7 @@ export function registerSimulatorCommand(program: Command, ctx: CliContext): voi
           ...(opts.startDate ? { startDate: opts.startDate } : {}),
           ...(quiet !== undefined ? { quietDayRate: quiet } : {}),
           faults,
+          ...(anomalies.length > 0 ? { anomalies } : {}),
           credentials,
           ...(subscriptions ? { subscriptions, subscriptionsSource: opts.subscriptions } : {}),
           logger: await ctx.logger(),
@@ -127,6 +143,10 @@ export function registerSimulatorCommand(program: Command, ctx: CliContext): voi
         out.write(
           `organizations: ${sim.organizations.join(', ')}; data from ${sim.startDate}; seed ${sim.seed}\n`,
         );
+        for (const a of sim.anomalies)
+          out.write(
+            `anomaly ${a.name}: ${a.organizationId} ${a.day} request ${a.requestId}${a.fundingId ? ` funding ${a.fundingId}` : ''}${a.caseNumber ? ` case ${a.caseNumber}` : ''}\n`,
+          );
         out.write(`# credentials it accepts (merchant key of ${c.merchantId}):\n`);
         out.write(
           `export CYBS_BASE_URL=${sim.baseUrl} CYBS_MERCHANT_ID=${c.merchantId} CYBS_KEY_ID=${c.keyId} ` +

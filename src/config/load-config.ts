@@ -1,8 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'yaml';
+import { ZodError } from 'zod';
 import type { z } from 'zod';
 import { PIPELINE_NAME_ALIASES } from '../catalog/index.js';
 import { configError } from '../errors.js';
+import { expandAnalytics } from './analytics.js';
 import { configSchema } from './schema.js';
 import type { Config } from './schema.js';
 import { subscriptionWarnings } from './subscriptions-schema.js';
@@ -76,7 +78,26 @@ export function parseConfig(text: string, file = 'config.yaml'): Config {
   );
   const result = configSchema.safeParse(raw);
   if (!result.success) throw configError(formatIssues(result.error.issues, file), { file });
-  const config = deepFreeze(result.data);
+  let expanded: ReturnType<typeof expandAnalytics>;
+  try {
+    expanded = expandAnalytics(result.data, raw as Record<string, unknown>, file);
+  } catch (error) {
+    if (error instanceof ZodError)
+      throw configError(
+        `${formatIssues(
+          error.issues.map((i) => ({ ...i, path: ['subscriptions', ...i.path] })),
+          file,
+        ).replace(/\.$/, '')} (with the subscriptions analytics.enabled declares).`,
+        { file },
+      );
+    throw error;
+  }
+  warnings.push(...expanded.warnings);
+  const config = deepFreeze({
+    ...result.data,
+    pipelines: expanded.pipelines,
+    ...(expanded.subscriptions ? { subscriptions: expanded.subscriptions } : {}),
+  });
   WARNINGS.set(config, Object.freeze(warnings));
   FILES.set(config, file);
   return config;

@@ -87,6 +87,22 @@ export const pipelineSettingsSchema = z.strictObject({
 });
 export type PipelineSettings = z.infer<typeof pipelineSettingsSchema>;
 
+/** `analytics:`, the cybs_analytics models' switch (what it does: src/config/analytics.ts). */
+const analyticsSettingsSchema = z
+  .strictObject({
+    enabled: z.boolean().default(false),
+    /** Time zone of the subscriptions the switch declares (their report days). */
+    timezone: z
+      .string()
+      .default('UTC')
+      .refine((tz) => isValidTimeZone(tz), {
+        message: 'expected an IANA time zone such as UTC or America/New_York',
+      }),
+  })
+  .prefault({});
+
+export type AnalyticsSettings = z.infer<typeof analyticsSettingsSchema>;
+
 export const configSchema = z.strictObject({
   warehouse: z
     .strictObject({
@@ -177,6 +193,8 @@ export const configSchema = z.strictObject({
     .default({}),
   /** Report subscriptions as code (cybs-etl subscriptions plan/apply); absent: not managed. */
   subscriptions: subscriptionsSchema.optional(),
+  /** The cybs_analytics models' pipelines and subscriptions in one switch (src/config/analytics.ts). */
+  analytics: analyticsSettingsSchema,
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -11,6 +11,7 @@ export interface Metrics {
   apiRetries: Counter<'endpoint' | 'reason'>;
   lagSeconds: Gauge<'pipeline' | 'organization_id'>;
   windowsByStatus: Gauge<'pipeline' | 'status'>;
+  reconciliationFailures: Gauge<'check' | 'organization_id'>;
 }
 
 export function createMetrics(): Metrics {
@@ -65,6 +66,12 @@ export function createMetrics(): Metrics {
       name: 'cybs_etl_windows',
       help: 'Windows in etl.windows, by status.',
       labelNames: ['pipeline', 'status'],
+      ...opts,
+    }),
+    reconciliationFailures: new Gauge({
+      name: 'cybs_etl_reconciliation_failures',
+      help: 'Items failing each reconciliation check (cybs_analytics.rc_summary), as of the last pass.',
+      labelNames: ['check', 'organization_id'],
       ...opts,
     }),
   };

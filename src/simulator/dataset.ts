@@ -7,7 +7,17 @@
  *
  * Amounts are integers in minor units (JPY has none, KWD three decimals) and become decimal
  * strings only when written (see money.ts).
+ *
+ * The money chain is consistent from request to deposit: an authorization drawn on an even day
+ * number is captured the next day by the transaction of the same index (so captures follow on odd
+ * days; an authorization no capture could follow is a sale instead); a refund refunds, at most in
+ * full, the card purchase of the same index the day before, when there is one (else it is a
+ * stand-alone credit); settled requests are batched the next morning, funded the day after
+ * (money-chain.ts) and deposited a day later; a chargeback is accepted at once. Anomalies
+ * (anomalies.ts) break the chain at known places.
  */
+import { ANOMALY_NAMES } from './anomalies.js';
+import type { AnomalyName, SeededAnomaly } from './anomalies.js';
 import { Rng, createRng, hash32 } from './prng.js';
 import { DAY_MS, HOUR_MS, addDays, utcDate } from './time.js';
 
@@ -120,9 +130,27 @@ export interface SimTransaction {
     accountNumber: string;
     consumerName: string;
   };
-  chargeback?: { time: number; amount: number; reasonCode: string; caseNumber: string };
+  chargeback?: SimChargeback;
   /** Recurring billing: the customer subscription id. */
   subscriptionId?: string;
+  /** The request this one follows up: a capture's authorization, a refund's capture. */
+  predecessorRequestId?: string;
+  /** The anomaly seeded on this transaction (anomalies.ts). */
+  anomaly?: AnomalyName;
+}
+
+export interface SimChargeback {
+  time: number;
+  /** Minor units of the transaction currency. */
+  amount: number;
+  reasonCode: string;
+  caseNumber: string;
+  /** The request id the chargeback names: the transaction's (an orphan's names none that exists). */
+  requestId: string;
+  /** Date (UTC) by which the merchant must respond: ten days after the case. */
+  respondBy: string;
+  /** When the case was resolved (accepted by the merchant at once); undefined while it is open. */
+  resolutionTime?: number;
 }
 
 export interface DatasetOptions {
@@ -133,6 +161,10 @@ export interface DatasetOptions {
   startDate: string;
   /** Share of (organization, day) pairs without any transaction (NO_DATA days); default 0.05. */
   quietDayRate?: number;
+  /** Anomalies to seed (anomalies.ts), on the first organization. */
+  anomalies?: readonly AnomalyName[];
+  /** Simulated now when the dataset is made: an open chargeback is due two days after it. */
+  now?: number;
 }
 
 const FIRST_NAMES = [
@@ -253,6 +285,8 @@ export interface Dataset {
   between(orgId: string, from: number, to: number, options?: BetweenOptions): Generator<SimTransaction>;
   /** Close time of an organization's batch of a UTC day (every settled request of the day is in it). */
   batchTime(orgId: string, day: string): number;
+  /** Where the requested anomalies were seeded. */
+  readonly anomalies: readonly SeededAnomaly[];
 }
 
 export interface BetweenOptions {
@@ -281,12 +315,19 @@ export function createDataset(options: DatasetOptions): Dataset {
     return quiet ? 0 : transactionsPerDay;
   };
 
+  const ctx: BuildContext = { seed, dayCount, plan: new Map() };
+  const first = organizations[0];
+  const anomalies =
+    options.anomalies && options.anomalies.length > 0 && first
+      ? placeAnomalies(ctx, first, startDate, options.anomalies, options.now ?? Date.now())
+      : [];
+
   const transaction = (org: SimOrganization, day: string, index: number): SimTransaction =>
-    buildTransaction(seed, org, day, index, dayCount(org.id, day));
+    buildTransaction(ctx, org, day, index);
 
   function* generateDay(org: SimOrganization, day: string, from = 0): Generator<SimTransaction> {
     const n = dayCount(org.id, day);
-    for (let i = from; i < n; i++) yield buildTransaction(seed, org, day, i, n);
+    for (let i = from; i < n; i++) yield buildTransaction(ctx, org, day, i);
   }
 
   /** A day's transactions; big days start at `fromTime` (request times are spread by index). */
@@ -356,6 +397,7 @@ export function createDataset(options: DatasetOptions): Dataset {
       const org = byId.get(orgId);
       return org ? batchOf(seed, org, day).time : 0;
     },
+    anomalies,
   };
 }
 
@@ -405,8 +447,300 @@ function dayStartOf(day: string): number {
   return t;
 }
 
-/** Transaction `index` of `count` on `day`: request times are spread over the day in index order. */
+/** What building a transaction needs besides its coordinates. */
+interface BuildContext {
+  seed: number;
+  dayCount: (orgId: string, day: string) => number;
+  /** Seeded anomalies by `organization|day|index`, and the due date of `chargeback-due`. */
+  plan: Map<string, { name: AnomalyName; dueDate?: string }>;
+}
+
+const planKey = (orgId: string, day: string, index: number): string => `${orgId}|${day}|${index}`;
+
+/** Days since 1970-01-01 of a UTC day: its parity says whether authorizations or captures fall on it. */
+function dayNumberOf(day: string): number {
+  return Math.round(dayStartOf(day) / DAY_MS);
+}
+
+const APPLICATIONS: Record<TransactionKind, string> = {
+  sale: 'ics_auth,ics_bill',
+  auth: 'ics_auth',
+  decline: 'ics_auth',
+  capture: 'ics_bill',
+  refund: 'ics_credit',
+  void: 'ics_void',
+  echeck_debit: 'ecp_debit',
+  echeck_credit: 'ecp_credit',
+};
+
+function settlementTypeOf(kind: TransactionKind): SimTransaction['settlementType'] {
+  if (kind === 'sale' || kind === 'capture' || kind === 'echeck_debit') return 'Purchases';
+  if (kind === 'refund' || kind === 'echeck_credit') return 'Refunds';
+  return '';
+}
+
+/**
+ * Transaction `index` of `organization` on `day`: the drawn request (baseTransaction), linked to
+ * the requests before it (a capture of yesterday's authorization, a refund of yesterday's
+ * purchase), then settled, batched, charged its fees and, rarely, charged back (settle), with its
+ * seeded anomaly if it has one.
+ */
 export function buildTransaction(
+  ctx: BuildContext,
+  org: SimOrganization,
+  day: string,
+  index: number,
+): SimTransaction {
+  const tx = baseTransaction(ctx.seed, org, day, index, ctx.dayCount(org.id, day));
+  const planned = ctx.plan.get(planKey(org.id, day, index));
+  if (!linkCapture(ctx, org, tx) && tx.kind === 'refund') linkRefund(ctx, org, tx, planned?.name);
+  settle(ctx.seed, org, tx, planned);
+  return tx;
+}
+
+/**
+ * An authorization of an even day is captured the next day (by the transaction of the same index);
+ * one that no capture can follow (the next day is quiet, or has fewer transactions, or the day is
+ * odd) is a sale. Returns true when `tx` became the capture of yesterday's authorization.
+ */
+function linkCapture(ctx: BuildContext, org: SimOrganization, tx: SimTransaction): boolean {
+  const even = dayNumberOf(tx.day) % 2 === 0;
+  if (!even) {
+    const prevDay = addDays(tx.day, -1);
+    const n = ctx.dayCount(org.id, prevDay);
+    if (tx.index < n && ctx.plan.get(planKey(org.id, prevDay, tx.index))?.name !== 'open-authorization') {
+      // The kind first: the whole request is built only for an authorization (a big day's
+      // generator would otherwise build every request of the day before as well).
+      if (baseKind(ctx.seed, org, prevDay, tx.index) === 'auth') {
+        captureOf(tx, baseTransaction(ctx.seed, org, prevDay, tx.index, n));
+        return true;
+      }
+    }
+  }
+  if (tx.kind === 'auth' && !(even && tx.index < ctx.dayCount(org.id, addDays(tx.day, 1)))) {
+    tx.kind = 'sale';
+    tx.applications = APPLICATIONS.sale;
+    tx.authorizationRequestId = tx.requestId;
+  }
+  return false;
+}
+
+/** `tx` becomes the capture of `auth`, in full, with the authorization's card and customer. */
+function captureOf(tx: SimTransaction, auth: SimTransaction): void {
+  tx.kind = 'capture';
+  tx.applications = APPLICATIONS.capture;
+  tx.rcode = '1';
+  tx.rflag = 'SOK';
+  tx.rmsg = 'Request was processed successfully.';
+  tx.reasonCode = '100';
+  sameCard(tx, auth);
+  tx.amount = auth.amount;
+  tx.authCode = auth.authCode;
+  tx.authorizationRequestId = auth.requestId;
+  tx.predecessorRequestId = auth.requestId;
+  delete tx.conversion;
+  delete tx.notificationOfChange;
+}
+
+function sameCard(tx: SimTransaction, other: SimTransaction): void {
+  tx.currency = other.currency;
+  tx.paymentMethod = other.paymentMethod;
+  tx.paymentSubtype = other.paymentSubtype;
+  tx.cardType = other.cardType;
+  tx.accountSuffix = other.accountSuffix;
+  tx.avsResult = other.avsResult;
+  tx.cvvResult = other.cvvResult;
+  tx.billTo = other.billTo;
+  tx.merchantReferenceNumber = other.merchantReferenceNumber;
+}
+
+/**
+ * A refund refunds the card purchase (sale or capture) of the same index the day before, at most in
+ * full (each purchase has at most this one refund), in its currency and on its card; without one
+ * it stays a stand-alone credit. `refund-exceeds-capture` refunds one minor unit more.
+ */
+function linkRefund(
+  ctx: BuildContext,
+  org: SimOrganization,
+  tx: SimTransaction,
+  anomaly: AnomalyName | undefined,
+): void {
+  const prevDay = addDays(tx.day, -1);
+  const n = ctx.dayCount(org.id, prevDay);
+  if (tx.index >= n) return;
+  const purchase = baseTransaction(ctx.seed, org, prevDay, tx.index, n);
+  linkCapture(ctx, org, purchase);
+  if (purchase.kind !== 'sale' && purchase.kind !== 'capture') return;
+  const amount = Math.min(tx.amount, purchase.amount);
+  sameCard(tx, purchase);
+  tx.amount = anomaly === 'refund-exceeds-capture' ? purchase.amount + 1 : amount;
+  tx.predecessorRequestId = purchase.requestId;
+}
+
+/**
+ * Settlement, batch, fees, net funded amount and chargeback of a linked transaction (from a
+ * generator of its own, so that linking does not move the draws of the request). An
+ * `unbatched-capture` is accepted but never settled.
+ */
+function settle(
+  seed: number,
+  org: SimOrganization,
+  tx: SimTransaction,
+  planned: { name: AnomalyName; dueDate?: string } | undefined,
+): void {
+  const r = createRng(`${seed}|settle|${org.id}|${tx.day}|${tx.index}`);
+  const echeck = tx.paymentSubtype === 'EC';
+  const settlementType = settlementTypeOf(tx.kind);
+  const settled = settlementType !== '' && planned?.name !== 'unbatched-capture';
+  tx.settlementType = settled ? settlementType : '';
+  tx.settled = settled;
+  if (planned) tx.anomaly = planned.name;
+  if (!settled) return;
+  const batch = batchOf(seed, org, tx.day);
+  tx.batchId = batch.id;
+  tx.batchTime = batch.time;
+  const { perItem } = amountRange(tx.currency);
+  if (settlementType === 'Purchases') {
+    const discountRateBp = echeck ? 50 : r.int(150, 320);
+    const interchangeRateBp = Math.max(discountRateBp - r.int(20, 60), 5);
+    const discountAmount = Math.round((tx.amount * discountRateBp) / 10_000);
+    const interchangeAmount = Math.round((tx.amount * interchangeRateBp) / 10_000);
+    const card = CARDS.find((c) => c.subtype === tx.paymentSubtype);
+    tx.fee = {
+      discountAmount,
+      perItemFee: perItem,
+      totalFee: discountAmount + perItem,
+      discountRateBp,
+      interchangeRateBp,
+      interchangeAmount,
+      interchangeDescription: echeck ? 'ACH Debit' : (card?.interchange ?? 'Standard'),
+    };
+    tx.fundingAmount = tx.amount - tx.fee.totalFee;
+  } else {
+    tx.fee = {
+      discountAmount: 0,
+      perItemFee: 0,
+      totalFee: 0,
+      discountRateBp: 0,
+      interchangeRateBp: 0,
+      interchangeAmount: 0,
+      interchangeDescription: echeck ? 'ACH Credit' : 'Credit Voucher',
+    };
+    tx.fundingAmount = -tx.amount;
+  }
+  const forced = planned?.name === 'orphan-chargeback' || planned?.name === 'chargeback-due';
+  if (settlementType === 'Purchases' && !echeck && (r.chance(0.01) || forced)) {
+    const dayEnd = dayStartOf(tx.day) + DAY_MS - 1;
+    const time = Math.min(tx.time + r.int(60, 600) * 60_000, dayEnd);
+    tx.chargeback = {
+      time,
+      amount: tx.amount,
+      reasonCode: r.pick(['10.4', '13.1', '4837', '4853']),
+      caseNumber: r.digits(10),
+      requestId: planned?.name === 'orphan-chargeback' ? `9${tx.requestId.slice(1)}` : tx.requestId,
+      respondBy: planned?.dueDate ?? utcDate(time + 10 * DAY_MS),
+      ...(planned?.name === 'chargeback-due' ? {} : { resolutionTime: time }),
+    };
+  }
+}
+
+/**
+ * Seed each anomaly on `org`, on day startDate + 1 + k (k its position in ANOMALY_NAMES; the next
+ * even day number for `open-authorization`), at the first transaction it fits, in order, each
+ * placement seeing the ones before it.
+ */
+function placeAnomalies(
+  ctx: BuildContext,
+  org: SimOrganization,
+  startDate: string,
+  names: readonly AnomalyName[],
+  now: number,
+): SeededAnomaly[] {
+  const out: SeededAnomaly[] = [];
+  const taken = new Set<string>();
+  for (const name of ANOMALY_NAMES.filter((n) => names.includes(n))) {
+    let day = addDays(startDate, 1 + ANOMALY_NAMES.indexOf(name));
+    for (let tries = 0; tries < 60; tries++, day = addDays(day, 1)) {
+      if (name === 'open-authorization' && dayNumberOf(day) % 2 !== 0) continue;
+      const n = ctx.dayCount(org.id, day);
+      let found: SimTransaction | undefined;
+      for (let i = 0; i < n && !found; i++) {
+        if (taken.has(planKey(org.id, day, i)) || taken.has(planKey(org.id, addDays(day, 1), i))) continue;
+        const tx = buildTransaction(ctx, org, day, i);
+        if (fits(name, tx)) found = tx;
+      }
+      if (!found) continue;
+      const key = planKey(org.id, day, found.index);
+      ctx.plan.set(key, {
+        name,
+        ...(name === 'chargeback-due' ? { dueDate: utcDate(now + 2 * DAY_MS) } : {}),
+      });
+      taken.add(key);
+      const seeded = buildTransaction(ctx, org, day, found.index);
+      out.push(describeAnomaly(name, seeded));
+      break;
+    }
+  }
+  return out;
+}
+
+function fits(name: AnomalyName, tx: SimTransaction): boolean {
+  if (name === 'open-authorization') return tx.kind === 'auth';
+  if (name === 'refund-exceeds-capture') return tx.kind === 'refund' && tx.predecessorRequestId !== undefined;
+  return (
+    (tx.kind === 'sale' || tx.kind === 'capture') &&
+    tx.settled &&
+    tx.paymentSubtype !== 'EC' &&
+    tx.chargeback === undefined
+  );
+}
+
+function describeAnomaly(name: AnomalyName, tx: SimTransaction): SeededAnomaly {
+  const payment = tx.settled ? paymentFundingIds(tx) : undefined;
+  return {
+    name,
+    organizationId: tx.organizationId,
+    day: tx.day,
+    index: tx.index,
+    requestId: tx.requestId,
+    currency: tx.currency,
+    ...(tx.predecessorRequestId ? { predecessorRequestId: tx.predecessorRequestId } : {}),
+    ...(payment && name !== 'unfunded-settlement' ? payment : {}),
+    ...(tx.chargeback && (name === 'orphan-chargeback' || name === 'chargeback-due')
+      ? { caseNumber: tx.chargeback.caseNumber, chargebackRequestId: tx.chargeback.requestId }
+      : {}),
+  };
+}
+
+/** The funding and deposit ids of an organization's funding of a UTC day in a currency. */
+export function fundingIdsOf(
+  orgIndex: number,
+  fundingDate: string,
+  currency: string,
+): { fundingId: string; depositId: string } {
+  const suffix = `${pad(orgIndex + 1, 4)}${fundingDate.replace(/-/g, '')}${currency}`;
+  return { fundingId: `F${suffix}`, depositId: `D${suffix}` };
+}
+
+/** The UTC day a settled request is funded: the day after its batch closes. */
+export function paymentFundingDate(tx: SimTransaction): string {
+  return utcDate(tx.batchTime + DAY_MS);
+}
+
+function paymentFundingIds(tx: SimTransaction): { fundingId: string; depositId: string } {
+  return fundingIdsOf(tx.orgIndex, paymentFundingDate(tx), tx.currency);
+}
+
+/** The request as drawn: its kind, card, amount, customer and replies, before any linking. */
+/** The kind baseTransaction draws for the request, without building it (the same first draws). */
+function baseKind(seed: number, org: SimOrganization, day: string, index: number): TransactionKind {
+  const r = Rng.fromInts(dayHash(seed, org.id, day), index);
+  r.next();
+  r.digits(2);
+  return r.weighted(KINDS, KIND_WEIGHTS);
+}
+
+function baseTransaction(
   seed: number,
   org: SimOrganization,
   day: string,
@@ -443,73 +777,8 @@ export function buildTransaction(
     phone: `+1-555-${r.digits(3)}-${r.digits(4)}`,
     ipAddress: `10.${r.int(0, 255)}.${r.int(0, 255)}.${r.int(1, 254)}`,
   };
-  let applications: string;
-  let settlementType: SimTransaction['settlementType'] = '';
-  switch (kind) {
-    case 'sale':
-      applications = 'ics_auth,ics_bill';
-      settlementType = 'Purchases';
-      break;
-    case 'auth':
-    case 'decline':
-      applications = 'ics_auth';
-      break;
-    case 'capture':
-      applications = 'ics_bill';
-      settlementType = 'Purchases';
-      break;
-    case 'refund':
-      applications = 'ics_credit';
-      settlementType = 'Refunds';
-      break;
-    case 'void':
-      applications = 'ics_void';
-      break;
-    case 'echeck_debit':
-      applications = 'ecp_debit';
-      settlementType = 'Purchases';
-      break;
-    case 'echeck_credit':
-      applications = 'ecp_credit';
-      settlementType = 'Refunds';
-      break;
-  }
   const declined = kind === 'decline';
   const decline = declined ? r.pick(DECLINES) : undefined;
-  const settled = settlementType !== '';
-  const batch = settled ? batchOf(seed, org, day) : { id: '', time: 0 };
-  let fee: SimFee | undefined;
-  let fundingAmount = 0;
-  if (settled) {
-    if (settlementType === 'Purchases') {
-      const discountRateBp = echeck ? 50 : r.int(150, 320);
-      const interchangeRateBp = Math.max(discountRateBp - r.int(20, 60), 5);
-      const discountAmount = Math.round((amount * discountRateBp) / 10_000);
-      const interchangeAmount = Math.round((amount * interchangeRateBp) / 10_000);
-      const perItemFee = range.perItem;
-      fee = {
-        discountAmount,
-        perItemFee,
-        totalFee: discountAmount + perItemFee,
-        discountRateBp,
-        interchangeRateBp,
-        interchangeAmount,
-        interchangeDescription: echeck ? 'ACH Debit' : card.interchange,
-      };
-      fundingAmount = amount - fee.totalFee;
-    } else {
-      fee = {
-        discountAmount: 0,
-        perItemFee: 0,
-        totalFee: 0,
-        discountRateBp: 0,
-        interchangeRateBp: 0,
-        interchangeAmount: 0,
-        interchangeDescription: echeck ? 'ACH Credit' : 'Credit Voucher',
-      };
-      fundingAmount = -amount;
-    }
-  }
   const dayEnd = dayStart + DAY_MS - 1;
   const tx: SimTransaction = {
     organizationId: org.id,
@@ -519,7 +788,7 @@ export function buildTransaction(
     requestId,
     time,
     kind,
-    applications,
+    applications: APPLICATIONS[kind],
     rcode: declined ? '0' : '1',
     rflag: decline ? decline[1] : 'SOK',
     rmsg: decline ? decline[2] : 'Request was processed successfully.',
@@ -544,16 +813,17 @@ export function buildTransaction(
     ],
     deviceId: r.hex(16),
     processorMerchantId: `4${pad(org.index + 1, 3)}${pad(dayHash(seed, org.id, '') % 1_000_000, 6)}`,
-    settled,
-    batchId: batch.id,
-    batchTime: batch.time,
-    settlementType,
-    fundingAmount,
+    settled: false,
+    batchId: '',
+    batchTime: 0,
+    settlementType: '',
+    fundingAmount: 0,
   };
-  if (fee) tx.fee = fee;
   if (kind === 'sale' || kind === 'capture') {
     tx.authorizationRequestId =
       kind === 'sale' ? requestId : `${deci}${pad(org.index % 1000, 3)}9${r.digits(8)}`;
+    // A capture drawn as such captures an authorization made before the data begins.
+    if (kind === 'capture') tx.predecessorRequestId = tx.authorizationRequestId;
   }
   if ((kind === 'sale' || kind === 'auth') && r.chance(0.05)) {
     tx.conversion = {
@@ -579,14 +849,6 @@ export function buildTransaction(
       routingNumber: r.digits(9),
       accountNumber: `############${tx.accountSuffix}`,
       consumerName: `${first} ${last}`,
-    };
-  }
-  if (settlementType === 'Purchases' && !echeck && r.chance(0.01)) {
-    tx.chargeback = {
-      time: Math.min(time + r.int(60, 600) * 60_000, dayEnd),
-      amount,
-      reasonCode: r.pick(['10.4', '13.1', '4837', '4853']),
-      caseNumber: r.digits(10),
     };
   }
   if (r.chance(0.1) && (kind === 'sale' || kind === 'capture')) tx.subscriptionId = r.digits(16);

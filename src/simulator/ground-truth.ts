@@ -17,8 +17,9 @@
  * Amounts are exact decimal strings.
  */
 import type { Dataset, SimTransaction } from './dataset.js';
-import { MoneyTally, currencyExponent, parseScaled } from './money.js';
-import { settledRecords } from './on-demand.js';
+import { FUNDING_LAG_DAYS, fundingEvents } from './money-chain.js';
+import { MoneyTally, currencyExponent, formatMoney, parseScaled } from './money.js';
+import { netFundings, paymentBatchSummaries, settledRecords } from './on-demand.js';
 import type { Window } from './on-demand.js';
 import { fieldGetter } from './report-fields.js';
 import { reportDefinition } from './report-layouts.js';
@@ -100,21 +101,37 @@ export interface GroundTruth {
     conversionDetails: { rowCount: number };
     notificationOfChanges: { rowCount: number };
   };
+  /**
+   * The money chain (money-chain.ts): each funding whose UTC funding day is in [startDate,
+   * endDate] and not after now, with what it funded and what its deposit paid, exact decimals in
+   * its currency. `gross` is purchases − refunds − chargebacks, `fees` the fees it took, `net` =
+   * gross − fees = what was funded.
+   */
+  fundings: GroundTruthFunding[];
+}
+
+export interface GroundTruthFunding {
+  fundingId: string;
+  depositId: string;
+  currency: string;
+  fundingDate: string;
+  events: number;
+  gross: string;
+  fees: string;
+  net: string;
+  deposited: string;
 }
 
 function sums(t: MoneyTally): AmountSums {
   return { byCurrency: t.currencies(), total: t.total() };
 }
 
-function difference(a: MoneyTally, ...minus: MoneyTally[]): AmountSums {
-  const out = new MoneyTally();
-  const currencies = new Set<string>([a, ...minus].flatMap((t) => [...t.byCurrency.keys()]));
-  for (const c of currencies) {
-    let v = a.byCurrency.get(c) ?? 0n;
-    for (const m of minus) v -= m.byCurrency.get(c) ?? 0n;
-    out.add(v, c);
-  }
-  return sums(out);
+/** Sums of an answer's `{ currency, value }` list (a Net Funding total). */
+function listSums(list: readonly { currency: string; value: string }[] | undefined): AmountSums {
+  const t = new MoneyTally();
+  for (const { currency, value } of list ?? [])
+    t.add(parseScaled(value, currencyExponent(currency)), currency);
+  return sums(t);
 }
 
 export function computeGroundTruth(
@@ -179,7 +196,6 @@ export function computeGroundTruth(
   const funding = new MoneyTally();
   const purchases = new MoneyTally();
   const refunds = new MoneyTally();
-  const chargebacks = new MoneyTally();
   let records = 0;
   for (const tx of settledRecords(dataset, w)) {
     records++;
@@ -188,7 +204,6 @@ export function computeGroundTruth(
     totalFee.add(tx.fee!.totalFee, tx.currency);
     funding.add(tx.fundingAmount, tx.currency);
     (tx.settlementType === 'Purchases' ? purchases : refunds).add(tx.amount, tx.currency);
-    if (tx.chargeback) chargebacks.add(tx.chargeback.amount, tx.currency);
   }
   let conversions = 0;
   let nocs = 0;
@@ -207,6 +222,43 @@ export function computeGroundTruth(
     if (n && n.time >= w.start && n.time < w.end && n.time <= now) nocs++;
   }
   const plain = (rows: number): GroundTruthSection => ({ rowCount: rows, amounts: {} });
+  const fundings = new Map<
+    string,
+    { f: GroundTruthFunding; gross: bigint; fees: bigint; net: bigint; deposited: bigint }
+  >();
+  for (const tx of dataset.between(organizationId, w.start - FUNDING_LAG_DAYS * DAY_MS, w.end)) {
+    for (const e of fundingEvents(tx)) {
+      if (e.fundingTime < w.start || e.fundingTime >= w.end || e.fundingTime > now) continue;
+      let acc = fundings.get(e.fundingId);
+      if (!acc) {
+        acc = {
+          f: {
+            fundingId: e.fundingId,
+            depositId: e.depositId,
+            currency: e.currency,
+            fundingDate: e.fundingDate,
+            events: 0,
+            gross: '',
+            fees: '',
+            net: '',
+            deposited: '',
+          },
+          gross: 0n,
+          fees: 0n,
+          net: 0n,
+          deposited: 0n,
+        };
+        fundings.set(e.fundingId, acc);
+      }
+      acc.f.events++;
+      acc.gross += BigInt(e.gross);
+      acc.fees += BigInt(e.fee);
+      acc.net += BigInt(e.net);
+      acc.deposited += BigInt(e.depositAmount);
+    }
+  }
+  const nf = netFundings(dataset, w);
+  const pbs = paymentBatchSummaries(dataset, [w])?.paymentBatchSummaries ?? [];
   return {
     organizationId,
     startDate,
@@ -230,21 +282,31 @@ export function computeGroundTruth(
           settlementStatuses: plain(records),
         },
       },
+      // What the endpoints answer: the funded amounts, with any seeded anomaly.
       netFundings: {
-        totalPurchases: sums(purchases),
-        totalRefunds: sums(refunds),
-        totalFees: sums(totalFee),
-        totalChargebacks: sums(chargebacks),
-        netTotal: difference(purchases, refunds, totalFee, chargebacks),
+        totalPurchases: listSums(nf?.totalPurchases),
+        totalRefunds: listSums(nf?.totalRefunds),
+        totalFees: listSums(nf?.totalFees),
+        totalChargebacks: listSums(nf?.totalChargebacks),
+        netTotal: listSums(nf?.netTotal),
       },
       paymentBatchSummaries: {
         salesCount: purchases.count,
-        salesAmount: sums(purchases),
+        salesAmount: listSums(pbs.map((r) => ({ currency: r.currencyCode, value: r.salesAmount }))),
         creditCount: refunds.count,
         creditAmount: sums(refunds),
       },
       conversionDetails: { rowCount: conversions },
       notificationOfChanges: { rowCount: nocs },
     },
+    fundings: [...fundings.values()]
+      .map(({ f, gross, fees, net, deposited }) => ({
+        ...f,
+        gross: formatMoney(gross, f.currency),
+        fees: formatMoney(fees, f.currency),
+        net: formatMoney(net, f.currency),
+        deposited: formatMoney(deposited, f.currency),
+      }))
+      .sort((a, b) => a.fundingId.localeCompare(b.fundingId)),
   };
 }

@@ -7,3 +7,4 @@ export type { SimulatorCredentialOptions, SimulatorHandle, SimulatorOptions } fr
 export { FaultSpecError, parseFaultSpec } from './faults.js';
 export type { FaultRule } from './faults.js';
 export { readSubscriptionsFile } from './seed-subscriptions.js';
+export { ANOMALY_NAMES, parseAnomalyList } from './anomalies.js';

@@ -4,6 +4,8 @@
  * an empty value, like an unpopulated column in a real report.
  */
 import type { SimTransaction } from './dataset.js';
+import { paymentEvent, transactionTypeOf } from './money-chain.js';
+import type { FundingEvent } from './money-chain.js';
 import { formatMoney, formatScaled } from './money.js';
 import { hash32 } from './prng.js';
 import { isoUtc } from './time.js';
@@ -20,19 +22,11 @@ const signed = (tx: SimTransaction, ctx: FieldContext): number =>
   ctx.signedAmounts && tx.settlementType === 'Refunds' ? -tx.amount : tx.amount;
 const rate = (bp: number): string => formatScaled(bp, 2);
 const fee = (tx: SimTransaction): NonNullable<SimTransaction['fee']> | undefined => tx.fee;
+/** A funding or deposit line's event; a plain transaction stands for its payment event. */
+const eventOf = (tx: SimTransaction): FundingEvent | undefined =>
+  (tx as { event?: FundingEvent }).event ?? paymentEvent(tx);
 const transactionType = (tx: SimTransaction): string =>
-  (
-    ({
-      sale: 'sale',
-      auth: 'authorization',
-      capture: 'capture',
-      refund: 'refund',
-      void: 'void',
-      decline: 'authorization',
-      echeck_debit: 'debit',
-      echeck_credit: 'credit',
-    }) as const
-  )[tx.kind];
+  (tx as { event?: FundingEvent }).event?.transactionType ?? transactionTypeOf(tx);
 
 /** A card's expiry, derived from the request (month 1-12, a year 1-4 years after the request). */
 const expiry = (tx: SimTransaction): { month: string; year: string } => {
@@ -59,6 +53,7 @@ const GETTERS: Record<string, Getter> = {
   'Request.SubscriptionID': (tx) => tx.subscriptionId ?? '',
   'Request.Source': (tx) => SOURCES[hash32(tx.requestId) % SOURCES.length]!,
   'Request.User': () => '',
+  'Request.PredecessorRequestID': (tx) => tx.predecessorRequestId ?? '',
   'PaymentData.Amount': (tx, ctx) => money(signed(tx, ctx), tx),
   'PaymentData.CurrencyCode': (tx) => tx.currency,
   'PaymentData.PaymentMethod': (tx) => tx.paymentMethod,
@@ -114,14 +109,18 @@ const GETTERS: Record<string, Getter> = {
   'Check.AccountEncoderID': (tx) => (tx.paymentSubtype === 'EC' ? '000' : ''),
   'Check.BankTransitNumber': (tx) =>
     tx.notificationOfChange?.routingNumber ?? (tx.paymentSubtype === 'EC' ? '121042882' : ''),
-  // Funding
-  'Funding.FundingAmount': (tx) => money(tx.fundingAmount, tx),
+  // Funding: the line's funded event (a payment, or a chargeback)
+  'Funding.FundingAmount': (tx) => money(eventOf(tx)?.net ?? 0, tx),
   'Funding.FundingCurrency': (tx) => tx.currency,
-  'Funding.FeeAmount': (tx) => money(fee(tx)?.totalFee ?? 0, tx),
+  'Funding.FeeAmount': (tx) => money(eventOf(tx)?.fee ?? 0, tx),
   'Funding.FeeCurrency': (tx) => tx.currency,
-  'Funding.FundingDate': (tx) => (tx.batchTime ? isoUtc(tx.batchTime + 86_400_000) : ''),
-  'Funding.Status': () => 'S',
-  'Funding.FundingIdentificationNumber': (tx) => `F${tx.batchId}`,
+  // Written as a UTC timestamp, as the service writes this date (its day is the funding date).
+  'Funding.FundingDate': (tx) => {
+    const day = eventOf(tx)?.fundingDate;
+    return day ? isoUtc(Date.parse(`${day}T00:00:00Z`)) : '';
+  },
+  'Funding.Status': (tx) => (eventOf(tx) ? 'S' : ''),
+  'Funding.FundingIdentificationNumber': (tx) => eventOf(tx)?.fundingId ?? '',
   'Funding.FundingAccountSuffix': (tx) => String(tx.orgIndex + 1).padStart(4, '0'),
   'Funding.FundingBankCountry': () => 'USA',
   // Fee
@@ -139,15 +138,19 @@ const GETTERS: Record<string, Getter> = {
   'Fee.SettlementCurrency': (tx) => tx.currency,
   'Fee.SettlementTime': (tx) => (tx.batchTime ? isoUtc(tx.batchTime) : ''),
   'Fee.BillingType': () => 'discount',
+  'Fee.ClearedInterchangeLevel': (tx) => fee(tx)?.interchangeDescription ?? '',
   'Fee.BillingCycle': () => 'daily',
   'Fee.ServiceFeeAmount': (tx) => money(fee(tx)?.perItemFee ?? 0, tx),
   'Fee.ServiceFeeAmountCcy': (tx) => tx.currency,
   'Fee.ServiceFeeRate': (tx) => rate(fee(tx)?.discountRateBp ?? 0),
-  // Deposit (one deposit per batch)
-  'Deposit.Identifier': (tx) => `D${tx.batchId}`,
-  'Deposit.Amount': (tx) => money(tx.fundingAmount, tx),
+  // Deposit: the deposit that pays the line's funded event
+  'Deposit.Identifier': (tx) => eventOf(tx)?.depositId ?? '',
+  'Deposit.Amount': (tx) => money(eventOf(tx)?.depositAmount ?? 0, tx),
   'Deposit.Currency': (tx) => tx.currency,
-  'Deposit.Time': (tx) => (tx.batchTime ? isoUtc(tx.batchTime + 86_400_000) : ''),
+  'Deposit.Time': (tx) => {
+    const e = eventOf(tx);
+    return e ? isoUtc(e.depositTime) : '';
+  },
   'Deposit.Status': () => 'S',
   'Deposit.Method': () => 'ACH',
   'Deposit.MerchantID': (tx) => tx.organizationId,
@@ -170,7 +173,8 @@ const GETTERS: Record<string, Getter> = {
   'Exception.ExceptionStatus': () => 'Closed',
   'Exception.ReasonCode': (tx) => tx.reasonCode,
   // Chargeback and Retrieval
-  'ChargebackAndRetrieval.CaseNumber': (tx) => tx.chargeback?.caseNumber ?? '',
+  'ChargebackAndRetrieval.CaseNumber': (tx) =>
+    (tx as { event?: FundingEvent }).event?.caseNumber ?? tx.chargeback?.caseNumber ?? '',
   'ChargebackAndRetrieval.CaseTime': (tx) => (tx.chargeback ? isoUtc(tx.chargeback.time) : ''),
   'ChargebackAndRetrieval.CaseType': () => 'Chargeback',
   'ChargebackAndRetrieval.ChargebackAmount': (tx) => (tx.chargeback ? money(tx.chargeback.amount, tx) : ''),
@@ -179,6 +183,14 @@ const GETTERS: Record<string, Getter> = {
   'ChargebackAndRetrieval.ChargebackTime': (tx) => (tx.chargeback ? isoUtc(tx.chargeback.time) : ''),
   'ChargebackAndRetrieval.FinancialImpact': () => 'Y',
   'ChargebackAndRetrieval.FinancialImpactType': () => 'debit',
+  'ChargebackAndRetrieval.FeeAmount': (tx) => (tx.chargeback ? money(0, tx) : ''),
+  'ChargebackAndRetrieval.FeeCurrency': (tx) => (tx.chargeback ? tx.currency : ''),
+  'ChargebackAndRetrieval.RespondByDate': (tx) => tx.chargeback?.respondBy ?? '',
+  'ChargebackAndRetrieval.ResolutionTime': (tx) =>
+    tx.chargeback?.resolutionTime === undefined ? '' : isoUtc(tx.chargeback.resolutionTime),
+  // Accepted at once: resolved to the merchant (who bears it).
+  'ChargebackAndRetrieval.ResolvedToIndicato': (tx) =>
+    tx.chargeback?.resolutionTime === undefined ? '' : 'M',
   // Conversion
   'Conversion.ConversionDate': (tx) => (tx.conversion ? isoUtc(tx.conversion.time) : ''),
   'Conversion.OriginalDecision': (tx) => tx.conversion?.originalDecision ?? '',

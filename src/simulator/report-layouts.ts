@@ -16,10 +16,15 @@
  * under their real names.
  */
 import type { SimTransaction } from './dataset.js';
+import { fundingEvents } from './money-chain.js';
+import type { FundingEvent } from './money-chain.js';
 
 export const ROW_SOURCES = [
   'requests',
   'settled',
+  'processorSettled',
+  'fundingEvents',
+  'depositEvents',
   'declines',
   'authOnly',
   'conversions',
@@ -36,11 +41,59 @@ export interface RowSourceRule {
   at(tx: SimTransaction): number;
   /** Whether `at` can fall on a later UTC day than the request (batch times do). */
   later: boolean;
+  /** The row a selected transaction is written as, when the report shows it otherwise. */
+  map?: (tx: SimTransaction) => SimTransaction;
+  /**
+   * Rows that are events of a transaction (fundings, deposits): several or none per transaction,
+   * each at its own time, up to FUNDING_LAG_DAYS after the request.
+   */
+  expand?: (tx: SimTransaction) => SimTransaction[];
+}
+
+/** A report row of a funded event: the transaction as the funding or deposit line shows it. */
+export interface EventRow extends SimTransaction {
+  event: FundingEvent;
+}
+
+function eventRows(tx: SimTransaction): EventRow[] {
+  return fundingEvents(tx).map((event) => ({
+    ...tx,
+    requestId: event.requestId,
+    amount: Math.abs(event.gross),
+    fundingAmount: event.net,
+    event,
+  }));
+}
+
+/** The currency `two-currencies` writes on the Processor Settlement line: another of the same exponent. */
+function otherCurrency(currency: string): string {
+  return currency === 'USD' ? 'EUR' : currency === 'JPY' || currency === 'KWD' ? currency : 'USD';
 }
 
 export const ROW_SOURCE_RULES: Record<RowSource, RowSourceRule> = {
   requests: { source: 'requests', select: () => true, at: (tx) => tx.time, later: false },
   settled: { source: 'settled', select: (tx) => tx.settled, at: (tx) => tx.batchTime, later: true },
+  processorSettled: {
+    source: 'processorSettled',
+    select: (tx) => tx.settled && tx.anomaly !== 'unsettled-batch',
+    at: (tx) => tx.batchTime,
+    later: true,
+    map: (tx) => (tx.anomaly === 'two-currencies' ? { ...tx, currency: otherCurrency(tx.currency) } : tx),
+  },
+  fundingEvents: {
+    source: 'fundingEvents',
+    select: (tx) => tx.settled,
+    at: (tx) => (tx as EventRow).event.fundingTime,
+    later: true,
+    expand: eventRows,
+  },
+  depositEvents: {
+    source: 'depositEvents',
+    select: (tx) => tx.settled,
+    at: (tx) => (tx as EventRow).event.depositTime,
+    later: true,
+    expand: eventRows,
+  },
   declines: { source: 'declines', select: (tx) => tx.kind === 'decline', at: (tx) => tx.time, later: false },
   authOnly: { source: 'authOnly', select: (tx) => tx.kind === 'auth', at: (tx) => tx.time, later: false },
   conversions: {
@@ -54,6 +107,11 @@ export const ROW_SOURCE_RULES: Record<RowSource, RowSourceRule> = {
     select: (tx) => tx.chargeback !== undefined,
     at: (tx) => tx.chargeback?.time ?? 0,
     later: false,
+    // An orphan chargeback names a request id no transaction has.
+    map: (tx) =>
+      tx.chargeback && tx.chargeback.requestId !== tx.requestId
+        ? { ...tx, requestId: tx.chargeback.requestId }
+        : tx,
   },
   jpy: { source: 'jpy', select: (tx) => tx.currency === 'JPY', at: (tx) => tx.time, later: false },
   recurring: {
@@ -209,6 +267,9 @@ function def(
       {
         requests: 'one row per request (all applications, accepted and declined)',
         settled: 'one row per settled request, by batch date',
+        processorSettled: 'one row per request settled at the processor, by batch date',
+        fundingEvents: 'one row per funded event (a settled request, a chargeback), by funding date',
+        depositEvents: 'one row per deposited event (a settled request, a chargeback), by deposit time',
         declines: 'one row per declined request',
         authOnly: 'one row per open authorization',
         conversions: 'one row per review decision (order conversion), by decision time',
@@ -291,7 +352,7 @@ export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
     213,
     'Processor Settlement Detail Report',
     'ProcessorSettlementDetail',
-    'settled',
+    'processorSettled',
     [
       ...REQUEST_CORE,
       ...PAYMENT,
@@ -326,7 +387,7 @@ export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
     215,
     'Funding Detail Report',
     'FundingDetail',
-    'settled',
+    'fundingEvents',
     [
       'Request.RequestID',
       'Request.MerchantID',
@@ -341,6 +402,8 @@ export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
       'Funding.FundingDate',
       'Funding.FundingIdentificationNumber',
       'Funding.Status',
+      'PaymentData.TransactionType',
+      'ChargebackAndRetrieval.CaseNumber',
     ],
     {
       subscriptionType: 'STANDARD',
@@ -371,6 +434,13 @@ export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
       'ChargebackAndRetrieval.ChargebackCurrency',
       'ChargebackAndRetrieval.ChargebackReasonCode',
       'ChargebackAndRetrieval.FinancialImpact',
+      'ChargebackAndRetrieval.FinancialImpactType',
+      'ChargebackAndRetrieval.ChargebackTime',
+      'ChargebackAndRetrieval.FeeAmount',
+      'ChargebackAndRetrieval.FeeCurrency',
+      'ChargebackAndRetrieval.RespondByDate',
+      'ChargebackAndRetrieval.ResolutionTime',
+      'ChargebackAndRetrieval.ResolvedToIndicato',
     ],
     {
       amountField: 'ChargebackAndRetrieval.ChargebackAmount',
@@ -382,7 +452,7 @@ export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
     218,
     'Deposit Detail Report',
     'DepositDetail',
-    'settled',
+    'depositEvents',
     [
       'Deposit.Identifier',
       'Deposit.MerchantID',
@@ -393,6 +463,7 @@ export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
       'Deposit.Status',
       'Deposit.Method',
       'Deposit.MerchantBankAcctLast4',
+      'Funding.FundingIdentificationNumber',
     ],
     { subscriptionType: 'STANDARD', amountField: 'Deposit.Amount', currencyField: 'Deposit.Currency' },
   ),
@@ -415,6 +486,9 @@ export const REPORT_DEFINITIONS: readonly ReportDefinitionLayout[] = [
       'Fee.TotalFeeAmount',
       'Fee.TotalFeeCurrency',
       'Fee.BillingType',
+      'PaymentData.PaymentMethod',
+      'Fee.ClearedInterchangeLevel',
+      'Fee.SettlementTime',
     ],
     {
       subscriptionType: 'STANDARD',

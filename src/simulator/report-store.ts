@@ -19,6 +19,7 @@ import type { Dataset, SimTransaction } from './dataset.js';
 import type { FaultPlan } from './faults.js';
 import { hash32, stableUuid } from './prng.js';
 import { fieldGetter } from './report-fields.js';
+import { FUNDING_LAG_DAYS } from './money-chain.js';
 import { ROW_SOURCE_RULES, reportDefinition } from './report-layouts.js';
 import type { ReportDefinitionLayout } from './report-layouts.js';
 import type { ReportFileSpec } from './report-writers.js';
@@ -203,6 +204,21 @@ export function rowsOf(
 ): Iterable<SimTransaction> {
   const rule = ROW_SOURCE_RULES[r.definition.source];
   const pass = filterPredicate(r.filters);
+  const { expand, map } = rule;
+  if (expand) {
+    // Events come up to FUNDING_LAG_DAYS after their request: read the requests from that far back.
+    return {
+      *[Symbol.iterator]() {
+        for (const tx of dataset.between(r.organizationId, r.start - FUNDING_LAG_DAYS * DAY_MS, r.end)) {
+          if (!rule.select(tx)) continue;
+          for (const row of expand(tx)) {
+            const t = rule.at(row);
+            if (t >= r.start && t < r.end && pass(row)) yield row;
+          }
+        }
+      },
+    };
+  }
   return {
     *[Symbol.iterator]() {
       for (const tx of dataset.between(r.organizationId, r.start, r.end, {
@@ -219,7 +235,9 @@ export function rowsOf(
             }
           : {}),
       })) {
-        if (rule.select(tx) && pass(tx)) yield tx;
+        if (!rule.select(tx)) continue;
+        const row = map ? map(tx) : tx;
+        if (pass(row)) yield row;
       }
     },
   };

@@ -204,7 +204,13 @@ type Leaf = { id: string; get: (tx: SimTransaction, ctx: FieldContext) => string
  * `<Group><Field>` children after the known ones.
  */
 function transactionDetailRecord(spec: ReportFileSpec): RecordWriter {
-  const attributes = TRANSACTION_DETAIL_ATTRIBUTES.map(([name, id]) => ({
+  // PredecessorRequestID is an attribute of the real tdr_1_3 file, written when the report has it.
+  const attributes = [
+    ...TRANSACTION_DETAIL_ATTRIBUTES,
+    ...(spec.fields.includes('Request.PredecessorRequestID')
+      ? [['PredecessorRequestID', 'Request.PredecessorRequestID'] as const]
+      : []),
+  ].map(([name, id]) => ({
     prefix: ` ${name}="`,
     get: fieldGetter(id),
   }));

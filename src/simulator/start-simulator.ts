@@ -27,6 +27,7 @@ import type { Logger } from 'pino';
 import { CybsError } from '../errors.js';
 import { readP12Certificates, verifyRequest } from './auth.js';
 import type { SimulatorKey } from './auth.js';
+import type { AnomalyName, SeededAnomaly } from './anomalies.js';
 import { createDataset } from './dataset.js';
 import type { Dataset, SimOrganization } from './dataset.js';
 import { FaultPlan, FaultSpecError, normaliseFaultRules } from './faults.js';
@@ -97,6 +98,14 @@ export interface SimulatorOptions {
   subscriptions?: readonly Record<string, unknown>[];
   subscriptionsSource?: string;
   /**
+   * Subscriptions (PUT bodies, as `subscriptions`) installed from startDate besides the default
+   * ones; one named like a default subscription takes its place (cybs-etl's declared
+   * subscriptions, when it starts the simulator in-process).
+   */
+  additionalSubscriptions?: readonly Record<string, unknown>[];
+  /** Anomalies to seed in the money chain (anomalies.ts), on the first organization. */
+  anomalies?: readonly AnomalyName[];
+  /**
    * Keep each report file once rendered (in a temporary directory removed on close) and serve
    * later downloads of it from disk, at file speed, as the real service does (default false;
    * the benchmark sets it so that it measures the loader, not the renderer).
@@ -140,6 +149,8 @@ export interface SimulatorHandle {
   advance(ms: number): number;
   setFaults(faults: string | FaultRule[]): FaultRule[];
   groundTruth(organizationId: string, startDate: string, endDate: string): GroundTruth;
+  /** Where the requested anomalies were seeded. */
+  anomalies: readonly SeededAnomaly[];
   /**
    * Authenticated requests per key id: how many are being answered now, and the most at once so far
    * (a client's or a fleet's concurrency per credential, as the service would see it). `reset`:
@@ -291,12 +302,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     transactionsPerDay: options.transactionsPerDay ?? 200,
     startDate,
     ...(options.quietDayRate !== undefined ? { quietDayRate: options.quietDayRate } : {}),
+    ...(options.anomalies ? { anomalies: options.anomalies, now: now() } : {}),
   });
   const faults = new FaultPlan(seed, options.faults ? normaliseFaultRules(options.faults) : []);
   const store = new ReportStore({ dataset, faults, seed, now });
   const reportCache = options.cacheReports === true ? await ReportFileCache.create() : undefined;
-  if (options.subscriptions) {
-    const records = seedSubscriptionRecords(options.subscriptions, {
+  const seeded = (list: readonly Record<string, unknown>[]) =>
+    seedSubscriptionRecords(list, {
       source: options.subscriptionsSource ?? 'subscriptions',
       organizations: orgIds,
       startDate,
@@ -305,9 +317,16 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       seed,
       now: now(),
     });
-    for (const s of records) store.seedSubscription(s);
+  if (options.subscriptions) {
+    for (const s of seeded(options.subscriptions)) store.seedSubscription(s);
   } else if (options.defaultSubscriptions !== false) {
-    for (const org of orgIds) for (const s of defaultSubscriptions(org, startDate)) store.seedSubscription(s);
+    const additional = options.additionalSubscriptions ? seeded(options.additionalSubscriptions) : [];
+    for (const org of orgIds) {
+      const own = additional.filter((s) => s.organizationId === org);
+      for (const s of defaultSubscriptions(org, startDate))
+        if (!own.some((a) => a.reportName === s.reportName)) store.seedSubscription(s);
+      for (const s of own) store.seedSubscription(s);
+    }
   }
 
   // Keys: one merchant key per organization, one portfolio (meta) key, and the given credentials.
@@ -417,6 +436,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         seed,
         startDate,
         organizations: orgIds,
+        anomalies: dataset.anomalies,
         subscriptions: store.allSubscriptions().map(({ canonical: _c, ...s }) => ({
           ...s,
           activeFrom: new Date(s.activeFrom).toISOString(),
@@ -621,6 +641,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return faults.rules();
     },
     groundTruth: (org, s, e) => computeGroundTruth({ dataset, store, now: now() }, org, s, e),
+    anomalies: dataset.anomalies,
     requestConcurrency: (options = {}) => {
       const counts = Object.fromEntries([...concurrencyByKey].map(([k, v]) => [k, { ...v }]));
       if (options.reset) for (const c of concurrencyByKey.values()) c.max = c.inFlight;

@@ -107,6 +107,9 @@ describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
     expect(loaded).toBeGreaterThan(0);
     const rows = Number(/rows loaded\s+(\d+)/.exec(run.stdout)?.[1]);
     expect(rows).toBeGreaterThan(0);
+    // The demo ends with the ledger of the simulated merchants (config.yaml turns analytics on).
+    expect(run.stdout).toContain('The ledger (cybs_analytics.ledger), from capture to deposit:');
+    expect(run.stdout).toMatch(/sim_merchant_1\s+USD\s+\d/);
     const sql = await runMeasured(
       ['sql', 'select count(*) as n from cybs.transaction_request where amount is not null'],
       work,

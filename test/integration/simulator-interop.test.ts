@@ -277,8 +277,9 @@ describe('official SDK (cybersource-rest-client) against the simulator', () => {
         // NotificationOfChangesApi takes startTime and endTime only: the SDK's way to read another
         // merchant's changes is a meta key (useMetaKey, portfolioID) with merchantID = that merchant.
         const p = sim.portfolioCredentials;
-        const start = '2024-03-04T00:00:00Z';
-        const end = '2024-03-05T00:00:00Z';
+        // A day on which each merchant of this seed has changes (a day without any answers 404).
+        const start = '2024-03-05T00:00:00Z';
+        const end = '2024-03-06T00:00:00Z';
         for (const merchant of sim.organizations) {
           const config = {
             ...configFor(mode, p.sharedSecret),
@@ -294,7 +295,7 @@ describe('official SDK (cybersource-rest-client) against the simulator', () => {
             end,
           );
           expect(noc.error, merchant).toBeNull();
-          const truth = sim.groundTruth(merchant, '2024-03-04', '2024-03-04').onDemand.notificationOfChanges;
+          const truth = sim.groundTruth(merchant, '2024-03-05', '2024-03-05').onDemand.notificationOfChanges;
           expect((noc.data as { notificationOfChanges: unknown[] }).notificationOfChanges).toHaveLength(
             truth.rowCount,
           );

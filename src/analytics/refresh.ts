@@ -1,0 +1,48 @@
+/**
+ * What a run leaves for the models after its windows: the zone each organization's reports are cut
+ * in (its local days), and a refresh of the materialized views whose sources the run loaded rows
+ * into (in dependency order, concurrently so that readers are not blocked).
+ */
+import { sql } from 'kysely';
+import type { Db } from '../load/warehouse.js';
+import { analyticsViews } from './install.js';
+import { qualified } from './view-def.js';
+
+export interface AfterRunOptions {
+  runId: number;
+  /** Tables of each pipeline (to learn which tables the run's windows loaded). */
+  pipelineTables: ReadonlyMap<string, readonly string[]>;
+  /** The zone each organization's Transaction Request reports are cut in, when the run knows it. */
+  zones: readonly { organizationId: string; timeZone: string }[];
+}
+
+export interface AfterRunResult {
+  refreshed: string[];
+}
+
+export async function refreshAfterRun(db: Db, options: AfterRunOptions): Promise<AfterRunResult> {
+  for (const { organizationId, timeZone } of options.zones) {
+    await sql`insert into cybs_analytics.organizations (organization_id, time_zone, updated_at)
+              values (${organizationId}, ${timeZone}, now())
+              on conflict (organization_id) do update set time_zone = excluded.time_zone, updated_at = now()
+              where cybs_analytics.organizations.time_zone is distinct from excluded.time_zone`.execute(db);
+  }
+  const materialized = analyticsViews().filter((v) => v.materialized);
+  if (materialized.length === 0) return { refreshed: [] };
+  const loaded = await sql<{ pipeline: string }>`
+    select distinct pipeline from etl.windows
+     where run_id = ${options.runId} and status = 'loaded' and rows_loaded > 0`.execute(db);
+  const touched = new Set(loaded.rows.flatMap((r) => options.pipelineTables.get(r.pipeline) ?? []));
+  const stale = materialized.filter((view) => view.sources.some((s) => touched.has(s)));
+  if (stale.length === 0) return { refreshed: [] };
+  await db.transaction().execute(async (trx) => {
+    // Sorts and hashes of millions of rows: more than PostgreSQL's default 4 MB (docs/performance.md).
+    await sql`select set_config('work_mem', '64MB', true)`.execute(trx);
+    for (const view of stale) {
+      await sql.raw(`refresh materialized view concurrently ${qualified(view.name)}`).execute(trx);
+      // The views that read it plan their joins on its statistics.
+      await sql.raw(`analyze ${qualified(view.name)}`).execute(trx);
+    }
+  });
+  return { refreshed: stale.map((v) => v.name) };
+}
