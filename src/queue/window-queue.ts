@@ -1,6 +1,6 @@
+import pg from 'pg';
 import { PgBoss } from 'pg-boss';
-import type pg from 'pg';
-import type { JobInsert } from 'pg-boss';
+import type { Job, JobInsert } from 'pg-boss';
 import type { Logger } from '../observability/logger.js';
 import { windowJobKey } from './window-jobs.js';
 import type { WindowJobData } from './window-jobs.js';
@@ -22,9 +22,22 @@ const RETRY_DELAY_MAX_SECONDS = 1800;
 /** A window that runs this long is taken for lost and retried (its own lease protects the rows). */
 const EXPIRE_SECONDS = 4 * 3600;
 
+/**
+ * The advisory-lock space of window-job fetches. pg-boss counts a group's active jobs in the same
+ * statement that claims the next one, so two fetches at the same moment can both see room for one
+ * more and exceed the group's limit; fetches of the window queue take this transaction lock first,
+ * one at a time across every worker, and each sees the jobs the ones before it claimed.
+ */
+const FETCH_LOCK_SPACE = 0x63796271;
+
 export interface WindowQueue {
   readonly boss: PgBoss;
   readonly settings: QueueSettings;
+  /**
+   * Claim the next window job whose credential group has fewer than `perCredential` jobs active,
+   * across every worker; undefined when there is none.
+   */
+  fetch(perCredential: number): Promise<Job<WindowJobData> | undefined>;
   /** Enqueue windows; those already queued or active (same singleton key) are not added again. */
   enqueue(jobs: readonly WindowJobData[]): Promise<{ added: number; alreadyQueued: number }>;
   stop(options?: { graceful?: boolean; timeoutMs?: number }): Promise<void>;
@@ -91,9 +104,34 @@ export async function openWindowQueue(
     });
   }
   const { settings } = options;
+  // Fetches run on a connection of their own, inside the transaction that holds the fetch lock.
+  const fetchPool = new pg.Pool({ ...connection, max: 2, application_name: 'cybs-etl queue fetch' });
+  fetchPool.on('error', () => {});
   return {
     boss,
     settings,
+    async fetch(perCredential) {
+      const client = await fetchPool.connect();
+      try {
+        await client.query('begin');
+        await client.query('select pg_advisory_xact_lock($1, hashtext($2))', [
+          FETCH_LOCK_SPACE,
+          WINDOW_QUEUE,
+        ]);
+        const [job] = await boss.fetch<WindowJobData>(WINDOW_QUEUE, {
+          batchSize: 1,
+          groupConcurrency: perCredential,
+          db: { executeSql: async (text, values) => ({ rows: (await client.query(text, values)).rows }) },
+        });
+        await client.query('commit');
+        return job;
+      } catch (error) {
+        await client.query('rollback').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
     async enqueue(jobs) {
       let added = 0;
       for (let i = 0; i < jobs.length; i += 500) {
@@ -120,6 +158,7 @@ export async function openWindowQueue(
         timeout: stopOptions.timeoutMs ?? 30_000,
         close: true,
       });
+      await fetchPool.end();
     },
   };
 }

@@ -137,10 +137,7 @@ export async function startWindowWorker(
     while (!stopping) {
       let job: Job<WindowJobData> | undefined;
       try {
-        [job] = await boss.fetch<WindowJobData>(WINDOW_QUEUE, {
-          batchSize: 1,
-          groupConcurrency: options.perCredential,
-        });
+        job = await deps.queue.fetch(options.perCredential);
       } catch (error) {
         deps.logger.warn({ err: (error as Error).message }, 'could not fetch a window job; trying again');
       }

@@ -167,7 +167,7 @@ describe('the window queue (pg-boss)', () => {
     expect(await a.enqueue(jobs)).toEqual({ added: 0, alreadyQueued: 10 });
   });
 
-  it('two workers load every window once, never more than the credential allows at once', async () => {
+  it('three workers load every window once, never more than the credential allows at once', async () => {
     const queue = queues[0]!;
     await queue.enqueue(await planned());
     const seen: string[] = [];
@@ -179,9 +179,11 @@ describe('the window queue (pg-boss)', () => {
       await new Promise((r) => setTimeout(r, 150));
       inFlight--;
     };
+    // Twelve slots in three workers (each with its own connections) race for two places.
     const workers = [
-      await worker(queue, load, { concurrency: 3, perCredential: 2 }),
-      await worker(await open(), load, { concurrency: 3, perCredential: 2 }),
+      await worker(queue, load, { concurrency: 4, perCredential: 2 }),
+      await worker(await open(), load, { concurrency: 4, perCredential: 2 }),
+      await worker(await open(), load, { concurrency: 4, perCredential: 2 }),
     ];
     await until(async () => (await jobStates()).every((s) => s.endsWith(':completed')));
     for (const w of workers) await w.stop(1000);
