@@ -9,7 +9,8 @@ import { analyticsViews } from './install.js';
 import { qualified } from './view-def.js';
 
 export interface AfterRunOptions {
-  runId: number;
+  /** The run whose loaded windows say which tables changed; or, for a worker, the pipelines it loaded. */
+  loaded: { runId: number } | { pipelines: readonly string[] };
   /** Tables of each pipeline (to learn which tables the run's windows loaded). */
   pipelineTables: ReadonlyMap<string, readonly string[]>;
   /** The zone each organization's Transaction Request reports are cut in, when the run knows it. */
@@ -29,10 +30,15 @@ export async function refreshAfterRun(db: Db, options: AfterRunOptions): Promise
   }
   const materialized = analyticsViews().filter((v) => v.materialized);
   if (materialized.length === 0) return { refreshed: [] };
-  const loaded = await sql<{ pipeline: string }>`
-    select distinct pipeline from etl.windows
-     where run_id = ${options.runId} and status = 'loaded' and rows_loaded > 0`.execute(db);
-  const touched = new Set(loaded.rows.flatMap((r) => options.pipelineTables.get(r.pipeline) ?? []));
+  const pipelines =
+    'pipelines' in options.loaded
+      ? options.loaded.pipelines
+      : (
+          await sql<{ pipeline: string }>`
+            select distinct pipeline from etl.windows
+             where run_id = ${options.loaded.runId} and status = 'loaded' and rows_loaded > 0`.execute(db)
+        ).rows.map((r) => r.pipeline);
+  const touched = new Set(pipelines.flatMap((p) => options.pipelineTables.get(p) ?? []));
   const stale = materialized.filter((view) => view.sources.some((s) => touched.has(s)));
   if (stale.length === 0) return { refreshed: [] };
   await db.transaction().execute(async (trx) => {

@@ -94,7 +94,7 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
     await finishRun(rt.warehouse.db, runId, { status: 'failed', error: (error as Error).message });
     throw error;
   }
-  await refreshModels(rt, runId);
+  await refreshModels(rt, { runId });
   for (const p of options.pipelines) {
     const reason = rt.unavailable.get(p.name);
     if (reason) {
@@ -120,16 +120,20 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
 /**
  * The models' part of a pass (src/analytics/refresh.ts): record the zone each organization's
  * Transaction Request reports are cut in, and refresh the materialized views whose tables the pass
- * loaded. A failure here is logged, never the run's.
+ * (or a worker, naming the pipelines it loaded) loaded. A failure here is logged, never the run's.
  */
-async function refreshModels(rt: Runtime, runId: number): Promise<void> {
+export async function refreshModels(
+  rt: Runtime,
+  loaded: { runId: number } | { pipelines: readonly string[] },
+): Promise<void> {
+  const runId = 'runId' in loaded ? loaded.runId : undefined;
   try {
     const { refreshAfterRun } = await import('../analytics/refresh.js');
     const tr = rt.pipelines.find(
       (p) => p.name === 'transaction_request' && (p.reportSchedule !== undefined || p.timeZoneConfigured),
     );
     const result = await refreshAfterRun(rt.warehouse.db, {
-      runId,
+      loaded,
       pipelineTables: new Map(rt.pipelines.map((p) => [p.name, pipelineTables(p.def).map((t) => t.name)])),
       zones: tr ? tr.organizations.map((organizationId) => ({ organizationId, timeZone: tr.timeZone })) : [],
     });

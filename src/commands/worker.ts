@@ -5,7 +5,7 @@ import { openWindowQueue } from '../queue/window-queue.js';
 import { startWindowWorker } from '../queue/window-worker.js';
 import { LEASE_LOCK_SPACE, releaseLeases } from '../state/windows.js';
 import type { CliContext } from './context.js';
-import { interruptOnSignals } from './run-pass.js';
+import { interruptOnSignals, refreshModels } from './run-pass.js';
 import { windowConcurrency } from './run.js';
 import { createRuntime } from './runtime.js';
 import { SIMULATOR_OPTION } from './service-access.js';
@@ -43,6 +43,7 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
         settings: rt.config.queue,
       });
       const perProcess = opts.concurrency ?? rt.config.defaults.globalConcurrency;
+      const loadedSinceRefresh = new Set<string>();
       const worker = await startWindowWorker(
         {
           queue,
@@ -58,6 +59,17 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
           leaseSeconds: rt.config.defaults.leaseSeconds,
           concurrency: perProcess,
           perCredential: rt.config.api.maxConcurrentWindows,
+          onWindow: (data, outcome) => {
+            if (outcome.kind === 'loaded' && outcome.rowsLoaded > 0) loadedSinceRefresh.add(data.pipeline);
+          },
+          // Once the queue is empty, the cybs_analytics materialized views whose tables this worker
+          // loaded are refreshed, as a run refreshes them after its windows.
+          onIdle: async () => {
+            if (loadedSinceRefresh.size === 0) return;
+            const pipelines = [...loadedSinceRefresh];
+            loadedSinceRefresh.clear();
+            await refreshModels(rt, { pipelines });
+          },
         },
       );
       rt.logger.info(

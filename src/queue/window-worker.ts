@@ -40,6 +40,11 @@ export interface WindowWorkerOptions {
   pollingSeconds?: number;
   /** Called after each job this worker settles. */
   onWindow?: (data: WindowJobData, outcome: WindowRunOutcome) => void;
+  /**
+   * Called when a slot finds the queue empty (at most one call at a time): the moment to do what
+   * waits for a batch of windows, such as refreshing the models.
+   */
+  onIdle?: () => Promise<void>;
 }
 
 export interface WindowWorker {
@@ -122,6 +127,7 @@ export async function startWindowWorker(
   heartbeat.unref();
   const pollMs = Math.max(500, (options.pollingSeconds ?? 2) * 1000);
   let stopping = false;
+  let idleRunning = false;
   const sleepers = new Set<() => void>();
   const pause = () =>
     new Promise<void>((resolve) => {
@@ -142,6 +148,10 @@ export async function startWindowWorker(
         deps.logger.warn({ err: (error as Error).message }, 'could not fetch a window job; trying again');
       }
       if (!job) {
+        if (options.onIdle && !idleRunning) {
+          idleRunning = true;
+          await options.onIdle().finally(() => (idleRunning = false));
+        }
         await pause();
         continue;
       }

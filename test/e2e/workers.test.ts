@@ -137,6 +137,16 @@ describe('workers on a shared queue (three processes, one killed mid-window)', (
       expect(result.rowsExpected).toBeGreaterThan(500);
       expect(await duplicateRows(world.db)).toBe(0);
 
+      // The workers refreshed the models once the queue was empty (nothing else ran a pass here).
+      expect(survivors.some((w) => w.stderr().includes('cybs_analytics materialized views refreshed'))).toBe(
+        true,
+      );
+      const modelled = await query<{ n: number }>(
+        `select count(*)::int as n from cybs_analytics.transactions`,
+      );
+      const loaded = await query<{ n: number }>(`select count(*)::int as n from cybs.transaction_request`);
+      expect(modelled[0]!.n).toBe(loaded[0]!.n);
+
       const perKey = world.sim.requestConcurrency()[world.sim.portfolioCredentials.keyId]!;
       expect(perKey.max).toBeLessThanOrEqual(PER_CREDENTIAL);
       expect(perKey.max).toBe(PER_CREDENTIAL);
