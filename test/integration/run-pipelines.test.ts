@@ -4,7 +4,6 @@ import { migrateToLatest } from '../../src/load/migrate.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { definePipeline } from '../../src/pipeline/define-pipeline.js';
 import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
 import { runPipelines } from '../../src/pipeline/run-pipelines.js';
 import type { WindowExecutor } from '../../src/pipeline/run-pipelines.js';
@@ -19,39 +18,9 @@ import {
 import { CybsError } from '../../src/errors.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { standInPipelines } from '../helpers/stand-in-pipelines.js';
 
-const table = {
-  schema: 'cybs',
-  name: 't',
-  description: '',
-  columns: [],
-  naturalKey: ['_organization_id'],
-  keyDescription: '',
-};
-const defs = [
-  definePipeline({
-    kind: 'on-demand',
-    name: 'alpha',
-    description: 'a',
-    endpoint: 'net-fundings',
-    tables: { s: table },
-    paged: false,
-    defaultSchedule: { cron: '0 7 * * *', timezone: 'UTC' },
-    defaultLookbackDays: 3,
-    enabledByDefault: true,
-  }),
-  definePipeline({
-    kind: 'on-demand',
-    name: 'beta',
-    description: 'b',
-    endpoint: 'conversion-details',
-    tables: { s: table },
-    paged: false,
-    defaultSchedule: { cron: '0 7 * * *', timezone: 'America/Chicago' },
-    defaultLookbackDays: 3,
-    enabledByDefault: true,
-  }),
-];
+const defs = standInPipelines();
 
 describe('runPipelines', () => {
   let database: TestDatabase;

@@ -9,7 +9,6 @@ import { migrateToLatest } from '../../src/load/migrate.js';
 import { openWarehouse } from '../../src/load/warehouse.js';
 import type { Warehouse } from '../../src/load/warehouse.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { definePipeline } from '../../src/pipeline/define-pipeline.js';
 import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
 import { leaseOwner, planJobs } from '../../src/pipeline/run-pipelines.js';
 import type { WindowExecutor } from '../../src/pipeline/run-pipelines.js';
@@ -21,28 +20,10 @@ import type { WindowWorker } from '../../src/queue/window-worker.js';
 import { completeWindow, LEASE_LOCK_SPACE, listWindows, releaseLeases } from '../../src/state/windows.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
+import { standInPipelines } from '../helpers/stand-in-pipelines.js';
 
-const table = {
-  schema: 'cybs',
-  name: 't',
-  description: '',
-  columns: [],
-  naturalKey: ['_organization_id'],
-  keyDescription: '',
-};
-const defs = [
-  definePipeline({
-    kind: 'on-demand',
-    name: 'alpha',
-    description: 'a',
-    endpoint: 'net-fundings',
-    tables: { s: table },
-    paged: false,
-    defaultSchedule: { cron: '0 7 * * *', timezone: 'UTC' },
-    defaultLookbackDays: 3,
-    enabledByDefault: true,
-  }),
-];
+// alpha only: its windows are the queue's jobs.
+const defs = standInPipelines().filter((d) => d.name === 'alpha');
 const settings = { heartbeatSeconds: 10, retryLimit: 2, retryDelaySeconds: 1 };
 const until = async (check: () => Promise<boolean>, ms = 60_000) => {
   const deadline = Date.now() + ms;
