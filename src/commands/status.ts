@@ -4,6 +4,7 @@ import { PIPELINES } from '../../pipelines/index.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { readStatus } from '../state/status.js';
+import { queueLine, readQueueCounts } from '../queue/queue-status.js';
 import type { CliContext } from './context.js';
 import { formatTable } from './sql.js';
 
@@ -44,6 +45,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
       const warehouse = await ctx.warehouse();
       const now = ctx.now();
       const { pipelines: rows, runs } = await readStatus(warehouse.db, now);
+      const queue = await readQueueCounts(warehouse.db);
       let resolved: ResolvedPipeline[] = [];
       try {
         resolved = resolvePipelines(PIPELINES, config, { defaultOrganizations: [], now });
@@ -58,7 +60,11 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
       if (opts.json) {
         ctx.io.stdout.write(
           `${JSON.stringify(
-            { pipelines: rows.map((r) => ({ ...r, nextScheduledRun: next(r.pipeline) })), runs },
+            {
+              pipelines: rows.map((r) => ({ ...r, nextScheduledRun: next(r.pipeline) })),
+              runs,
+              queue: queue ?? null,
+            },
             null,
             2,
           )}\n`,
@@ -98,6 +104,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
         if (problems.length > 0)
           out.write(`\nWindows needing attention:\n${problems.slice(0, 50).join('\n')}\n`);
       }
+      out.write(queueLine(queue));
       if (runs.length > 0) {
         out.write('\nLast runs:\n');
         out.write(

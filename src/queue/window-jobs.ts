@@ -8,6 +8,12 @@ import type { WindowStatus } from '../state/windows.js';
  * and collapsed by. No pg-boss here, so that planning code can use it without loading the queue.
  */
 
+/** The queue of window jobs (in the warehouse's schema QUEUE_SCHEMA). */
+export const WINDOW_QUEUE = 'cybs_etl_windows';
+/** Where a window's job goes once its retries are spent. */
+export const WINDOW_DEAD_LETTER_QUEUE = 'cybs_etl_windows_failed';
+export const QUEUE_SCHEMA = 'pgboss';
+
 /** The window as a job carries it: CalendarWindow with its times as ISO text. */
 export interface WindowJobData {
   pipeline: string;

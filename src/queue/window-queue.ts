@@ -2,7 +2,7 @@ import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import type { Job, JobInsert } from 'pg-boss';
 import type { Logger } from '../observability/logger.js';
-import { windowJobKey } from './window-jobs.js';
+import { QUEUE_SCHEMA, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE, windowJobKey } from './window-jobs.js';
 import type { WindowJobData } from './window-jobs.js';
 
 /**
@@ -12,10 +12,7 @@ import type { WindowJobData } from './window-jobs.js';
  * or active. The window's own state (etl.windows, its lease) still decides who loads it, so a job
  * that finds its window settled does nothing.
  */
-export const WINDOW_QUEUE = 'cybs_etl_windows';
-/** Where a window's job goes once its retries are spent. */
-export const WINDOW_DEAD_LETTER_QUEUE = 'cybs_etl_windows_failed';
-export const QUEUE_SCHEMA = 'pgboss';
+export { QUEUE_SCHEMA, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE } from './window-jobs.js';
 
 /** The longest wait between two retries of a window's job (the backoff doubles up to it). */
 const RETRY_DELAY_MAX_SECONDS = 1800;

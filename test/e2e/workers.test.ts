@@ -71,6 +71,13 @@ describe('workers on a shared queue (three processes, one killed mid-window)', (
         /^Enqueued 0 window\(s\) .*\(72 more were already queued or being loaded\)/m,
       );
 
+      // status tells what waits for workers.
+      const waiting = cli(['status']);
+      expect((await waiting.exited).code).toBe(0);
+      expect(waiting.stdout()).toContain(
+        'Window queue (cybs-etl worker): 72 queued, 0 being loaded, 0 waiting to retry, 0 dead-lettered.',
+      );
+
       for (let i = 0; i < 3; i++) workers.push(cli(['worker', '--concurrency', '3']));
       const deadline = Date.now() + 120_000;
       // Each worker looks up the subscriptions when it starts (not a window, so not limited); the
@@ -110,6 +117,10 @@ describe('workers on a shared queue (three processes, one killed mid-window)', (
         expect(exit.code, w.stderr()).toBe(0);
         expect(w.stderr()).toMatch(/"msg":"worker stopped"/);
       }
+
+      const after = cli(['status']);
+      expect((await after.exited).code).toBe(0);
+      expect(after.stdout()).not.toContain('Window queue');
 
       const states = await query<{ status: string; n: number }>(
         `select status, count(*)::int as n from etl.windows group by status order by status`,

@@ -13,6 +13,7 @@ import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
 import { leaseOwner, planJobs } from '../../src/pipeline/run-pipelines.js';
 import type { WindowExecutor } from '../../src/pipeline/run-pipelines.js';
 import { toJobData } from '../../src/queue/window-jobs.js';
+import { queueLine, readQueueCounts } from '../../src/queue/queue-status.js';
 import { openWindowQueue, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE } from '../../src/queue/window-queue.js';
 import type { WindowQueue } from '../../src/queue/window-queue.js';
 import { startWindowWorker } from '../../src/queue/window-worker.js';
@@ -144,6 +145,12 @@ describe('the window queue (pg-boss)', () => {
     expect(fromA.added + fromB.added).toBe(10);
     expect(fromA.alreadyQueued + fromB.alreadyQueued).toBe(10);
     expect(await jobStates()).toEqual(Array(10).fill(`${WINDOW_QUEUE}:created`));
+    expect(await readQueueCounts(warehouse.db)).toEqual({
+      queued: 10,
+      active: 0,
+      retrying: 0,
+      deadLettered: 0,
+    });
     // Again later: still queued, nothing added.
     expect(await a.enqueue(jobs)).toEqual({ added: 0, alreadyQueued: 10 });
   });
@@ -193,6 +200,15 @@ describe('the window queue (pg-boss)', () => {
       );
     });
     await w.stop(1000);
+    expect(await readQueueCounts(warehouse.db)).toEqual({
+      queued: 0,
+      active: 0,
+      retrying: 0,
+      deadLettered: 1,
+    });
+    expect(queueLine(await readQueueCounts(warehouse.db))).toBe(
+      `\nWindow queue (cybs-etl worker): 0 queued, 0 being loaded, 0 waiting to retry, 1 dead-lettered (their windows stay failed; see ${WINDOW_DEAD_LETTER_QUEUE}).\n`,
+    );
     expect(attempts.get('org2/2026-11-11')).toBe(2);
     expect(attempts.get('org1/2026-11-11')).toBe(1 + settings.retryLimit);
     expect((await jobStates()).sort()).toEqual(
