@@ -386,15 +386,8 @@ export async function runPipelines(
   return summary;
 }
 
-/**
- * Add one window's outcome to a pass's summary. Held windows are not outcomes yet: runPipelines
- * looks at them again, and counts those still held at the end.
- */
-function countOutcome(
-  summary: RunSummary,
-  job: PlannedJob,
-  outcome: Exclude<WindowRunOutcome, { kind: 'held' }>,
-): void {
+/** Add one window's outcome to a pass's summary (held windows are not counted: see runPipelines). */
+export function countOutcome(summary: RunSummary, job: PlannedJob, outcome: WindowRunOutcome): void {
   switch (outcome.kind) {
     case 'loaded':
       summary.windows.loaded++;
@@ -419,6 +412,9 @@ function countOutcome(
       break;
     case 'interrupted':
       summary.interrupted = true;
+      break;
+    case 'held':
+      summary.windows.held++;
       break;
   }
 }
