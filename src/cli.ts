@@ -27,6 +27,7 @@ const COMMANDS: readonly [string, () => Promise<Register>][] = [
   ['schedule', async () => (await import('./commands/schedule.js')).registerScheduleCommand],
   ['worker', async () => (await import('./commands/worker.js')).registerWorkerCommand],
   ['status', async () => (await import('./commands/status.js')).registerStatusCommand],
+  ['windows', async () => (await import('./commands/windows.js')).registerWindowsCommand],
   ['import', async () => (await import('./commands/import.js')).registerImportCommand],
   ['subscriptions', async () => (await import('./commands/subscriptions.js')).registerSubscriptionsCommand],
   ['simulator', async () => (await import('./commands/simulator.js')).registerSimulatorCommand],
@@ -179,6 +180,7 @@ export async function main(): Promise<void> {
     stdout: process.stdout,
     stderr: process.stderr,
     cwd: process.cwd(),
+    stdin: process.stdin,
   });
   process.exitCode = code === EXIT_OK && output.failed() ? EXIT_FAILURE : code;
 }

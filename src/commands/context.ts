@@ -15,6 +15,8 @@ export interface CliIo {
   stdout: OutputStream;
   stderr: OutputStream;
   cwd: string;
+  /** Where a command that changes state reads its confirmation (src/commands/confirm.ts); absent: not a terminal. */
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean };
 }
 
 export interface GlobalOptions {

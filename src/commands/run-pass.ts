@@ -83,6 +83,7 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
         force: options.force ?? false,
         globalConcurrency: options.concurrency ?? rt.config.defaults.globalConcurrency,
         leaseSeconds: rt.config.defaults.leaseSeconds,
+        maxCatchUpWindows: rt.config.defaults.maxCatchUpWindows,
         runId,
         now: rt.now,
         ...(options.signal ? { signal: options.signal } : {}),

@@ -3,7 +3,12 @@ import cron from 'node-cron';
 import { PIPELINES } from '../../pipelines/index.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
+import type { Config } from '../config/schema.js';
+import type { Db } from '../load/warehouse.js';
 import { readStatus } from '../state/status.js';
+import { attentionItems, pairKey, readPipelineShapes, readWindowStates } from '../state/completeness.js';
+import type { AttentionItem, Completeness } from '../state/completeness.js';
+import { assessPipelines, withRecordedShapes } from '../pipeline/plan-windows.js';
 import { queueLine, readQueueCounts } from '../queue/queue-status.js';
 import type { CliContext } from './context.js';
 import { formatTable } from './sql.js';
@@ -44,14 +49,12 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
       const config = await ctx.config();
       const warehouse = await ctx.warehouse();
       const now = ctx.now();
-      const { pipelines: rows, runs } = await readStatus(warehouse.db, now);
+      const { pipelines: read, runs } = await readStatus(warehouse.db, now);
       const queue = await readQueueCounts(warehouse.db);
-      let resolved: ResolvedPipeline[] = [];
-      try {
-        resolved = resolvePipelines(PIPELINES, config, { defaultOrganizations: [], now });
-      } catch {
-        resolved = [];
-      }
+      const resolved = await configuredPipelines(config, warehouse.db, now);
+      const completeness = assessPipelines(resolved, await readWindowStates(warehouse.db), now);
+      const attention = attentionItems(completeness);
+      const rows = withCompleteness(read, completeness);
       const schedule = new Map(resolved.map((p) => [p.name, p]));
       const next = (name: string) => {
         const p = schedule.get(name);
@@ -61,6 +64,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
         ctx.io.stdout.write(
           `${JSON.stringify(
             {
+              attention,
               pipelines: rows.map((r) => ({ ...r, nextScheduledRun: next(r.pipeline) })),
               runs,
               queue: queue ?? null,
@@ -72,6 +76,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
         return;
       }
       const out = ctx.io.stdout;
+      out.write(formatAttention(attention));
       if (rows.length === 0) {
         out.write('No windows yet: run "cybs-etl run" or "cybs-etl backfill --from … --to …".\n');
       } else {
@@ -84,6 +89,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
               period: periodText(r.lastLoadedStart, r.lastLoadedEnd),
               lag: humanLag(r.lagSeconds),
               loaded: (r.windows.loaded ?? 0) + (r.windows.no_data ?? 0),
+              gaps: r.gaps.reduce((n, g) => n + g.windows, 0),
               'not ready': r.notReady.length,
               failed: r.failed.length,
               rejects: r.rejects,
@@ -94,7 +100,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
         const problems = rows.flatMap((r) => [
           ...r.failed.map(
             (f) =>
-              `  failed     ${r.pipeline} ${r.organizationId} ${f.windowKey} (attempts ${f.attempts}): ${f.code}: ${f.message}`,
+              `  failed     ${r.pipeline} ${r.organizationId} ${f.windowKey} (attempts ${f.attempts}, failures in a row ${f.failures}): ${f.code}: ${f.message}`,
           ),
           ...r.notReady.map(
             (n) =>
@@ -127,4 +133,84 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
         );
       }
     });
+}
+
+/**
+ * The pipelines as config.yaml resolves them, without the API (an unknown pipeline name in the
+ * config: none), with the window shapes their last passes recorded.
+ */
+export async function configuredPipelines(config: Config, db: Db, now: Date): Promise<ResolvedPipeline[]> {
+  let resolved: ResolvedPipeline[];
+  try {
+    resolved = resolvePipelines(PIPELINES, config, { defaultOrganizations: [], now });
+  } catch {
+    return [];
+  }
+  return withRecordedShapes(resolved, await readPipelineShapes(db));
+}
+
+/** A readStatus row with its completeness (expected windows, gaps, windows behind). */
+type StatusRow = Awaited<ReturnType<typeof readStatus>>['pipelines'][number] &
+  Pick<Completeness, 'expected' | 'gaps' | 'behind' | 'shapeDiffers'>;
+
+/** readStatus's rows with the completeness of their pipeline and organization (and the pairs never loaded). */
+function withCompleteness(
+  read: Awaited<ReturnType<typeof readStatus>>['pipelines'],
+  completeness: readonly Completeness[],
+): StatusRow[] {
+  const byPair = new Map(completeness.map((c) => [pairKey(c.pipeline, c.organizationId), c]));
+  const rows: StatusRow[] = read.map((r) => {
+    const c = byPair.get(pairKey(r.pipeline, r.organizationId));
+    byPair.delete(pairKey(r.pipeline, r.organizationId));
+    return {
+      ...r,
+      expected: c?.expected ?? 0,
+      gaps: c?.gaps ?? [],
+      behind: c?.behind ?? 0,
+      shapeDiffers: c?.shapeDiffers ?? false,
+    };
+  });
+  for (const c of byPair.values()) {
+    rows.push({
+      pipeline: c.pipeline,
+      organizationId: c.organizationId,
+      lastLoadedWindow: null,
+      lastLoadedStart: null,
+      lastLoadedEnd: null,
+      lagSeconds: null,
+      windows: {},
+      notReady: [],
+      failed: [],
+      rejects: 0,
+      expected: c.expected,
+      gaps: c.gaps,
+      behind: c.behind,
+      shapeDiffers: c.shapeDiffers,
+    });
+  }
+  return rows.sort((a, b) =>
+    a.pipeline === b.pipeline
+      ? a.organizationId.localeCompare(b.organizationId)
+      : a.pipeline.localeCompare(b.pipeline),
+  );
+}
+
+/** What is wrong, first: one line each (at most 50), or that nothing is. */
+export function formatAttention(items: readonly AttentionItem[]): string {
+  if (items.length === 0) return 'Nothing needs attention: no gaps, no failed windows, nothing behind.\n\n';
+  const label: Record<AttentionItem['kind'], string> = {
+    gap: 'gap',
+    failed: 'failed',
+    behind: 'behind',
+    never_loaded: 'never loaded',
+  };
+  const lines = items
+    .slice(0, 50)
+    .map((i) => `  ${label[i.kind].padEnd(12)} ${i.pipeline} ${i.organizationId}: ${i.text}`);
+  if (items.length > 50)
+    lines.push(`  … and ${items.length - 50} more (cybs-etl status --json, cybs-etl windows list)`);
+  return (
+    `Needs attention (${items.length}):\n${lines.join('\n')}\n` +
+    'Gaps and failed windows are loaded by the next run (cybs-etl windows list shows them; windows retry retries failures now).\n\n'
+  );
 }

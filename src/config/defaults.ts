@@ -33,4 +33,10 @@ export const DEFAULT_METRICS_PORT = 9464;
 export const DEFAULT_METRICS_HOST = '127.0.0.1';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 60_000;
 export const DEFAULT_START_DATE_DAYS_AGO = 7;
+/**
+ * Windows before startDate (gaps, failed ones) one run or scheduled pass loads at most, oldest
+ * first, after the newest: a year of one pipeline and two organizations, so a warehouse catches up
+ * in a few passes without one pass taking all night.
+ */
+export const DEFAULT_MAX_CATCH_UP_WINDOWS = 1000;
 export const DEFAULT_SCHEMA_CHANGES = 'evolve';

@@ -166,6 +166,7 @@ export const configSchema = z.strictObject({
         .default(D.DEFAULT_NOT_READY_HORIZON_HOURS),
       rejectThreshold: z.number().min(0).max(1).default(D.DEFAULT_REJECT_THRESHOLD),
       leaseSeconds: positiveInt.default(D.DEFAULT_LEASE_SECONDS),
+      maxCatchUpWindows: z.number().int().min(0).max(1_000_000).default(D.DEFAULT_MAX_CATCH_UP_WINDOWS),
       organizations: z.array(organizationId).min(1).optional(),
       schemaChanges: z.enum(SCHEMA_CHANGES).default(D.DEFAULT_SCHEMA_CHANGES),
     })

@@ -1,7 +1,17 @@
-import type { PlannedWindow } from '../state/windows.js';
-import { duePeriods, hasSeveralReportsADay, isAvailable, periodsStartingOn } from '../time/report-periods.js';
+import { DEFAULT_MAX_CATCH_UP_WINDOWS } from '../config/defaults.js';
+import { assessCompleteness, earliestStart, groupWindowStates, pairKey } from '../state/completeness.js';
+import type { Completeness, ExpectedWindow, PipelineShape, WindowStateRow } from '../state/completeness.js';
+import type { PlannedWindow, WindowStatus } from '../state/windows.js';
+import {
+  duePeriods,
+  hasSeveralReportsADay,
+  isAvailable,
+  midnightDaily,
+  periodsStartingOn,
+} from '../time/report-periods.js';
 import type { ReportPeriod, ReportSchedule } from '../time/report-periods.js';
 import { addDays, dateOfDayNumber, dayNumber, localDate, startOfLocalDay } from '../time/time-zones.js';
+import type { ResolvedPipeline } from './resolve-pipelines.js';
 
 /**
  * Window planning, pure. A report pipeline's window is one report period of its subscription
@@ -145,4 +155,185 @@ export function planDuePeriodWindows(
 ): DuePlan {
   const plan = duePeriods(schedule, options);
   return { due: plan.due.map((p) => periodWindow(shape, schedule, p)), lookbackKeys: plan.lookbackKeys };
+}
+
+export interface PipelineWindowPlan {
+  /** The windows to load: available ones only (isAvailable), in order. */
+  windows: CalendarWindow[];
+  /** The keys among `windows` re-loaded even when already loaded (a run's lookback). */
+  reload: Set<string>;
+  /** A backfill's windows of the range that are not available yet (left out of `windows`). */
+  notAvailable: CalendarWindow[];
+}
+
+/**
+ * The windows of one pipeline and organization a pass plans. Report files: the subscription's
+ * report periods (a backfill takes those that start in its range); on-demand endpoints: windows of
+ * windowDays local days. A run takes the due windows; a backfill its range up to the newest
+ * window available now, so a range that reaches into the future stops there.
+ */
+export function planPipelineWindows(
+  pipeline: ResolvedPipeline,
+  organizationId: string,
+  options: { range?: { from: string; to: string }; now: Date },
+): PipelineWindowPlan {
+  const shape = {
+    pipeline: pipeline.name,
+    organizationId,
+    timeZone: pipeline.timeZone,
+    windowDays: pipeline.windowDays,
+  };
+  const schedule =
+    pipeline.def.kind === 'report'
+      ? (pipeline.reportSchedule ?? midnightDaily(pipeline.timeZone))
+      : undefined;
+  if (options.range) {
+    const all = schedule
+      ? periodWindowsStartingOn(shape, schedule, options.range.from, options.range.to)
+      : windowsBetween(shape, options.range.from, options.range.to);
+    const available = (w: CalendarWindow) => isAvailable(w.end, options.now, pipeline.readyAfterHours);
+    return {
+      windows: all.filter(available),
+      reload: new Set(),
+      notAvailable: all.filter((w) => !available(w)),
+    };
+  }
+  const due = {
+    startDate: pipeline.startDate,
+    now: options.now,
+    readyAfterHours: pipeline.readyAfterHours,
+    lookbackDays: pipeline.lookbackDays,
+  };
+  const plan = schedule ? planDuePeriodWindows(shape, schedule, due) : planDueWindows(shape, due);
+  return { windows: plan.due, reload: plan.lookbackKeys, notAvailable: [] };
+}
+
+/**
+ * The windows of one pipeline and organization that should be loaded by `now`: from its first
+ * window the warehouse knows (`rows`) or its startDate, whichever is earlier, to the newest
+ * available one. What `status` measures completeness against, and what a run catches up on.
+ */
+export function expectedWindows(
+  pipeline: ResolvedPipeline,
+  organizationId: string,
+  rows: Iterable<WindowStateRow>,
+  now: Date,
+): PipelineWindowPlan {
+  const first = earliestStart(rows);
+  const firstDay = first ? localDate(first, pipeline.timeZone) : undefined;
+  const startDate =
+    firstDay && dayNumber(firstDay) < dayNumber(pipeline.startDate) ? firstDay : pipeline.startDate;
+  return planPipelineWindows({ ...pipeline, startDate }, organizationId, { now });
+}
+
+/** A window a pass sets out to load, with the statuses that make it claimable. */
+export interface PassWindow {
+  window: CalendarWindow;
+  claimable: WindowStatus[];
+  /**
+   * A window before the pipeline's startDate that was never loaded or failed: a pass takes at most
+   * maxCatchUpWindows of them, oldest first, after the newest windows.
+   */
+  catchUp: boolean;
+}
+
+const ALL_SETTLED: WindowStatus[] = ['pending', 'failed', 'loaded', 'no_data'];
+const UNSETTLED: WindowStatus[] = ['pending', 'failed'];
+
+/**
+ * The windows one pass loads of one pipeline and organization, given the rows etl.windows holds
+ * for them (by key). A backfill: its range (loaded ones too with force). A run: the due windows
+ * from startDate (the lookback's re-loaded), and before them every gap and failed window since the
+ * first window the warehouse knows, to catch up on. A failed window waits for its backoff
+ * (retryDue), except in a backfill, which asks for its range explicitly.
+ */
+export function planPassWindows(
+  pipeline: ResolvedPipeline,
+  organizationId: string,
+  options: { range?: { from: string; to: string }; force?: boolean; now: Date },
+  rows: ReadonlyMap<string, WindowStateRow>,
+): PassWindow[] {
+  const plan = options.range
+    ? planPipelineWindows(pipeline, organizationId, { range: options.range, now: options.now })
+    : expectedWindows(pipeline, organizationId, rows.values(), options.now);
+  const out: PassWindow[] = [];
+  for (const window of plan.windows) {
+    const again = options.force === true || plan.reload.has(window.windowKey);
+    const claimable = again ? ALL_SETTLED : UNSETTLED;
+    const row = rows.get(window.windowKey);
+    if (row && row.status !== 'running' && !claimable.includes(row.status)) continue;
+    if (!options.range && row?.status === 'failed' && !row.retryDue) continue;
+    const catchUp = !options.range && !again && dayNumber(window.lastDay) < dayNumber(pipeline.startDate);
+    out.push({ window, claimable, catchUp });
+  }
+  return out;
+}
+
+/**
+ * A pass's windows in the order it loads them: the newest (due from startDate, or a backfill's
+ * range) oldest first, then at most `maxCatchUp` catch-up windows, oldest first.
+ */
+export function orderPassWindows<T extends { window: ExpectedWindow; catchUp: boolean }>(
+  planned: readonly T[],
+  maxCatchUp: number = DEFAULT_MAX_CATCH_UP_WINDOWS,
+): T[] {
+  const byStart = (a: T, b: T) => a.window.start.getTime() - b.window.start.getTime();
+  const newest = planned.filter((p) => !p.catchUp).sort(byStart);
+  const catchUp = planned
+    .filter((p) => p.catchUp)
+    .sort(byStart)
+    .slice(0, Math.max(0, maxCatchUp));
+  return [...newest, ...catchUp];
+}
+
+/**
+ * Completeness of every enabled pipeline and organization (its configured organizations and those
+ * etl.windows holds rows of), from their rows (readWindowStates). Pure: what `status` shows first.
+ */
+export function assessPipelines(
+  pipelines: readonly ResolvedPipeline[],
+  rows: readonly WindowStateRow[],
+  now: Date,
+): Completeness[] {
+  const grouped = groupWindowStates(rows);
+  const out: Completeness[] = [];
+  for (const pipeline of pipelines) {
+    if (!pipeline.enabled) continue;
+    const organizations = new Set(pipeline.organizations);
+    for (const r of rows) if (r.pipeline === pipeline.name) organizations.add(r.organizationId);
+    for (const organizationId of [...organizations].sort()) {
+      const own = grouped.get(pairKey(pipeline.name, organizationId)) ?? new Map<string, WindowStateRow>();
+      const plan = expectedWindows(pipeline, organizationId, own.values(), now);
+      out.push(assessCompleteness({ pipeline: pipeline.name, organizationId }, plan.windows, own));
+    }
+  }
+  return out;
+}
+
+/** How a pass cuts a pipeline's windows, to record (recordPipelineShapes). */
+export function shapeOf(pipeline: ResolvedPipeline): PipelineShape {
+  return {
+    pipeline: pipeline.name,
+    timeZone: pipeline.timeZone,
+    reportSchedule: pipeline.def.kind === 'report' ? (pipeline.reportSchedule ?? null) : null,
+  };
+}
+
+/**
+ * Pipelines resolved from config alone (no API: status, windows list) with the time zone and
+ * report schedule their last pass cut windows with, where one was recorded.
+ */
+export function withRecordedShapes(
+  pipelines: readonly ResolvedPipeline[],
+  shapes: ReadonlyMap<string, PipelineShape>,
+): ResolvedPipeline[] {
+  return pipelines.map((p) => {
+    const shape = shapes.get(p.name);
+    if (!shape) return p;
+    return {
+      ...p,
+      timeZone: shape.timeZone,
+      ...(shape.reportSchedule ? { reportSchedule: shape.reportSchedule } : {}),
+    };
+  });
 }

@@ -3,25 +3,19 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../load/warehouse.js';
 import { isCybsError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
+import { groupWindowStates, pairKey, readWindowStates, recordPipelineShapes } from '../state/completeness.js';
 import {
   claimWindow,
   ensureWindows,
   failWindow,
   getWindow,
-  listWindows,
   releaseLeases,
   releaseNotReady,
   renewLease,
 } from '../state/windows.js';
 import type { WindowRow, WindowStatus } from '../state/windows.js';
 import { createLimiter } from './limiter.js';
-import { isAvailable, midnightDaily } from '../time/report-periods.js';
-import {
-  planDuePeriodWindows,
-  planDueWindows,
-  periodWindowsStartingOn,
-  windowsBetween,
-} from './plan-windows.js';
+import { orderPassWindows, planPassWindows, shapeOf } from './plan-windows.js';
 import type { CalendarWindow } from './plan-windows.js';
 import type { ResolvedPipeline } from './resolve-pipelines.js';
 
@@ -109,6 +103,8 @@ export interface RunPipelinesOptions {
   loadAttempts?: number;
   /** Waits between those attempts (tests); default a jittered 100–400 ms × attempt. */
   sleep?: (ms: number) => Promise<void>;
+  /** Windows before startDate (gaps, failed) a run catches up on per pass (config defaults.maxCatchUpWindows). */
+  maxCatchUpWindows?: number;
 }
 
 /** A load error that another attempt of the whole window transaction may not hit. */
@@ -419,87 +415,38 @@ export function countOutcome(summary: RunSummary, job: PlannedJob, outcome: Wind
   }
 }
 
-/** The windows to attempt, oldest first, with the statuses that make each one claimable. */
+/**
+ * The windows to attempt, with the statuses that make each one claimable (planPassWindows): the
+ * newest oldest first, then the catch-up windows (orderPassWindows); their etl.windows rows exist
+ * once this returns.
+ */
 export async function planJobs(
   db: Db,
-  options: Pick<RunPipelinesOptions, 'pipelines' | 'organizationId' | 'range' | 'force' | 'now'>,
+  options: Pick<
+    RunPipelinesOptions,
+    'pipelines' | 'organizationId' | 'range' | 'force' | 'now' | 'maxCatchUpWindows'
+  >,
 ): Promise<PlannedJob[]> {
-  const jobs: PlannedJob[] = [];
+  const planned: (PlannedJob & { catchUp: boolean })[] = [];
   const now = options.now();
+  await recordPipelineShapes(db, options.pipelines.map(shapeOf));
   for (const pipeline of options.pipelines) {
     const organizations = options.organizationId ? [options.organizationId] : pipeline.organizations;
     for (const organizationId of organizations) {
-      const { windows, reload } = planPipelineWindows(pipeline, organizationId, { ...options, now });
-      if (windows.length === 0) continue;
-      await ensureWindows(db, windows);
-      const states = new Map(
-        (await listWindows(db, { pipeline: pipeline.name, organizationId })).map((w) => [
-          w.windowKey,
-          w.status,
-        ]),
-      );
-      for (const window of windows) {
-        const again = options.force === true || reload.has(window.windowKey);
-        const claimable: WindowStatus[] = again
-          ? ['pending', 'failed', 'loaded', 'no_data']
-          : ['pending', 'failed'];
-        const status = states.get(window.windowKey);
-        if (status && status !== 'running' && !claimable.includes(status)) continue;
-        jobs.push({ pipeline, window, claimable });
-      }
+      const rows = groupWindowStates(
+        await readWindowStates(db, { pipelines: [pipeline.name], organizationId }),
+      ).get(pairKey(pipeline.name, organizationId));
+      const windows = planPassWindows(pipeline, organizationId, { ...options, now }, rows ?? new Map());
+      for (const w of windows) planned.push({ pipeline, ...w });
     }
   }
-  jobs.sort((a, b) => a.window.start.getTime() - b.window.start.getTime());
-  return jobs;
+  const jobs = orderPassWindows(planned, options.maxCatchUpWindows);
+  await ensureWindows(
+    db,
+    jobs.map((j) => j.window),
+  );
+  return jobs.map(({ pipeline, window, claimable }) => ({ pipeline, window, claimable }));
 }
 
-export interface PipelineWindowPlan {
-  /** The windows to load: available ones only (isAvailable), in order. */
-  windows: CalendarWindow[];
-  /** The keys among `windows` re-loaded even when already loaded (a run's lookback). */
-  reload: Set<string>;
-  /** A backfill's windows of the range that are not available yet (left out of `windows`). */
-  notAvailable: CalendarWindow[];
-}
-
-/**
- * The windows of one pipeline and organization a pass plans. Report files: the subscription's
- * report periods (a backfill takes those that start in its range); on-demand endpoints: windows of
- * windowDays local days. A run takes the due windows; a backfill its range up to the newest
- * window available now, so a range that reaches into the future stops there.
- */
-export function planPipelineWindows(
-  pipeline: ResolvedPipeline,
-  organizationId: string,
-  options: { range?: { from: string; to: string }; now: Date },
-): PipelineWindowPlan {
-  const shape = {
-    pipeline: pipeline.name,
-    organizationId,
-    timeZone: pipeline.timeZone,
-    windowDays: pipeline.windowDays,
-  };
-  const schedule =
-    pipeline.def.kind === 'report'
-      ? (pipeline.reportSchedule ?? midnightDaily(pipeline.timeZone))
-      : undefined;
-  if (options.range) {
-    const all = schedule
-      ? periodWindowsStartingOn(shape, schedule, options.range.from, options.range.to)
-      : windowsBetween(shape, options.range.from, options.range.to);
-    const available = (w: CalendarWindow) => isAvailable(w.end, options.now, pipeline.readyAfterHours);
-    return {
-      windows: all.filter(available),
-      reload: new Set(),
-      notAvailable: all.filter((w) => !available(w)),
-    };
-  }
-  const due = {
-    startDate: pipeline.startDate,
-    now: options.now,
-    readyAfterHours: pipeline.readyAfterHours,
-    lookbackDays: pipeline.lookbackDays,
-  };
-  const plan = schedule ? planDuePeriodWindows(shape, schedule, due) : planDueWindows(shape, due);
-  return { windows: plan.due, reload: plan.lookbackKeys, notAvailable: [] };
-}
+export { planPipelineWindows } from './plan-windows.js';
+export type { PipelineWindowPlan } from './plan-windows.js';

@@ -11,7 +11,15 @@ export interface PipelineOrgStatus {
   lagSeconds: number | null;
   windows: Record<string, number>;
   notReady: { windowKey: string; since: Date | null; message: string | null }[];
-  failed: { windowKey: string; code: string | null; message: string | null; attempts: number }[];
+  failed: {
+    windowKey: string;
+    code: string | null;
+    message: string | null;
+    attempts: number;
+    /** Failed attempts in a row (the backoff's step), and when a run may retry it. */
+    failures: number;
+    retryAfter: Date | null;
+  }[];
   rejects: number;
 }
 
@@ -60,8 +68,11 @@ export async function readStatus(
     last_error_message: string | null;
     not_ready_since: Date | null;
     attempts: number;
+    failures: number;
+    retry_after: Date | null;
   }>`
-    select pipeline, organization_id, window_key, status, last_error_code, last_error_message, not_ready_since, attempts
+    select pipeline, organization_id, window_key, status, last_error_code, last_error_message, not_ready_since,
+           attempts, failures, retry_after
     from etl.windows
     where status = 'failed' or (status = 'pending' and last_error_code = 'NOT_READY')
     order by pipeline, organization_id, window_start`.execute(db);
@@ -116,6 +127,8 @@ export async function readStatus(
         code: p.last_error_code,
         message: p.last_error_message,
         attempts: p.attempts,
+        failures: p.failures,
+        retryAfter: p.retry_after ? new Date(p.retry_after) : null,
       });
     } else {
       e.notReady.push({

@@ -48,6 +48,13 @@ export interface WindowRow extends WindowRef {
   updatedAt: Date;
   /** What the last load read and left (src/pipeline/fingerprint.ts), as stored; null when none. */
   fingerprint: unknown;
+  /** Failed attempts since the window last loaded (the backoff's step). */
+  failures: number;
+  failedAt: Date | null;
+  /** A failed window is planned again from this time on (null: at the next pass). */
+  retryAfter: Date | null;
+  counts: Record<string, number>;
+  runId: number | null;
 }
 
 /** The condition that selects one window row. */
@@ -84,6 +91,11 @@ function toWindowRow(r: any): WindowRow {
     loadedAt: r.loaded_at ? new Date(r.loaded_at) : null,
     updatedAt: new Date(r.updated_at),
     fingerprint: r.fingerprint ?? null,
+    failures: Number(r.failures ?? 0),
+    failedAt: r.failed_at ? new Date(r.failed_at) : null,
+    retryAfter: r.retry_after ? new Date(r.retry_after) : null,
+    counts: (r.counts as Record<string, number> | null) ?? {},
+    runId: r.run_id == null ? null : Number(r.run_id),
   };
 }
 
@@ -222,6 +234,9 @@ export async function completeWindow(
       last_error_code: null,
       last_error_message: null,
       not_ready_since: null,
+      failures: 0,
+      failed_at: null,
+      retry_after: null,
       lease_owner: null,
       lease_expires_at: null,
       loaded_at: sql`now()`,
@@ -261,8 +276,26 @@ export async function releaseNotReady(db: Db, ref: WindowRef, owner: string, mes
 }
 
 /**
+ * How long a window that failed `failures` times in a row waits before a pass plans it again: the
+ * first failure none (the next pass retries it), then 1, 2, 4, 8 and 16 hours, then a day, so a
+ * window that keeps failing is still tried every day without hammering the service every pass.
+ */
+export const RETRY_BACKOFF_SECONDS = [0, 3_600, 7_200, 14_400, 28_800, 57_600, 86_400] as const;
+
+export function retryDelaySeconds(failures: number): number {
+  const step = Math.min(Math.max(failures, 1), RETRY_BACKOFF_SECONDS.length) - 1;
+  return RETRY_BACKOFF_SECONDS[step]!;
+}
+
+/** retryDelaySeconds(failures + 1) of the row being updated, in SQL (the same steps). */
+const NEXT_RETRY_DELAY = sql`make_interval(secs => (array[${sql.raw(
+  RETRY_BACKOFF_SECONDS.join(', '),
+)}])[least(failures + 1, ${RETRY_BACKOFF_SECONDS.length})])`;
+
+/**
  * Record a failure. A window that was loaded before keeps its rows and its `loaded` status when a
- * re-load fails (nothing of the failed attempt committed); the error is kept for `status`.
+ * re-load fails (nothing of the failed attempt committed); the error is kept for `status`. The
+ * failure count grows and sets when the window may be retried (retryDelaySeconds).
  */
 export async function failWindow(
   db: Db,
@@ -276,6 +309,9 @@ export async function failWindow(
       status: sql`case when status_before_claim in ('loaded', 'no_data') then status_before_claim else 'failed' end`,
       last_error_code: error.code,
       last_error_message: error.message.slice(0, 2000),
+      failures: sql`failures + 1`,
+      failed_at: sql`now()`,
+      retry_after: sql`now() + ${NEXT_RETRY_DELAY}`,
       lease_owner: null,
       lease_expires_at: null,
       updated_at: sql`now()`,
@@ -297,6 +333,103 @@ export async function releaseLeases(db: Db, owner: string): Promise<number> {
     })
     .where('status', '=', 'running')
     .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
+/** A selection of windows (`cybs-etl windows`): every given filter applies. */
+export interface WindowSelection {
+  pipelines?: readonly string[];
+  organizationId?: string;
+  /** Completeness states (src/state/completeness.ts): a pending row is `not_ready` or `gap`. */
+  states?: readonly string[];
+  /** Windows whose first local day (the key's date) is on or after `from`, on or before `to`. */
+  from?: string;
+  to?: string;
+  windowKey?: string;
+}
+
+/** The condition of a selection over etl.windows. */
+function inSelection(selection: WindowSelection) {
+  return (eb: AnyWindows) => {
+    const all = [];
+    if (selection.pipelines?.length) all.push(eb('pipeline', 'in', [...selection.pipelines]));
+    if (selection.organizationId) all.push(eb('organization_id', '=', selection.organizationId));
+    if (selection.windowKey) all.push(eb('window_key', '=', selection.windowKey));
+    const day = sql<string>`left(window_key, 10)`;
+    if (selection.from) all.push(eb(day, '>=', selection.from));
+    if (selection.to) all.push(eb(day, '<=', selection.to));
+    if (selection.states?.length) {
+      const states = selection.states;
+      const notReady = eb.and([eb('status', '=', 'pending'), eb('last_error_code', '=', 'NOT_READY')]);
+      const gap = eb.and([
+        eb('status', '=', 'pending'),
+        eb(sql<string>`coalesce(last_error_code, '')`, '<>', 'NOT_READY'),
+      ]);
+      const plain = states.filter((s) => s !== 'not_ready' && s !== 'gap' && s !== 'pending');
+      all.push(
+        eb.or([
+          ...(plain.length > 0 ? [eb('status', 'in', plain)] : []),
+          ...(states.includes('not_ready') ? [notReady] : []),
+          ...(states.includes('gap') ? [gap] : []),
+          ...(states.includes('pending') ? [eb('status', '=', 'pending')] : []),
+        ]),
+      );
+    }
+    return eb.and(all);
+  };
+}
+
+/** The windows of a selection, in time order per pipeline and organization. */
+export async function selectWindows(db: Db, selection: WindowSelection): Promise<WindowRow[]> {
+  const rows = await db
+    .selectFrom('etl.windows')
+    .selectAll()
+    .where(inSelection(selection))
+    .orderBy('pipeline')
+    .orderBy('organization_id')
+    .orderBy('window_start')
+    .execute();
+  return rows.map(toWindowRow);
+}
+
+/**
+ * Make the failed windows of a selection due for the next pass at once (`windows retry`): their
+ * backoff is cleared; their attempts and last error stay until they load.
+ */
+export async function markForRetry(db: Db, selection: WindowSelection): Promise<number> {
+  const r = await db
+    .updateTable('etl.windows')
+    .set({ failures: 0, retry_after: null, updated_at: sql`now()` })
+    .where(inSelection({ ...selection, states: ['failed'] }))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
+/**
+ * Forget what is known of the windows of a selection (`windows reset`): they become pending, never
+ * attempted, with no fingerprint, so the next run (or a backfill of their range) loads them again
+ * from the source. Their rows in cybs.* stay until that load replaces them. A window being loaded
+ * (running) is left alone.
+ */
+export async function resetWindows(db: Db, selection: WindowSelection): Promise<number> {
+  const r = await db
+    .updateTable('etl.windows')
+    .set({
+      status: 'pending',
+      status_before_claim: null,
+      attempts: 0,
+      failures: 0,
+      failed_at: null,
+      retry_after: null,
+      last_error_code: null,
+      last_error_message: null,
+      not_ready_since: null,
+      fingerprint: null,
+      updated_at: sql`now()`,
+    })
+    .where(inSelection(selection))
+    .where('status', '<>', 'running')
     .executeTakeFirst();
   return Number(r.numUpdatedRows);
 }
