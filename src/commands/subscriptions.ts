@@ -2,11 +2,21 @@ import type { Command } from 'commander';
 import { createReportingClient } from '../api/reporting-client.js';
 import type { Config } from '../config/schema.js';
 import { configFile } from '../config/load-config.js';
-import { configError } from '../errors.js';
+import { CybsError, configError } from '../errors.js';
 import { applyPlan, fetchLiveSubscriptions } from '../subscriptions/apply.js';
 import type { SubscriptionDeps } from '../subscriptions/apply.js';
 import { liveSettings, managedOrganizations } from '../subscriptions/declared-subscriptions.js';
-import { formatPlan, hasChanges, planSubscriptions } from '../subscriptions/plan.js';
+import {
+  formatPlan,
+  hasChanges,
+  planSubscriptions,
+  protectedDeletions,
+  refusedPruneMessage,
+} from '../subscriptions/plan.js';
+import type { SubscriptionPlan, SubscriptionReader } from '../subscriptions/plan.js';
+import { PIPELINES } from '../../pipelines/index.js';
+import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
+import { YES_OPTION, confirmChange } from './confirm.js';
 import type { CliContext } from './context.js';
 import { SIMULATOR_OPTION, chooseService, connectService } from './service-access.js';
 import { formatTable } from './sql.js';
@@ -48,6 +58,25 @@ function declared(config: Config) {
     );
   }
   return config.subscriptions;
+}
+
+/** The subscriptions the enabled report pipelines read, per organization (what --prune must keep). */
+function readers(ctx: CliContext, config: Config, organizations: string[]): SubscriptionReader[] {
+  return resolvePipelines(PIPELINES, config, { defaultOrganizations: organizations, now: ctx.now() })
+    .filter((p) => p.enabled && p.reportName !== undefined)
+    .map((p) => ({ pipeline: p.name, reportName: p.reportName!, organizations: p.organizations }));
+}
+
+/** Deletions that would take a subscription from an enabled pipeline, as the refusal (exit 1). */
+function refusal(
+  ctx: CliContext,
+  config: Config,
+  api: ApiAccess,
+  plan: SubscriptionPlan,
+): CybsError | undefined {
+  const found = protectedDeletions(plan, readers(ctx, config, api.organizations));
+  if (found.length === 0) return undefined;
+  return new CybsError('SUBSCRIPTION_IN_USE', refusedPruneMessage(found), { stage: 'cli', exitCode: 1 });
 }
 
 function scope(all: string[], only: string | undefined): string[] {
@@ -99,28 +128,49 @@ export function registerSubscriptionsCommand(program: Command, ctx: CliContext):
   command
     .command('plan')
     .description(
-      'show, attribute by attribute, what apply would create, change or delete (exit 2 on changes)',
+      'show, attribute by attribute, what apply would create, change or delete (exit 0; 1 on error; --detailed-exitcode: 2 on changes)',
     )
     .option('--prune', 'plan to delete live subscriptions that config.yaml does not declare', false)
     .option('--organization-id <id>', 'only this organization')
+    .option(
+      '--detailed-exitcode',
+      'exit 2 when there are changes (0 when none, 1 on error), as terraform plan',
+      false,
+    )
     .option(...SIMULATOR_OPTION)
-    .action(async (opts: { prune: boolean; organizationId?: string; simulator: boolean }) => {
-      const config = await ctx.config();
-      const decls = declared(config);
-      const api = await connect(ctx, config, opts.simulator);
-      const orgs = scope(managedOrganizations(decls, api.organizations), opts.organizationId);
-      const plan = planSubscriptions(decls, await fetchLiveSubscriptions(api, orgs), { prune: opts.prune });
-      ctx.io.stdout.write(formatPlan(plan));
-      if (hasChanges(plan)) ctx.exitCode = 2;
-    });
+    .action(
+      async (opts: {
+        prune: boolean;
+        organizationId?: string;
+        detailedExitcode: boolean;
+        simulator: boolean;
+      }) => {
+        const config = await ctx.config();
+        const decls = declared(config);
+        const api = await connect(ctx, config, opts.simulator);
+        const orgs = scope(managedOrganizations(decls, api.organizations), opts.organizationId);
+        const plan = planSubscriptions(decls, await fetchLiveSubscriptions(api, orgs), { prune: opts.prune });
+        ctx.io.stdout.write(formatPlan(plan));
+        const refused = refusal(ctx, config, api, plan);
+        if (refused) throw refused;
+        if (opts.detailedExitcode && hasChanges(plan)) ctx.exitCode = 2;
+      },
+    );
 
   command
     .command('apply')
-    .description('create or update the declared subscriptions (PUT); --prune also deletes undeclared ones')
-    .option('--prune', 'delete live subscriptions that config.yaml does not declare', false)
+    .description(
+      'show the plan, ask, then create or update the declared subscriptions (PUT); --prune also deletes undeclared ones',
+    )
+    .option(
+      '--prune',
+      'delete live subscriptions that config.yaml does not declare (never one an enabled pipeline reads)',
+      false,
+    )
     .option('--organization-id <id>', 'only this organization')
+    .option(...YES_OPTION)
     .option(...SIMULATOR_OPTION)
-    .action(async (opts: { prune: boolean; organizationId?: string; simulator: boolean }) => {
+    .action(async (opts: { prune: boolean; organizationId?: string; yes: boolean; simulator: boolean }) => {
       const config = await ctx.config();
       const decls = declared(config);
       const api = await connect(ctx, config, opts.simulator);
@@ -128,7 +178,15 @@ export function registerSubscriptionsCommand(program: Command, ctx: CliContext):
       const plan = planSubscriptions(decls, await fetchLiveSubscriptions(api, orgs), { prune: opts.prune });
       const out = ctx.io.stdout;
       out.write(formatPlan(plan));
+      const refused = refusal(ctx, config, api, plan);
+      if (refused) throw refused;
       if (!hasChanges(plan)) return;
+      const go = await confirmChange(ctx, {
+        yes: opts.yes,
+        question: 'Apply these changes to the live subscriptions?',
+        what: 'subscriptions apply',
+      });
+      if (!go) return;
       const results = await applyPlan(api, plan);
       out.write('\n');
       for (const r of results) {

@@ -159,3 +159,58 @@ export function formatPlan(plan: SubscriptionPlan): string {
   );
   return `${lines.join('\n')}\n`;
 }
+
+/** A subscription an enabled pipeline reads: its report name, for these organizations. */
+export interface SubscriptionReader {
+  pipeline: string;
+  reportName: string;
+  organizations: readonly string[];
+}
+
+/** A deletion of the plan that would take away a subscription an enabled pipeline reads. */
+export interface ProtectedDeletion {
+  organizationId: string;
+  reportName: string;
+  pipeline: string;
+}
+
+/** The plan's deletions of subscriptions that enabled pipelines read (apply --prune refuses them). */
+export function protectedDeletions(
+  plan: SubscriptionPlan,
+  readers: readonly SubscriptionReader[],
+): ProtectedDeletion[] {
+  const out: ProtectedDeletion[] = [];
+  for (const a of plan.actions) {
+    if (a.kind !== 'delete') continue;
+    for (const r of readers) {
+      if (r.reportName === a.reportName && r.organizations.includes(a.organizationId))
+        out.push({ organizationId: a.organizationId, reportName: a.reportName, pipeline: r.pipeline });
+    }
+  }
+  return out;
+}
+
+/** Why a prune is refused: one sentence naming each subscription, its organizations and the pipeline that reads it. */
+export function refusedPruneMessage(found: readonly ProtectedDeletion[]): string {
+  const groups = new Map<string, { reportName: string; pipeline: string; organizations: string[] }>();
+  for (const p of found) {
+    const key = `${p.reportName}\u0000${p.pipeline}`;
+    const g = groups.get(key) ?? { reportName: p.reportName, pipeline: p.pipeline, organizations: [] };
+    g.organizations.push(p.organizationId);
+    groups.set(key, g);
+  }
+  const named = [...groups.values()]
+    .map((g) => {
+      const orgs =
+        g.organizations.length > 3
+          ? `${g.organizations.slice(0, 3).join(', ')} and ${g.organizations.length - 3} more`
+          : g.organizations.join(', ');
+      return `${g.reportName} of ${orgs} (read by the enabled pipeline ${g.pipeline})`;
+    })
+    .join(', ');
+  const pipelines = [...new Set(found.map((p) => p.pipeline))];
+  return (
+    `--prune would delete ${named}, so nothing was changed: declare ${groups.size === 1 ? 'it' : 'them'} ` +
+    `under subscriptions: in config.yaml, or disable ${pipelines.map((p) => `pipelines.${p}`).join(', ')} (enabled: false) first.`
+  );
+}

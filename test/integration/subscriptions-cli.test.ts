@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/start-simulator.js';
 import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
+import { Readable } from 'node:stream';
+import { runCli } from '../../src/cli.js';
 import { cli } from '../helpers/cli.js';
 import { spawnCli } from '../helpers/cli-process.js';
 
@@ -28,6 +30,11 @@ const WEEKLY = `  - reportName: Exceptions_Weekly
     organizations: [sim_merchant_2]
 `;
 
+/** `pipelines:` that turn off the enabled-by-default report pipelines other than transaction_request. */
+const OTHER_DEFAULT_READERS_OFF =
+  'pipelines:\n  payment_batch_detail: { enabled: false }\n  funding_detail: { enabled: false }\n  conversion_detail: { enabled: false }\n';
+const ALL_DEFAULT_READERS_OFF = `${OTHER_DEFAULT_READERS_OFF}  transaction_request: { enabled: false }\n`;
+
 describe('cybs-etl subscriptions', () => {
   let dir: string;
   let sim: SimulatorHandle | undefined;
@@ -43,7 +50,7 @@ describe('cybs-etl subscriptions', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function setup(options: { defaultSubscriptions: boolean }, subscriptions: string) {
+  async function setup(options: { defaultSubscriptions: boolean }, subscriptions: string, extra = '') {
     sim = await startSimulator({ organizations: 2, transactionsPerDay: 5, ...options });
     const k = sim.portfolioCredentials;
     const env = {
@@ -56,7 +63,7 @@ describe('cybs-etl subscriptions', () => {
     const config = join(dir, `config-${Math.random().toString(36).slice(2)}.yaml`);
     await writeFile(
       config,
-      `log: { level: silent }\ndefaults:\n  organizations: [sim_merchant_1, sim_merchant_2]\nsubscriptions:\n${subscriptions}`,
+      `log: { level: silent }\ndefaults:\n  organizations: [sim_merchant_1, sim_merchant_2]\n${extra}subscriptions:\n${subscriptions}`,
     );
     const run = (...args: string[]) => cli(['--config', config, 'subscriptions', ...args], { env });
     const names = (org: string) =>
@@ -67,9 +74,11 @@ describe('cybs-etl subscriptions', () => {
     return { run, names, sim };
   }
 
-  it('from an empty account: plan shows creations (exit 2), apply creates, then nothing is left to do', async () => {
+  it('from an empty account: plan shows creations (--detailed-exitcode: 2), apply creates, then nothing is left to do', async () => {
     const { run, names, sim } = await setup({ defaultSubscriptions: false }, TR + WEEKLY);
-    const plan = await run('plan');
+    // A plan that succeeds exits 0, changes or not; 2 only when asked, as terraform plan.
+    expect((await run('plan')).code).toBe(0);
+    const plan = await run('plan', '--detailed-exitcode');
     expect(plan.stderr).toBe('');
     expect(plan.code).toBe(2);
     expect(plan.stdout).toContain('Organization sim_merchant_1\n  + TransactionRequestReport_Daily (create)');
@@ -80,7 +89,7 @@ describe('cybs-etl subscriptions', () => {
     expect(plan.stdout).toContain('Plan: 3 to create, 0 to change, 0 to delete.');
     expect(names('sim_merchant_1')).toEqual([]);
 
-    const apply = await run('apply');
+    const apply = await run('apply', '--yes');
     expect(apply.code).toBe(0);
     expect(apply.stdout).toContain('sim_merchant_2 Exceptions_Weekly: created');
     expect(apply.stdout).toContain('Apply complete: 3 change(s).');
@@ -97,12 +106,12 @@ describe('cybs-etl subscriptions', () => {
 
     // Apply twice: the second one changes nothing (no request that could change anything is sent).
     const before = JSON.stringify(sim.store.allSubscriptions());
-    const again = await run('apply');
+    const again = await run('apply', '--yes');
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('No changes: the live subscriptions match config.yaml.');
     expect(again.stdout).not.toContain('Apply complete');
     expect(JSON.stringify(sim.store.allSubscriptions())).toBe(before);
-    expect((await run('plan')).code).toBe(0);
+    expect((await run('plan', '--detailed-exitcode')).code).toBe(0);
 
     const list = await run('list');
     expect(list.code).toBe(0);
@@ -113,8 +122,9 @@ describe('cybs-etl subscriptions', () => {
   });
 
   it('from a drifted account: plan shows the attribute diff, apply --prune converges, twice is a no-op', async () => {
-    const { run, names } = await setup({ defaultSubscriptions: true }, TR);
-    const plan = await run('plan', '--organization-id', 'sim_merchant_1');
+    // The pipelines that read the default subscriptions other than TR's are off: --prune may delete those.
+    const { run, names } = await setup({ defaultSubscriptions: true }, TR, OTHER_DEFAULT_READERS_OFF);
+    const plan = await run('plan', '--organization-id', 'sim_merchant_1', '--detailed-exitcode');
     expect(plan.code).toBe(2);
     expect(plan.stdout).toContain('  ~ TransactionRequestReport_Daily (update)');
     // The default subscription has more fields than declared: the removals are listed one by one.
@@ -130,21 +140,90 @@ describe('cybs-etl subscriptions', () => {
     expect(pruned.stdout).toContain('Plan: 0 to create, 2 to change, 8 to delete.');
 
     // Without --prune, apply leaves undeclared subscriptions alone.
-    const apply = await run('apply');
+    const apply = await run('apply', '--yes');
     expect(apply.code).toBe(0);
     expect(apply.stdout).toContain('sim_merchant_1 TransactionRequestReport_Daily: updated');
     expect(names('sim_merchant_1')).toHaveLength(5);
 
-    const prune = await run('apply', '--prune');
+    const prune = await run('apply', '--prune', '--yes');
     expect(prune.code).toBe(0);
     expect(prune.stdout).toContain('sim_merchant_1 FundingDetailReport_Daily: deleted');
     expect(names('sim_merchant_1')).toEqual(['TransactionRequestReport_Daily']);
     expect(names('sim_merchant_2')).toEqual(['TransactionRequestReport_Daily']);
 
-    const again = await run('apply', '--prune');
+    const again = await run('apply', '--prune', '--yes');
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('No changes');
-    expect((await run('plan', '--prune')).code).toBe(0);
+    expect((await run('plan', '--prune', '--detailed-exitcode')).code).toBe(0);
+  });
+
+  it('apply --prune refuses to delete a subscription an enabled pipeline reads, naming the pipeline; nothing changes', async () => {
+    const { run, names } = await setup({ defaultSubscriptions: true }, TR);
+    const before = names('sim_merchant_1');
+    expect(before).toContain('FundingDetailReport_Daily');
+    const plan = await run('plan', '--prune');
+    expect(plan.code).toBe(1);
+    expect(plan.stdout).toContain('  - FundingDetailReport_Daily (delete)');
+    const apply = await run('apply', '--prune', '--yes');
+    expect(apply.code).toBe(1);
+    expect(apply.stderr).toContain(
+      'FundingDetailReport_Daily of sim_merchant_1, sim_merchant_2 (read by the enabled pipeline funding_detail)',
+    );
+    for (const pipeline of ['payment_batch_detail', 'funding_detail', 'conversion_detail'])
+      expect(apply.stderr).toContain(`pipelines.${pipeline}`);
+    expect(apply.stderr.trim().split('\n')).toHaveLength(1);
+    expect(names('sim_merchant_1')).toEqual(before);
+    // Without --prune the update goes through, and the pipelines keep their subscriptions.
+    expect((await run('apply', '--yes')).code).toBe(0);
+    expect(names('sim_merchant_1')).toEqual(before);
+  });
+
+  it('apply shows the plan and asks on a terminal; elsewhere it needs --yes', async () => {
+    const { names, sim } = await setup({ defaultSubscriptions: false }, TR);
+    const k = sim.portfolioCredentials;
+    const env = {
+      CYBS_BASE_URL: sim.baseUrl,
+      CYBS_MERCHANT_ID: k.merchantId,
+      CYBS_KEY_ID: k.keyId,
+      CYBS_SHARED_SECRET: k.sharedSecret,
+      CYBS_PORTFOLIO_ID: k.portfolioId,
+    };
+    const config = join(dir, 'asks.yaml');
+    await writeFile(
+      config,
+      `log: { level: silent }\ndefaults:\n  organizations: [sim_merchant_1]\nsubscriptions:\n${TR}`,
+    );
+    const apply = async (answer: string | undefined) => {
+      let stdout = '';
+      let stderr = '';
+      const stdin =
+        answer === undefined ? undefined : Object.assign(Readable.from([answer]), { isTTY: true as const });
+      const code = await runCli(['--config', config, 'subscriptions', 'apply'], {
+        env,
+        stdout: { write: (t: string) => (stdout += t) },
+        stderr: { write: (t: string) => (stderr += t) },
+        cwd: dir,
+        ...(stdin ? { stdin } : {}),
+      });
+      return { code, stdout, stderr };
+    };
+    // Not a terminal, no --yes: one sentence, exit 2, nothing sent.
+    const refused = await apply(undefined);
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toContain('Plan: 1 to create, 0 to change, 0 to delete.');
+    expect(refused.stderr).toBe(
+      'cybs-etl: subscriptions apply needs a confirmation and standard input is not a terminal: run it again with --yes to go on without asking.\n',
+    );
+    expect(names('sim_merchant_1')).toEqual([]);
+    // At a terminal: the plan, the question; "n" changes nothing, "y" applies.
+    const no = await apply('n\n');
+    expect(no.code).toBe(0);
+    expect(no.stdout).toContain('Apply these changes to the live subscriptions? [y/N] Nothing changed.');
+    expect(names('sim_merchant_1')).toEqual([]);
+    const yes = await apply('y\n');
+    expect(yes.code).toBe(0);
+    expect(yes.stdout).toContain('sim_merchant_1 TransactionRequestReport_Daily: created');
+    expect(names('sim_merchant_1')).toEqual(['TransactionRequestReport_Daily']);
   });
 
   it('a PUT the service refuses is reported with its message; exit 1; the rest is applied', async () => {
@@ -155,8 +234,8 @@ describe('cybs-etl subscriptions', () => {
         `  - reportName: Extra_${String(i + 1).padStart(2, '0')}\n    reportDefinitionName: TransactionRequestClass\n` +
         `    reportFields: [Request.RequestID]\n    timezone: UTC\n    organizations: [sim_merchant_1]\n`,
     ).join('');
-    const { run, names } = await setup({ defaultSubscriptions: true }, many);
-    const r = await run('apply');
+    const { run, names } = await setup({ defaultSubscriptions: true }, many, ALL_DEFAULT_READERS_OFF);
+    const r = await run('apply', '--yes');
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('sim_merchant_1 Extra_15: created');
     expect(r.stdout).toMatch(
@@ -165,14 +244,14 @@ describe('cybs-etl subscriptions', () => {
     expect(r.stdout).toContain('1 refused request(s)');
     expect(names('sim_merchant_1')).toHaveLength(20);
     // With --prune the undeclared defaults go first, and the last one fits.
-    const pruned = await run('apply', '--prune');
+    const pruned = await run('apply', '--prune', '--yes');
     expect(pruned.code).toBe(0);
     expect(names('sim_merchant_1')).toHaveLength(16);
   });
 
   it('plan exit 2 does not leak into the next command run in the same process', async () => {
     const { run } = await setup({ defaultSubscriptions: false }, TR);
-    expect((await run('plan')).code).toBe(2);
+    expect((await run('plan', '--detailed-exitcode')).code).toBe(2);
     expect(process.exitCode).toBeUndefined();
     expect((await cli(['--version'])).code).toBe(0);
   });
@@ -185,7 +264,7 @@ describe('cybs-etl subscriptions', () => {
       `log: { level: warn }\nsubscriptions:\n${TR.replace('PaymentData.CurrencyCode]', 'PaymentData.CurrencyCode, PaymentData.NoSuchField]')}`,
     );
     // A child process: the log lines go to its stderr (fd 2), which an in-process run cannot capture.
-    const child = spawnCli(['--config', config, 'subscriptions', 'plan'], {
+    const child = spawnCli(['--config', config, 'subscriptions', 'plan', '--detailed-exitcode'], {
       CYBS_BASE_URL: sim.baseUrl,
       ...sim.credentials,
     });
