@@ -267,17 +267,17 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
     command
       .command('retry')
       .description(
-        'retry the failed windows of a selection: the next run takes them at once (their backoff is cleared), or --now loads them now',
+        'retry the failed windows of a selection: the next run takes them at once (their backoff is cleared), or --run loads them now',
       ),
     false,
   )
     .option(
-      '--now',
+      '--run',
       'load them now, with a run of their pipelines (which also loads whatever else is due)',
       false,
     )
     .option(...YES_OPTION)
-    .action(async (opts: SelectionOptions & { now: boolean; yes: boolean }) => {
+    .action(async (opts: SelectionOptions & { run: boolean; yes: boolean }) => {
       const warehouse = await ctx.warehouse();
       const sel = selection(opts);
       const failed = await selectWindows(warehouse.db, { ...sel, states: ['failed'] });
@@ -287,14 +287,14 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
         return;
       }
       out.write(
-        `${failed.length} failed window(s) will be retried ${opts.now ? 'now' : 'by the next run'}:\n${namedWindows(failed)}`,
+        `${failed.length} failed window(s) will be retried ${opts.run ? 'now' : 'by the next run'}:\n${namedWindows(failed)}`,
       );
       if (!(await confirmChange(ctx, { yes: opts.yes, question: 'Retry them?', what: 'windows retry' })))
         return;
       const marked = await markForRetry(warehouse.db, sel);
-      if (!opts.now) {
+      if (!opts.run) {
         out.write(
-          `Marked ${marked} failed window(s) for the next run (cybs-etl run, or the schedule's next pass); add --now to load them now.\n`,
+          `Marked ${marked} failed window(s) for the next run (cybs-etl run, or the schedule's next pass); add --run to load them now.\n`,
         );
         return;
       }
