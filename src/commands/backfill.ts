@@ -13,7 +13,7 @@ import type { CalendarWindow } from '../pipeline/plan-windows.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { SIMULATOR_OPTION } from './service-access.js';
 
-function isoDay(value: string): string {
+export function isoDay(value: string): string {
   try {
     dayNumber(value);
     return value;

@@ -5,7 +5,7 @@ import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { Config } from '../config/schema.js';
 import type { Db } from '../load/warehouse.js';
-import { readStatus } from '../state/status.js';
+import { emptyStatus, readStatus } from '../state/status.js';
 import { attentionItems, pairKey, readPipelineShapes, readWindowStates } from '../state/completeness.js';
 import type { AttentionItem, Completeness } from '../state/completeness.js';
 import { assessPipelines, withRecordedShapes } from '../pipeline/plan-windows.js';
@@ -172,16 +172,7 @@ function withCompleteness(
   });
   for (const c of byPair.values()) {
     rows.push({
-      pipeline: c.pipeline,
-      organizationId: c.organizationId,
-      lastLoadedWindow: null,
-      lastLoadedStart: null,
-      lastLoadedEnd: null,
-      lagSeconds: null,
-      windows: {},
-      notReady: [],
-      failed: [],
-      rejects: 0,
+      ...emptyStatus(c.pipeline, c.organizationId),
       expected: c.expected,
       gaps: c.gaps,
       behind: c.behind,

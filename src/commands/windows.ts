@@ -15,6 +15,7 @@ import { YES_OPTION, confirmChange } from './confirm.js';
 import type { CliContext } from './context.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
 import { splitList } from './run.js';
+import { isoDay } from './backfill.js';
 import { formatTable } from './sql.js';
 
 /**
@@ -29,15 +30,6 @@ interface SelectionOptions {
   status?: WindowState[];
   from?: string;
   to?: string;
-}
-
-function isoDay(value: string): string {
-  try {
-    dayNumber(value);
-    return value;
-  } catch {
-    throw new InvalidArgumentError('expected a date written YYYY-MM-DD.');
-  }
 }
 
 function windowStates(value: string): WindowState[] {

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../load/warehouse.js';
 import type { ReportSchedule } from '../time/report-periods.js';
-import type { WindowStatus } from './windows.js';
+import { toWindowRow } from './windows.js';
+import type { WindowRow } from './windows.js';
 
 /**
  * Completeness, per pipeline and organization: the windows that should be loaded (the expected
@@ -16,19 +17,21 @@ export const WINDOW_STATES = ['loaded', 'no_data', 'not_ready', 'failed', 'runni
 export type WindowState = (typeof WINDOW_STATES)[number];
 
 /** What planning and completeness need of one etl.windows row. */
-export interface WindowStateRow {
-  pipeline: string;
-  organizationId: string;
-  windowKey: string;
-  start: Date;
-  end: Date;
-  status: WindowStatus;
-  attempts: number;
-  failures: number;
-  lastErrorCode: string | null;
-  lastErrorMessage: string | null;
-  notReadySince: Date | null;
-  retryAfter: Date | null;
+export interface WindowStateRow extends Pick<
+  WindowRow,
+  | 'pipeline'
+  | 'organizationId'
+  | 'windowKey'
+  | 'start'
+  | 'end'
+  | 'status'
+  | 'attempts'
+  | 'failures'
+  | 'lastErrorCode'
+  | 'lastErrorMessage'
+  | 'notReadySince'
+  | 'retryAfter'
+> {
   /** A failed window's backoff has passed (by the database's clock, which also set retry_after). */
   retryDue: boolean;
 }
@@ -54,6 +57,17 @@ export interface GapSpan {
   end: Date;
 }
 
+/** A failed window as status shows it. */
+export interface FailedWindow {
+  windowKey: string;
+  code: string | null;
+  message: string | null;
+  attempts: number;
+  /** Failed attempts in a row (the backoff's step), and when a run may retry it. */
+  failures: number;
+  retryAfter: Date | null;
+}
+
 export interface Completeness {
   pipeline: string;
   organizationId: string;
@@ -61,14 +75,7 @@ export interface Completeness {
   expected: number;
   counts: Record<WindowState, number>;
   gaps: GapSpan[];
-  failed: {
-    windowKey: string;
-    code: string | null;
-    message: string | null;
-    attempts: number;
-    failures: number;
-    retryAfter: Date | null;
-  }[];
+  failed: FailedWindow[];
   notReady: { windowKey: string; since: Date | null; message: string | null }[];
   /** The newest window that should be loaded by now. */
   newestExpected: string | null;
@@ -225,42 +232,14 @@ export async function readWindowStates(
   db: Db,
   filter: { pipelines?: readonly string[]; organizationId?: string } = {},
 ): Promise<WindowStateRow[]> {
-  const pipelines = filter.pipelines ? sql`and pipeline = any(${[...filter.pipelines]}::text[])` : sql``;
-  const organization = filter.organizationId ? sql`and organization_id = ${filter.organizationId}` : sql``;
-  const rows = await sql<{
-    pipeline: string;
-    organization_id: string;
-    window_key: string;
-    window_start: Date;
-    window_end: Date;
-    status: WindowStatus;
-    attempts: number;
-    failures: number;
-    last_error_code: string | null;
-    last_error_message: string | null;
-    not_ready_since: Date | null;
-    retry_after: Date | null;
-    retry_due: boolean;
-  }>`select pipeline, organization_id, window_key, window_start, window_end, status, attempts, failures,
-            last_error_code, last_error_message, not_ready_since, retry_after,
-            (retry_after is null or retry_after <= now()) as retry_due
-       from etl.windows where true ${pipelines} ${organization}
-      order by pipeline, organization_id, window_start`.execute(db);
-  return rows.rows.map((r) => ({
-    pipeline: r.pipeline,
-    organizationId: r.organization_id,
-    windowKey: r.window_key,
-    start: new Date(r.window_start),
-    end: new Date(r.window_end),
-    status: r.status,
-    attempts: Number(r.attempts),
-    failures: Number(r.failures),
-    lastErrorCode: r.last_error_code,
-    lastErrorMessage: r.last_error_message,
-    notReadySince: r.not_ready_since ? new Date(r.not_ready_since) : null,
-    retryAfter: r.retry_after ? new Date(r.retry_after) : null,
-    retryDue: r.retry_due === true,
-  }));
+  let q = db
+    .selectFrom('etl.windows')
+    .selectAll()
+    .select(sql<boolean>`(retry_after is null or retry_after <= now())`.as('retry_due'));
+  if (filter.pipelines) q = q.where('pipeline', 'in', [...filter.pipelines]);
+  if (filter.organizationId) q = q.where('organization_id', '=', filter.organizationId);
+  const rows = await q.orderBy('pipeline').orderBy('organization_id').orderBy('window_start').execute();
+  return rows.map((r) => ({ ...toWindowRow(r), retryDue: r.retry_due === true }));
 }
 
 /** Rows grouped by pipeline and organization (`pipeline \0 organization`), each by window key. */

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../load/warehouse.js';
+import type { FailedWindow } from './completeness.js';
 
 export interface PipelineOrgStatus {
   pipeline: string;
@@ -11,16 +12,24 @@ export interface PipelineOrgStatus {
   lagSeconds: number | null;
   windows: Record<string, number>;
   notReady: { windowKey: string; since: Date | null; message: string | null }[];
-  failed: {
-    windowKey: string;
-    code: string | null;
-    message: string | null;
-    attempts: number;
-    /** Failed attempts in a row (the backoff's step), and when a run may retry it. */
-    failures: number;
-    retryAfter: Date | null;
-  }[];
+  failed: FailedWindow[];
   rejects: number;
+}
+
+/** The status of a pipeline and organization of which nothing is held yet. */
+export function emptyStatus(pipeline: string, organizationId: string): PipelineOrgStatus {
+  return {
+    pipeline,
+    organizationId,
+    lastLoadedWindow: null,
+    lastLoadedStart: null,
+    lastLoadedEnd: null,
+    lagSeconds: null,
+    windows: {},
+    notReady: [],
+    failed: [],
+    rejects: 0,
+  };
 }
 
 export interface RunRow {
@@ -95,18 +104,7 @@ export async function readStatus(
     const key = `${pipeline}\u0000${organizationId}`;
     let e = byKey.get(key);
     if (!e) {
-      e = {
-        pipeline,
-        organizationId,
-        lastLoadedWindow: null,
-        lastLoadedStart: null,
-        lastLoadedEnd: null,
-        lagSeconds: null,
-        windows: {},
-        notReady: [],
-        failed: [],
-        rejects: 0,
-      };
+      e = emptyStatus(pipeline, organizationId);
       byKey.set(key, e);
     }
     return e;

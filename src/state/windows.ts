@@ -70,7 +70,7 @@ function isWindow(ref: WindowRef) {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-function toWindowRow(r: any): WindowRow {
+export function toWindowRow(r: any): WindowRow {
   return {
     id: Number(r.id),
     pipeline: r.pipeline,

@@ -71,7 +71,7 @@ describe('cybs-etl subscriptions', () => {
         .activeSubscriptions(org)
         .map((s) => s.reportName)
         .sort();
-    return { run, names, sim };
+    return { run, names, sim, env };
   }
 
   it('from an empty account: plan shows creations (--detailed-exitcode: 2), apply creates, then nothing is left to do', async () => {
@@ -179,15 +179,7 @@ describe('cybs-etl subscriptions', () => {
   });
 
   it('apply shows the plan and asks on a terminal; elsewhere it needs --yes', async () => {
-    const { names, sim } = await setup({ defaultSubscriptions: false }, TR);
-    const k = sim.portfolioCredentials;
-    const env = {
-      CYBS_BASE_URL: sim.baseUrl,
-      CYBS_MERCHANT_ID: k.merchantId,
-      CYBS_KEY_ID: k.keyId,
-      CYBS_SHARED_SECRET: k.sharedSecret,
-      CYBS_PORTFOLIO_ID: k.portfolioId,
-    };
+    const { names, env } = await setup({ defaultSubscriptions: false }, TR);
     const config = join(dir, 'asks.yaml');
     await writeFile(
       config,
