@@ -52,7 +52,8 @@ async function holeyWarehouse(world: E2eWorld): Promise<void> {
   world.sim.setFaults([]);
 }
 
-describe('catching up on gaps and failed windows', () => {
+// Several CLI passes each over the simulator: generous on a busy machine.
+describe('catching up on gaps and failed windows', { timeout: 240_000 }, () => {
   let world: E2eWorld | undefined;
   afterEach(async () => {
     await world?.close();

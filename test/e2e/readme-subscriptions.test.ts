@@ -20,11 +20,12 @@ async function readmeExample(): Promise<string> {
   return block[1]!;
 }
 
-describe("the README's subscriptions example", () => {
+// A run of every default pipeline over the simulator: generous on a busy machine.
+describe("the README's subscriptions example", { timeout: 240_000 }, () => {
   let world: E2eWorld;
   beforeAll(async () => {
     world = await createE2eWorld({ prefix: 'readmesubs', configExtra: await readmeExample() });
-  });
+  }, 240_000);
   afterAll(async () => {
     await world?.close();
   });

@@ -16,7 +16,8 @@ interface Listed {
   attempts: number | null;
 }
 
-describe('cybs-etl windows', () => {
+// Several CLI passes each over the simulator: generous on a busy machine.
+describe('cybs-etl windows', { timeout: 240_000 }, () => {
   let world: E2eWorld;
   const list = async (...args: string[]) => {
     const r = await world.run(['windows', 'list', ...TR, '--json', ...args]);
@@ -39,7 +40,7 @@ describe('cybs-etl windows', () => {
     world.sim.setFaults('download:500');
     expect((await world.run(['backfill', '--from', '2024-03-07', '--to', '2024-03-07', ...TR])).code).toBe(1);
     world.sim.setFaults([]);
-  });
+  }, 240_000);
   afterAll(async () => {
     await world?.close();
   });
