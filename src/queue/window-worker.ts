@@ -1,6 +1,6 @@
 import type { Job } from 'pg-boss';
 import { CybsError } from '../errors.js';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { runWindow } from '../pipeline/run-pipelines.js';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { RunCoordinator } from 'node-cron';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 
 /**
  * node-cron's run coordinator on PostgreSQL: several `cybs-etl schedule` instances against one

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { ExpressionBuilder } from 'kysely';
 import { CybsError } from '../errors.js';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 
 /**
  * The advisory-lock space of lease owners: a process holds (LEASE_LOCK_SPACE, hashtext(owner)) on
