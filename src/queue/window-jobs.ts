@@ -34,6 +34,11 @@ export function windowJobKey(ref: { pipeline: string; organizationId: string; wi
   return `${ref.pipeline}|${ref.organizationId}|${ref.windowKey}`;
 }
 
+/** A job attempt's claim on its window (etl.windows.claim): the job and which of its attempts. */
+export function jobClaim(attempt: { id: string; retryCount: number }): string {
+  return `${attempt.id}/${attempt.retryCount}`;
+}
+
 /** A credential's group id: a hash, so that no key id is written to the queue's tables. */
 export function credentialGroup(credential: { merchantId: string; keyId: string }): string {
   return createHash('sha256')

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import cron from 'node-cron';
-import type { RunCoordinator, ScheduledTask } from 'node-cron';
+import type { ScheduledTask } from 'node-cron';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
@@ -18,7 +18,6 @@ export type RunPass = (
 
 export interface SchedulerOptions {
   pipelines: readonly ResolvedPipeline[];
-  coordinator: RunCoordinator;
   /** Run every pipeline once at start, to catch up windows missed while the daemon was down. */
   catchUp: boolean;
   metricsPort: number;
@@ -53,8 +52,8 @@ export interface RunningScheduler {
 
 /**
  * The `cybs-etl schedule` daemon: a node-cron task per pipeline in its time zone, no overlapping
- * passes of one pipeline, every fire run by exactly one instance (the PostgreSQL run coordinator),
- * catch-up at start, /healthz (liveness), /readyz (readiness.ts) and Prometheus /metrics. The HTTP
+ * passes of one pipeline in an instance (every instance may fire: a pass plans and enqueues its
+ * windows, and the window queue's singleton keys make one job of each window), catch-up at start, /healthz (liveness), /readyz (readiness.ts) and Prometheus /metrics. The HTTP
  * server listens before any task starts, so an address that cannot be used fails the start with
  * nothing left running.
  */
@@ -179,16 +178,9 @@ export async function startScheduler(
         name: `cybs-etl:${pipeline.name}`,
         timezone: pipeline.schedule.timezone,
         noOverlap: true,
-        distributed: true,
-        runCoordinator: options.coordinator,
         suppressMissedWarning: true,
       },
     );
-    task.on('execution:skipped', (ctx) => {
-      // Due all the same: another instance runs it (or, on a coordinator error, nobody does).
-      lastDue.set(pipeline.name, new Date());
-      deps.logger.debug({ pipeline: pipeline.name, reason: ctx.reason }, 'fire taken by another instance');
-    });
     await task.start();
     tasks.set(pipeline.name, task);
     deps.logger.info(
