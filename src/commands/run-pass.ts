@@ -22,6 +22,8 @@ export interface PassOptions {
   organizationId?: string;
   range?: { from: string; to: string };
   force?: boolean;
+  /** A schedule pass: its cron fire's scheduled time (PlanOptions.firedAt). */
+  firedAt?: Date;
   concurrency?: number;
   signal?: AbortSignal;
   drain?: AbortSignal;
@@ -159,6 +161,7 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
           ...(options.organizationId ? { organizationId: options.organizationId } : {}),
           ...(options.range ? { range: options.range } : {}),
           force: options.force ?? false,
+          ...(options.firedAt ? { firedAt: options.firedAt } : {}),
           runId,
           now: rt.now,
           detach: options.queue?.detach ?? false,

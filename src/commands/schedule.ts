@@ -83,10 +83,11 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
           {
             logger: rt.logger,
             metrics: rt.metrics,
-            runPass: async (selected, trigger, signals) => {
+            runPass: async (selected, trigger, signals, firedAt) => {
               const summary = await runPass(rt, {
                 command: 'schedule',
                 trigger,
+                ...(firedAt ? { firedAt } : {}),
                 pipelines: selected,
                 signal: signals.abort,
                 drain: signals.drain,

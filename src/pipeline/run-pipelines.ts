@@ -94,6 +94,11 @@ export interface PlanOptions {
   range?: { from: string; to: string };
   /** Re-load windows that are already loaded (backfill --force). */
   force?: boolean;
+  /**
+   * The scheduled time of the cron fire this pass plans for: a lookback window loaded since then
+   * (by another schedule instance's pass of the same fire) is not loaded again for it.
+   */
+  firedAt?: Date;
   now: () => Date;
 }
 
@@ -291,17 +296,19 @@ export async function planJobs(db: Db, options: PlanOptions): Promise<PlannedJob
       if (windows.length === 0) continue;
       await ensureWindows(db, windows);
       const states = new Map(
-        (await listWindows(db, { pipeline: pipeline.name, organizationId })).map((w) => [
-          w.windowKey,
-          w.status,
-        ]),
+        (await listWindows(db, { pipeline: pipeline.name, organizationId })).map((w) => [w.windowKey, w]),
       );
       for (const window of windows) {
-        const again = options.force === true || reload.has(window.windowKey);
+        const state = states.get(window.windowKey);
+        const loadedForThisFire =
+          options.firedAt !== undefined &&
+          state?.loadedAt != null &&
+          state.loadedAt.getTime() >= options.firedAt.getTime();
+        const again = options.force === true || (reload.has(window.windowKey) && !loadedForThisFire);
         const claimable: WindowStatus[] = again
           ? ['pending', 'failed', 'loaded', 'no_data']
           : ['pending', 'failed'];
-        const status = states.get(window.windowKey);
+        const status = state?.status;
         if (status && status !== 'running' && !claimable.includes(status)) continue;
         jobs.push({ pipeline, window, claimable });
       }

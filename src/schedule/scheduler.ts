@@ -9,11 +9,15 @@ import type { SchedulePass } from '../state/runs.js';
 import { errorMessage } from '../errors.js';
 import { judgeReadiness, READY_GRACE_MS } from './readiness.js';
 
-/** Runs one pass over the given pipelines (a run row, windows, summary); provided by the command. */
+/**
+ * Runs one pass over the given pipelines (a run row, windows, summary); provided by the command.
+ * `firedAt`: the cron fire's scheduled time, the same in every instance (none for a catch-up pass).
+ */
 export type RunPass = (
   pipelines: ResolvedPipeline[],
   trigger: string,
   signals: { abort: AbortSignal; drain: AbortSignal },
+  firedAt?: Date,
 ) => Promise<void>;
 
 export interface SchedulerOptions {
@@ -72,7 +76,7 @@ export async function startScheduler(
   };
   const busy = new Set<string>();
   const lastDue = new Map<string, Date>();
-  const pass = (pipeline: ResolvedPipeline, trigger: string) => {
+  const pass = (pipeline: ResolvedPipeline, trigger: string, firedAt?: Date) => {
     if (busy.has(pipeline.name)) {
       deps.logger.warn({ pipeline: pipeline.name }, 'previous pass still running; this fire is skipped');
       return Promise.resolve();
@@ -80,7 +84,7 @@ export async function startScheduler(
     busy.add(pipeline.name);
     return track(
       deps
-        .runPass([pipeline], trigger, { abort: controller.signal, drain: draining.signal })
+        .runPass([pipeline], trigger, { abort: controller.signal, drain: draining.signal }, firedAt)
         .catch((error) => deps.logger.error({ err: error, pipeline: pipeline.name }, 'scheduled pass failed'))
         .finally(() => busy.delete(pipeline.name)),
     );
@@ -170,9 +174,9 @@ export async function startScheduler(
   for (const pipeline of options.pipelines) {
     const task = cron.createTask(
       pipeline.schedule.cron,
-      () => {
+      (ctx) => {
         lastDue.set(pipeline.name, new Date());
-        return pass(pipeline, 'schedule');
+        return pass(pipeline, 'schedule', new Date(Math.floor(ctx.date.getTime() / 1000) * 1000));
       },
       {
         name: `cybs-etl:${pipeline.name}`,
