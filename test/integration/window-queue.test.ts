@@ -12,7 +12,7 @@ import { silentLogger } from '../../src/observability/logger.js';
 import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
 import { planJobs } from '../../src/pipeline/run-pipelines.js';
 import type { WindowExecutor } from '../../src/pipeline/run-pipelines.js';
-import { toJobData } from '../../src/queue/window-jobs.js';
+import { jobClaim, toJobData } from '../../src/queue/window-jobs.js';
 import { queueLine, readQueueCounts } from '../../src/queue/queue-status.js';
 import { openWindowQueue, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE } from '../../src/queue/window-queue.js';
 import type { WindowQueue } from '../../src/queue/window-queue.js';
@@ -272,7 +272,7 @@ describe('the window queue (pg-boss)', () => {
     await until(async () => a.inFlight === 0);
     await a.stop(1000);
     await b.stop(1000);
-    expect(committed).toEqual([`${id}/1`]);
+    expect(committed).toEqual([jobClaim({ id, retryCount: 1 })]);
     const [window] = await listWindows(warehouse.db, { organizationId: 'org1' });
     expect([window!.status, window!.attempts, window!.claim]).toEqual(['loaded', 2, null]);
     expect(await jobStates()).toEqual([`${WINDOW_QUEUE}:completed`]);
@@ -289,7 +289,7 @@ describe('the window queue (pg-boss)', () => {
     // The job's next attempt loads it.
     await until(async () => (await jobStates()).includes(`${WINDOW_QUEUE}:completed`));
     await a.stop(1000);
-    expect(committed).toEqual([`${id}/1`]);
+    expect(committed).toEqual([jobClaim({ id, retryCount: 1 })]);
     const [window] = await listWindows(warehouse.db, { organizationId: 'org1' });
     expect(window!.status).toBe('loaded');
   });
