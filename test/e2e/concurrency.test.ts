@@ -24,12 +24,14 @@ create table public.window_audit (
   old_attempt_active boolean, at timestamptz not null default clock_timestamp()
 );
 -- Whether the job attempt a claim names ("<job id>/<retry>@<host>:<pid>") is running now.
-create function public.attempt_active(claim text) returns boolean language sql as $$
-  select exists (select 1 from pgboss.job j
+-- (plpgsql: its body is checked when it runs, once the queue's schema exists)
+create function public.attempt_active(claim text) returns boolean language plpgsql as $$
+begin
+  return exists (select 1 from pgboss.job j
                   where j.name = 'cybs_etl_windows' and j.state = 'active'
                     and j.id = split_part(claim, '/', 1)::uuid
-                    and j.retry_count = split_part(split_part(claim, '/', 2), '@', 1)::int)
-$$;
+                    and j.retry_count = split_part(split_part(claim, '/', 2), '@', 1)::int);
+end $$;
 create function public.audit_window() returns trigger language plpgsql as $$
 begin
   insert into public.window_audit (pipeline, organization_id, window_key, old_status, new_status, old_owner, new_owner, old_attempt_active)
