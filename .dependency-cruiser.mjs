@@ -121,6 +121,18 @@ export default {
       { path: '^src/commands/' },
     ),
     forbid(
+      'warehouse-below-load',
+      'warehouse/ holds connections, migrations and database errors: the loader and the state use it, never the reverse.',
+      { path: '^src/warehouse/' },
+      { path: '^src/(load|parse|api|extract|pipeline|state|queue|schedule|commands|analytics)/' },
+    ),
+    forbid(
+      'parse-formats-apart',
+      'Each format folder of parse/ reads its own format; what they share lives in parse/ itself.',
+      { path: '^src/parse/(csv|xml|json)/' },
+      { path: '^src/parse/(csv|xml|json)/', pathNot: '^src/parse/$1/' },
+    ),
+    forbid(
       'config-not-to-pipeline',
       'Configuration is read before any pipeline exists.',
       {

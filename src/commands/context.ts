@@ -4,7 +4,7 @@ import { configError, isCybsError } from '../errors.js';
 import type { EnvSettings } from '../config/env.js';
 import { configFile, configWarnings, loadConfig } from '../config/load-config.js';
 import type { Config } from '../config/schema.js';
-import type { Warehouse } from '../load/warehouse.js';
+import type { Warehouse } from '../warehouse/warehouse.js';
 import { createLogger } from '../observability/logger.js';
 import { unreachableWarehouse } from './explain-error.js';
 import type { Logger } from '../observability/logger.js';
@@ -125,8 +125,8 @@ export class CliContext {
       };
     }
     // Loaded on demand: commands that never touch the warehouse do not pay for kysely and pg.
-    const { openWarehouse } = await import('../load/warehouse.js');
-    const { migrateToLatest } = await import('../load/migrate.js');
+    const { openWarehouse } = await import('../warehouse/warehouse.js');
+    const { migrateToLatest } = await import('../warehouse/migrate.js');
     const warehouse = await openWarehouse({ url, path: config.warehouse.path });
     this.closers.push(() => warehouse.close());
     if (options.migrate !== false) {

@@ -1,4 +1,4 @@
-import type { Warehouse } from '../load/warehouse.js';
+import type { Warehouse } from '../warehouse/warehouse.js';
 import { closeAbandonedRuns, finishRun, RUN_LOCK_SPACE, runHolderKey, startRun } from '../state/runs.js';
 import type { ProgressEvent, RunSummary } from '../pipeline/run-pipelines.js';
 import { runQueuedPass } from '../queue/queue-pass.js';

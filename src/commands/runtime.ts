@@ -3,7 +3,7 @@ import type { ReportingClient } from '../api/reporting-client.js';
 import type { ReportSubscription } from '../api/types.js';
 import { isApiError } from '../api/errors.js';
 import type { Config } from '../config/schema.js';
-import type { Warehouse } from '../load/warehouse.js';
+import type { Warehouse } from '../warehouse/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import { createMetrics, endpointLabel } from '../observability/metrics.js';
 import { OneTimeReports } from '../extract/one-time-reports.js';

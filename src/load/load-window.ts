@@ -22,13 +22,13 @@ import { PG_TYPES } from '../catalog/index.js';
 import type { PgType } from '../catalog/index.js';
 import type { LoadValue, RawCopyTextBody, RawCsvBody, RawCsvChecks } from '../copy-text/bodies.js';
 import { isFastPathRefusal, isSourceFailure, refuseFastPath } from '../copy-text/fast-path-refusal.js';
-import { RAW_CSV_COPY_OPTIONS, copyTextField } from './fast-csv.js';
+import { RAW_CSV_COPY_OPTIONS, copyTextField } from '../parse/csv/raw-csv-report.js';
 import { LineMap } from './line-map.js';
-import { LOAD_ERROR_CODES, toLoadError } from './load-errors.js';
+import { LOAD_ERROR_CODES, toLoadError } from '../warehouse/database-errors.js';
 import { assertRawTextCopyable, copyRawText, copyRawTextLines } from './raw-text-copy.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
 import type { ColumnDecl, LoadBatch, LoadSource, SourceColumn, TableDecl } from './table-spec.js';
-import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
+import type { Db, Warehouse, WarehouseSession } from '../warehouse/warehouse.js';
 
 /**
  * Exactly-once load of one window into one or more cybs.* tables, in ONE transaction on one
@@ -1731,7 +1731,7 @@ async function* appendToLines(
 }
 
 /**
- * The fast path (src/load/fast-csv.ts): the file's data records go to one COPY (as COPY text with
+ * The fast path (src/parse/csv/raw-csv-report.ts): the file's data records go to one COPY (as COPY text with
  * a comma delimiter, most of them unchanged) into the typed staging table, so PostgreSQL splits
  * and casts them in C,
  * while the scanner checks every record on its way (a value of a non-text column must be in the

@@ -1,5 +1,5 @@
 /**
- * A loader source given as ready COPY text lines (the fast XML path, src/parse/xml-fast.ts): each
+ * A loader source given as ready COPY text lines (the fast XML path, src/parse/xml/raw-xml-report.ts): each
  * line holds the source's columns, `\N` for an empty value, and the record number as its last
  * field. Every non-text value must already be in the one form that the catalog's coercer and
  * PostgreSQL's input function read identically — the producer checks each with
@@ -17,7 +17,7 @@ import { isFastPathRefusal, isSourceFailure, refuseFastPath } from '../copy-text
 import { errorMessage } from '../errors.js';
 import { KEY_LINEAGE_COLUMNS, quoteIdent } from './ddl.js';
 import type { TableDecl } from './table-spec.js';
-import type { Db, Warehouse, WarehouseSession } from './warehouse.js';
+import type { Db, Warehouse, WarehouseSession } from '../warehouse/warehouse.js';
 
 /** COPY `body` into the typed staging table `stagingName`; the rows staged. */
 export async function copyRawText(

@@ -100,7 +100,7 @@ export interface LoadSource {
   columns: SourceColumn[];
   batches: AsyncIterable<LoadBatch>;
   /**
-   * The data bytes of a CSV file for the fast path (src/load/fast-csv.ts): when set, `batches` is
+   * The data bytes of a CSV file for the fast path (src/parse/csv/raw-csv-report.ts): when set, `batches` is
    * not read and the bytes go straight to COPY; the load throws LOAD_FAST_PATH_REFUSED (rolling
    * back the window) when the file needs the per-row path.
    */

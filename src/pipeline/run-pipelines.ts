@@ -1,4 +1,4 @@
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import { isCybsError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import {

@@ -1,4 +1,4 @@
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import { countOutcome, planJobs } from '../pipeline/run-pipelines.js';
 import type {

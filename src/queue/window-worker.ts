@@ -1,7 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import type { Job } from 'pg-boss';
 import { CybsError } from '../errors.js';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { createLimiter } from '../pipeline/limiter.js';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { sql } from 'kysely';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 
 export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'interrupted'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];

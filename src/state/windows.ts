@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { ExpressionBuilder } from 'kysely';
 import { CybsError } from '../errors.js';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 
 export const WINDOW_STATUSES = ['pending', 'running', 'loaded', 'no_data', 'failed'] as const;
 export type WindowStatus = (typeof WINDOW_STATUSES)[number];

@@ -15,7 +15,7 @@ import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { isFastPathRefusal } from '../../src/copy-text/fast-path-refusal.js';
 import { loadWindow } from '../../src/load/load-window.js';
 import type { LoadWindowResult } from '../../src/load/load-window.js';
-import { NEW_COLUMN_REASON, openRawXmlReport } from '../../src/parse/xml-fast.js';
+import { NEW_COLUMN_REASON, openRawXmlReport } from '../../src/parse/xml/raw-xml-report.js';
 import { openRawXmlTargets, openXmlFileTargets } from '../../src/pipeline/xml-load-targets.js';
 import { warehouseBackends } from '../helpers/load.js';
 import type { OpenedWarehouse } from '../helpers/load.js';

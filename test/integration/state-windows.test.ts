@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest } from '../../src/load/migrate.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
-import type { Warehouse } from '../../src/load/warehouse.js';
+import { migrateToLatest } from '../../src/warehouse/migrate.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
+import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import {
   closeAbandonedRuns,
   finishRun,

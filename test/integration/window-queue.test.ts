@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load-config.js';
-import { migrateToLatest } from '../../src/load/migrate.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
-import type { Warehouse } from '../../src/load/warehouse.js';
+import { migrateToLatest } from '../../src/warehouse/migrate.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
+import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
 import { planJobs } from '../../src/pipeline/run-pipelines.js';

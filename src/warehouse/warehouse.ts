@@ -5,7 +5,7 @@ import pg from 'pg';
 import { from as copyFromStream } from 'pg-copy-streams';
 import { CybsError, isCybsError } from '../errors.js';
 import { redactUrlPasswords } from '../observability/redact.js';
-import { isConnectionLost, LOAD_ERROR_CODES } from './load-errors.js';
+import { isConnectionLost, LOAD_ERROR_CODES } from './database-errors.js';
 import { openEmbeddedServer } from './embedded-server.js';
 
 /** Kysely over an untyped schema: table shapes come from data (report headers), not from code. */

@@ -28,12 +28,12 @@
  *  - An empty file, or a metadata line without a header → thrown `PARSE_EMPTY`. Metadata + header
  *    and no rows is a valid, empty report.
  */
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
 import type { Parser } from 'csv-parse';
-import { CybsError } from '../errors.js';
-import { INVALID, coerceTimestamptz, guessReportDefinition, resolveHeader } from '../catalog/index.js';
-import type { TypedValue } from '../catalog/index.js';
+import { CybsError } from '../../errors.js';
+import { INVALID, coerceTimestamptz, guessReportDefinition, resolveHeader } from '../../catalog/index.js';
+import type { TypedValue } from '../../catalog/index.js';
 import {
   BatchBuilder,
   ColumnSet,
@@ -43,18 +43,20 @@ import {
   invalidValueReject,
   parseError,
   summaryOf,
-} from './records.js';
-import { Utf8Guard, holdsInvalidUtf8, showInvalidUtf8 } from './text-encoding.js';
-import type { OpenReportOptions, RecordBatch, RecordSource, ReportInput, ReportMetadata } from './records.js';
+  toReadable,
+} from '../records.js';
+import { Utf8Guard, holdsInvalidUtf8, showInvalidUtf8 } from '../text-encoding.js';
+import type {
+  OpenReportOptions,
+  RecordBatch,
+  RecordSource,
+  ReportInput,
+  ReportMetadata,
+} from '../records.js';
 
-/** The largest record, in characters, either CSV path reads (fast-csv.ts refuses larger ones in bytes). */
+/** The largest record, in characters, either CSV path reads (raw-csv-report.ts refuses larger ones in bytes). */
 export const MAX_RECORD_SIZE = 32 * 1024 * 1024;
 const RANGE = /^\s*(\d{4}-\d{2}-\d{2}\S*)\s+to\s+(\d{4}-\d{2}-\d{2}\S*)\s*$/;
-
-export function toReadable(input: ReportInput): Readable {
-  if (input instanceof Readable) return input;
-  return Readable.from(input as AsyncIterable<Uint8Array | string>, { objectMode: false });
-}
 
 /** Reads a stream of objects in bursts (all that is buffered), not one promise per object. */
 export class ObjectReader<T> {

@@ -7,13 +7,13 @@
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CATALOG_FIELDS, coerceValue, findField } from '../../../src/catalog/index.js';
-import { XML_REPEATED_GROUPS } from '../../../src/catalog/child-tables.js';
-import { PERIOD_FIELDS, filterToWindow } from '../../../src/extract/one-time-reports.js';
-import { canonicalCopyValue } from '../../../src/copy-text/canonical.js';
-import { openXmlReport } from '../../../src/parse/xml-report.js';
-import type { OpenXmlReportOptions } from '../../../src/parse/xml-report.js';
-import { chunked, collect, rowsOf, samplesDir } from './helpers.js';
+import { CATALOG_FIELDS, coerceValue, findField } from '../../../../src/catalog/index.js';
+import { XML_REPEATED_GROUPS } from '../../../../src/catalog/child-tables.js';
+import { PERIOD_FIELDS, filterToWindow } from '../../../../src/extract/one-time-reports.js';
+import { canonicalCopyValue } from '../../../../src/copy-text/canonical.js';
+import { openXmlReport } from '../../../../src/parse/xml/xml-report.js';
+import type { OpenXmlReportOptions } from '../../../../src/parse/xml/xml-report.js';
+import { chunked, collect, rowsOf, samplesDir } from '../helpers.js';
 
 const KILLBILL = 'transaction-detail-tdr_1_6.killbill-excerpt.xml';
 const REPORT = 'TransactionRequestClass';

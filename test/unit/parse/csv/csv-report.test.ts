@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { openCsvReport, serialiseCsvRow } from '../../../src/parse/csv-report.js';
-import { CybsError } from '../../../src/errors.js';
-import { chunked, collect, rowsOf } from './helpers.js';
+import { openCsvReport, serialiseCsvRow } from '../../../../src/parse/csv/csv-report.js';
+import { CybsError } from '../../../../src/errors.js';
+import { chunked, collect, rowsOf } from '../helpers.js';
 
 const META = 'org1,MyReport,TransactionRequest,1.0,2024-01-01T00:00:00Z to 2024-01-02T00:00:00Z';
 

@@ -35,18 +35,18 @@
 import { isUtf8 } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
-import { guessReportDefinition, resolveHeader } from '../catalog/index.js';
-import type { CybsError } from '../errors.js';
-import { MAX_RECORD_SIZE, parseCsvMetadataLine, truncatedCsvError } from '../parse/csv-report.js';
-import { sniffEncoding } from '../parse/text-encoding.js';
-import { ColumnSet, emptyMetadata } from '../parse/records.js';
-import type { RawCsvBody, RawCsvChecks, SetAsideRecord } from '../copy-text/bodies.js';
-import { CANONICAL } from '../copy-text/canonical.js';
-import { CANONICAL_BYTES, writeDecimal } from '../copy-text/canonical-bytes.js';
-import { escapeCopyText } from '../copy-text/cell-encoders.js';
-import type { ByteCheck } from '../copy-text/canonical-bytes.js';
-import { refuseFastPath } from '../copy-text/fast-path-refusal.js';
-import type { ColumnSpec, ReportMetadata } from '../parse/records.js';
+import { guessReportDefinition, resolveHeader } from '../../catalog/index.js';
+import type { CybsError } from '../../errors.js';
+import { MAX_RECORD_SIZE, parseCsvMetadataLine, truncatedCsvError } from './csv-report.js';
+import { sniffEncoding } from '../text-encoding.js';
+import { ColumnSet, emptyMetadata } from '../records.js';
+import type { RawCsvBody, RawCsvChecks, SetAsideRecord } from '../../copy-text/bodies.js';
+import { CANONICAL } from '../../copy-text/canonical.js';
+import { CANONICAL_BYTES, writeDecimal } from '../../copy-text/canonical-bytes.js';
+import { escapeCopyText } from '../../copy-text/cell-encoders.js';
+import type { ByteCheck } from '../../copy-text/canonical-bytes.js';
+import { refuseFastPath } from '../../copy-text/fast-path-refusal.js';
+import type { ColumnSpec, ReportMetadata } from '../records.js';
 
 export interface RawCsvReport {
   metadata: ReportMetadata;

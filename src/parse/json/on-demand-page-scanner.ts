@@ -25,10 +25,10 @@
  * decoded and goes through the very coercer and cell encoder of the ordinary path.
  */
 import { isUtf8 } from 'node:buffer';
-import { INVALID, coercerFor } from '../catalog/index.js';
-import type { Coercer, PgType } from '../catalog/index.js';
-import { canonicalDecimal, writeDecimal } from '../copy-text/canonical-bytes.js';
-import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
+import { INVALID, coercerFor } from '../../catalog/index.js';
+import type { Coercer, PgType } from '../../catalog/index.js';
+import { canonicalDecimal, writeDecimal } from '../../copy-text/canonical-bytes.js';
+import { COPY_NULL, encodeCopyValue } from '../../copy-text/cell-encoders.js';
 
 export interface ScanField {
   /** JSON key in the item. */

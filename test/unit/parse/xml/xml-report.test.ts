@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { openXmlReport } from '../../../src/parse/xml-report.js';
-import { CATALOG_FIELDS } from '../../../src/catalog/index.js';
-import { CybsError } from '../../../src/errors.js';
-import { chunked, collect, rowsOf } from './helpers.js';
+import { openXmlReport } from '../../../../src/parse/xml/xml-report.js';
+import { CATALOG_FIELDS } from '../../../../src/catalog/index.js';
+import { CybsError } from '../../../../src/errors.js';
+import { chunked, collect, rowsOf } from '../helpers.js';
 
 async function open(text: string, chunk = 5, report?: string) {
   return openXmlReport(chunked(text, chunk), {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseOnDemandResponse } from '../../../src/parse/on-demand.js';
-import type { CybsError } from '../../../src/errors.js';
-import { collect, rowsOf } from './helpers.js';
+import { parseOnDemandResponse } from '../../../../src/parse/json/on-demand.js';
+import type { CybsError } from '../../../../src/errors.js';
+import { collect, rowsOf } from '../helpers.js';
 
 describe('on-demand JSON', () => {
   it('rejects items of the wrong shape and values of the wrong type, naming the path', async () => {

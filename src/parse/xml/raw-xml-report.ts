@@ -44,20 +44,20 @@ import {
   findReportDefinition,
   guessReportDefinition,
   resolveHeader,
-} from '../catalog/index.js';
-import type { PgType } from '../catalog/index.js';
+} from '../../catalog/index.js';
+import type { PgType } from '../../catalog/index.js';
 import {
   XML_LABEL_ATTRIBUTES,
   XML_RECORD_ATTRIBUTE_FIELDS,
   XML_REPEATED_GROUPS,
   repeatedGroupOf,
-} from '../catalog/child-tables.js';
-import type { XmlRepeatedGroup, XmlRepeatedGroupName } from '../catalog/child-tables.js';
-import { refuseFastPath } from '../copy-text/fast-path-refusal.js';
-import { canonicalCopyValue } from '../copy-text/canonical.js';
-import type { RawCopyTextBody } from '../copy-text/bodies.js';
-import { ColumnSet } from './records.js';
-import type { ColumnSpec, ReportMetadata } from './records.js';
+} from '../../catalog/child-tables.js';
+import type { XmlRepeatedGroup, XmlRepeatedGroupName } from '../../catalog/child-tables.js';
+import { refuseFastPath } from '../../copy-text/fast-path-refusal.js';
+import { canonicalCopyValue } from '../../copy-text/canonical.js';
+import type { RawCopyTextBody } from '../../copy-text/bodies.js';
+import { ColumnSet } from '../records.js';
+import type { ColumnSpec, ReportMetadata } from '../records.js';
 import {
   duplicateAttribute,
   isXmlChar,
@@ -68,7 +68,7 @@ import {
 import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { resolveXmlColumn, xmlReportMetadata } from './xml-report.js';
-import { ReportDecoder } from './text-encoding.js';
+import { ReportDecoder } from '../text-encoding.js';
 
 export const NEW_COLUMN_REASON = 'a record has a column the records before it did not have';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CybsError } from '../../../src/errors.js';
-import { toLoadError } from '../../../src/load/load-errors.js';
+import { toLoadError } from '../../../src/warehouse/database-errors.js';
 
 function pgError(code: string, message: string): Error {
   return Object.assign(new Error(message), { code });

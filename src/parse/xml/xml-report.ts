@@ -45,16 +45,16 @@ import {
   findReportDefinition,
   guessReportDefinition,
   resolveHeader,
-} from '../catalog/index.js';
-import type { ResolvedField, TypedValue } from '../catalog/index.js';
+} from '../../catalog/index.js';
+import type { ResolvedField, TypedValue } from '../../catalog/index.js';
 import {
   XML_LABEL_ATTRIBUTES,
   XML_RECORD_ATTRIBUTE_FIELDS,
   XML_REPEATED_GROUPS,
   repeatedGroupOf,
-} from '../catalog/child-tables.js';
-import type { XmlRepeatedGroup, XmlRepeatedGroupName } from '../catalog/child-tables.js';
-import { toReadable } from './csv-report.js';
+} from '../../catalog/child-tables.js';
+import type { XmlRepeatedGroup, XmlRepeatedGroupName } from '../../catalog/child-tables.js';
+import { toReadable } from '../records.js';
 import {
   BatchBuilder,
   ColumnSet,
@@ -64,11 +64,17 @@ import {
   invalidValueReject,
   parseError,
   summaryOf,
-} from './records.js';
-import type { OpenReportOptions, RecordBatch, RecordSource, ReportInput, ReportMetadata } from './records.js';
+} from '../records.js';
+import type {
+  OpenReportOptions,
+  RecordBatch,
+  RecordSource,
+  ReportInput,
+  ReportMetadata,
+} from '../records.js';
 import { XmlRecordScanner, XmlScanError } from './xml-scanner.js';
 import type { ScannedRecord } from './xml-scanner.js';
-import { ReportDecoder } from './text-encoding.js';
+import { ReportDecoder } from '../text-encoding.js';
 
 export interface OpenXmlReportOptions extends OpenReportOptions {
   /** Local name of the record element; default: the report definition's, else `Request`. */

@@ -8,11 +8,11 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPORT_PIPELINES } from '../../../pipelines/index.js';
-import { openRawXmlReport } from '../../../src/parse/xml-fast.js';
-import type { FastXmlChildTable } from '../../../src/parse/xml-fast.js';
-import { declaredColumns } from '../../../src/pipeline/record-source.js';
-import { samplesDir } from './helpers.js';
+import { REPORT_PIPELINES } from '../../../../pipelines/index.js';
+import { openRawXmlReport } from '../../../../src/parse/xml/raw-xml-report.js';
+import type { FastXmlChildTable } from '../../../../src/parse/xml/raw-xml-report.js';
+import { declaredColumns } from '../../../../src/pipeline/record-source.js';
+import { samplesDir } from '../helpers.js';
 
 const REPORT = 'TransactionRequestClass';
 const pipeline = REPORT_PIPELINES.find((p) => p.reportDefinitionName === REPORT)!;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Migrator, sql } from 'kysely';
 import type { Migration, MigrationProvider, MigrationResultSet } from 'kysely';
 import { CybsError, errorMessage } from '../errors.js';
-import { databaseErrorFix, sqlState } from './load-errors.js';
+import { databaseErrorFix, sqlState } from './database-errors.js';
 import { projectRoot } from '../paths.js';
 import type { Db } from './warehouse.js';
 

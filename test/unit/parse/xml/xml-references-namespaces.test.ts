@@ -8,10 +8,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openXmlReport } from '../../../src/parse/xml-report.js';
-import { referenceProblem } from '../../../src/parse/xml-scanner.js';
-import { CybsError } from '../../../src/errors.js';
-import { chunked, collect, rowsOf, samplesDir } from './helpers.js';
+import { openXmlReport } from '../../../../src/parse/xml/xml-report.js';
+import { referenceProblem } from '../../../../src/parse/xml/xml-scanner.js';
+import { CybsError } from '../../../../src/errors.js';
+import { chunked, collect, rowsOf, samplesDir } from '../helpers.js';
 
 const real = readFileSync(path.join(samplesDir, 'transaction-detail-tdr_1_6.killbill-excerpt.xml'), 'utf8');
 const realRecord = /<Request [\s\S]*?<\/Request>/.exec(real)![0];

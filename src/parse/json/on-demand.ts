@@ -20,8 +20,8 @@ import {
   truncateForMessage,
   unknownField,
   ON_DEMAND_METADATA_KEYS,
-} from '../catalog/index.js';
-import type { OnDemandEndpoint, OnDemandField, OnDemandSection, TypedValue } from '../catalog/index.js';
+} from '../../catalog/index.js';
+import type { OnDemandEndpoint, OnDemandField, OnDemandSection, TypedValue } from '../../catalog/index.js';
 import {
   BatchBuilder,
   ColumnSet,
@@ -29,7 +29,7 @@ import {
   emptyMetadata,
   parseError,
   summaryOf,
-} from './records.js';
+} from '../records.js';
 import type {
   ColumnSpec,
   RecordBatch,
@@ -37,7 +37,7 @@ import type {
   RejectedRecord,
   ReportMetadata,
   TypedRecord,
-} from './records.js';
+} from '../records.js';
 
 export interface OnDemandOptions {
   /** Name of the request or window, for messages (default: the endpoint). */

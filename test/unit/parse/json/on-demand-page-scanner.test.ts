@@ -8,10 +8,10 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ON_DEMAND_PIPELINES } from '../../../pipelines/index.js';
-import { fastPageCheck } from '../../../src/api/fast-page-check.js';
-import { purchaseRefundDetailsResponseSchema } from '../../../src/api/types.js';
-import { OnDemandSpools } from '../../../src/pipeline/on-demand-spools.js';
+import { ON_DEMAND_PIPELINES } from '../../../../pipelines/index.js';
+import { fastPageCheck } from '../../../../src/api/fast-page-check.js';
+import { purchaseRefundDetailsResponseSchema } from '../../../../src/api/types.js';
+import { OnDemandSpools } from '../../../../src/pipeline/on-demand-spools.js';
 
 const def = ON_DEMAND_PIPELINES.find((p) => p.name === 'purchase_refund_details')!;
 const SOURCE = 'purchase-refund-details/2026-11-16T00:00:00.000Z..2026-11-17T00:00:00.000Z';
