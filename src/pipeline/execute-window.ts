@@ -142,8 +142,9 @@ async function commitLoad(
         counts.deleted += t.deleted;
       }
       const { sourceRef, noData } = outcome();
-      await completeWindow(trx, ref, task.owner, {
-        status: noData || r.rowsLoaded + r.rowsRejected === 0 ? 'no_data' : 'loaded',
+      const status = noData || r.rowsLoaded + r.rowsRejected === 0 ? 'no_data' : 'loaded';
+      await completeWindow(trx, ref, task.claim, {
+        status,
         rowsLoaded: r.rowsLoaded,
         rowsRejected: r.rowsRejected,
         counts,
@@ -159,6 +160,17 @@ async function commitLoad(
               } satisfies WindowFingerprint)
             : null,
       });
+      await task.beforeCommit?.(
+        trx,
+        status === 'no_data'
+          ? { kind: 'no_data' }
+          : {
+              kind: 'loaded',
+              rowsLoaded: r.rowsLoaded,
+              rowsRejected: r.rowsRejected,
+              unchanged: r.unchanged === true,
+            },
+      );
     },
   });
   if (outcome().noData || result.rowsLoaded + result.rowsRejected === 0) return { kind: 'no_data' };
