@@ -4,7 +4,6 @@ import { runPipelines } from '../pipeline/run-pipelines.js';
 import { LEASE_LOCK_SPACE } from '../state/windows.js';
 import type { ProgressEvent, RunSummary } from '../pipeline/run-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
-import { PIPELINES } from '../../pipelines/index.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 import { pipelineTables } from '../pipeline/define-pipeline.js';
 import type { CliContext } from './context.js';
@@ -211,7 +210,7 @@ export async function prepareCommand(
 ): Promise<{ rt: Runtime; pipelines: ResolvedPipeline[]; controller: AbortController; dispose: () => void }> {
   const out = ctx.io.stdout;
   const rt = await createRuntime(ctx, {
-    defs: PIPELINES,
+    defs: ctx.pipelines,
     now: ctx.now(),
     announce: (line) => out.write(`${line}\n\n`),
     ...(selected ? { selected } : {}),

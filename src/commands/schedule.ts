@@ -1,6 +1,5 @@
 import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
-import { PIPELINES } from '../../pipelines/index.js';
 import { leaseOwner } from '../pipeline/run-pipelines.js';
 import { PgRunCoordinator } from '../schedule/pg-run-coordinator.js';
 import { startScheduler } from '../schedule/scheduler.js';
@@ -51,7 +50,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
     .action(async (opts: { pipelines?: string[]; port?: number; catchUp: boolean; simulator: boolean }) => {
       const logger = await ctx.logger();
       const rt = await createRuntime(ctx, {
-        defs: PIPELINES,
+        defs: ctx.pipelines,
         now: ctx.now(),
         announce: (line) => logger.warn(line),
         simulator: opts.simulator,

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { PIPELINES } from '../../pipelines/index.js';
 import { leaseOwner } from '../pipeline/run-pipelines.js';
 import { openWindowQueue } from '../queue/window-queue.js';
 import { startWindowWorker } from '../queue/window-worker.js';
@@ -29,11 +28,11 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
       const logger = await ctx.logger();
       // Every pipeline: a planner may enqueue any of them (backfill --pipelines), not only the enabled ones.
       const rt = await createRuntime(ctx, {
-        defs: PIPELINES,
+        defs: ctx.pipelines,
         now: ctx.now(),
         announce: (line) => logger.warn(line),
         simulator: opts.simulator,
-        selected: PIPELINES.map((p) => p.name),
+        selected: ctx.pipelines.map((p) => p.name),
       });
       const owner = leaseOwner();
       const releaseOwnerLock = await rt.warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner);

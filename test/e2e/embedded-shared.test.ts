@@ -33,7 +33,7 @@ interface Proc {
 }
 
 function cybsEtl(args: string[], env: Record<string, string> = {}): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'pipelines/cli.ts', ...args], {
     env: { ...process.env, DATABASE_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

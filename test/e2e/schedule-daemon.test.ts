@@ -27,7 +27,7 @@ interface Daemon {
 function startDaemon(config: string, env: Record<string, string>): Daemon {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli.ts', '--config', config, 'schedule', '--no-catch-up', '--port', '0'],
+    ['--import', 'tsx', 'pipelines/cli.ts', '--config', config, 'schedule', '--no-catch-up', '--port', '0'],
     {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
