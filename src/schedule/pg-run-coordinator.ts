@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { RunCoordinator } from 'node-cron';
-import type { Db } from '../warehouse/warehouse.js';
+import type { EtlDb } from '../warehouse/database.js';
 
 /**
  * node-cron's run coordinator on PostgreSQL: several `cybs-etl schedule` instances against one
@@ -11,7 +11,7 @@ import type { Db } from '../warehouse/warehouse.js';
  */
 export class PgRunCoordinator implements RunCoordinator {
   constructor(
-    private readonly db: Db,
+    private readonly db: EtlDb,
     private readonly owner: string,
   ) {}
 

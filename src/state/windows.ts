@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { ExpressionBuilder } from 'kysely';
+import type { ExpressionBuilder, Selectable } from 'kysely';
 import { CybsError } from '../errors.js';
-import type { Db } from '../warehouse/warehouse.js';
+import type { Database, EtlDb, WindowsTable } from '../warehouse/database.js';
 
 /**
  * The advisory-lock space of lease owners: a process holds (LEASE_LOCK_SPACE, hashtext(owner)) on
@@ -51,10 +51,8 @@ export interface WindowRow extends WindowRef {
 }
 
 /** The condition that selects one window row. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyWindows = ExpressionBuilder<any, 'etl.windows'>;
 function isWindow(ref: WindowRef) {
-  return (eb: AnyWindows) =>
+  return (eb: ExpressionBuilder<Database, 'etl.windows'>) =>
     eb.and([
       eb('pipeline', '=', ref.pipeline),
       eb('organization_id', '=', ref.organizationId),
@@ -62,8 +60,7 @@ function isWindow(ref: WindowRef) {
     ]);
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function toWindowRow(r: any): WindowRow {
+function toWindowRow(r: Selectable<WindowsTable>): WindowRow {
   return {
     id: Number(r.id),
     pipeline: r.pipeline,
@@ -88,7 +85,7 @@ function toWindowRow(r: any): WindowRow {
 }
 
 /** Make sure a row exists for every planned window (new ones are `pending`); existing rows are kept. */
-export async function ensureWindows(db: Db, windows: readonly PlannedWindow[]): Promise<void> {
+export async function ensureWindows(db: EtlDb, windows: readonly PlannedWindow[]): Promise<void> {
   for (let i = 0; i < windows.length; i += 500) {
     const slice = windows.slice(i, i + 500);
     await db
@@ -108,7 +105,7 @@ export async function ensureWindows(db: Db, windows: readonly PlannedWindow[]): 
 }
 
 export async function listWindows(
-  db: Db,
+  db: EtlDb,
   filter: { pipeline?: string; organizationId?: string; statuses?: readonly WindowStatus[] } = {},
 ): Promise<WindowRow[]> {
   let q = db.selectFrom('etl.windows').selectAll();
@@ -119,7 +116,7 @@ export async function listWindows(
   return rows.map(toWindowRow);
 }
 
-export async function getWindow(db: Db, ref: WindowRef): Promise<WindowRow | undefined> {
+export async function getWindow(db: EtlDb, ref: WindowRef): Promise<WindowRow | undefined> {
   const row = await db.selectFrom('etl.windows').selectAll().where(isWindow(ref)).executeTakeFirst();
   return row ? toWindowRow(row) : undefined;
 }
@@ -139,7 +136,7 @@ export interface ClaimOptions {
  * not claimable.
  */
 export async function claimWindow(
-  db: Db,
+  db: EtlDb,
   ref: WindowRef,
   options: ClaimOptions,
 ): Promise<WindowRow | undefined> {
@@ -171,7 +168,7 @@ export async function claimWindow(
 
 /** Extend the lease of a window this owner holds; false when the lease was lost. */
 export async function renewLease(
-  db: Db,
+  db: EtlDb,
   ref: WindowRef,
   owner: string,
   leaseSeconds: number,
@@ -205,7 +202,7 @@ export interface WindowOutcome {
  * taken over (its lease lost) gets an error, and its transaction rolls back with its rows.
  */
 export async function completeWindow(
-  db: Db,
+  db: EtlDb,
   ref: WindowRef,
   owner: string,
   outcome: WindowOutcome,
@@ -243,7 +240,12 @@ export async function completeWindow(
  * Release a window that is not ready yet (report still QUEUED/RUNNING): back to `pending` (or to the
  * status it had, for a re-load), remembering since when it has not been ready.
  */
-export async function releaseNotReady(db: Db, ref: WindowRef, owner: string, message: string): Promise<void> {
+export async function releaseNotReady(
+  db: EtlDb,
+  ref: WindowRef,
+  owner: string,
+  message: string,
+): Promise<void> {
   await db
     .updateTable('etl.windows')
     .set({
@@ -265,7 +267,7 @@ export async function releaseNotReady(db: Db, ref: WindowRef, owner: string, mes
  * re-load fails (nothing of the failed attempt committed); the error is kept for `status`.
  */
 export async function failWindow(
-  db: Db,
+  db: EtlDb,
   ref: WindowRef,
   owner: string,
   error: { code: string; message: string },
@@ -286,7 +288,7 @@ export async function failWindow(
 }
 
 /** Give back every lease this owner holds (shutdown): windows return to pending. */
-export async function releaseLeases(db: Db, owner: string): Promise<number> {
+export async function releaseLeases(db: EtlDb, owner: string): Promise<number> {
   const r = await db
     .updateTable('etl.windows')
     .set({
