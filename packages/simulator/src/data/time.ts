@@ -1,6 +1,8 @@
 /**
  * Time helpers for the simulator: IANA time zones through Intl (no tz database of our own),
  * local dates (`YYYY-MM-DD`), zoned wall-clock → instant, and ISO-8601 formatting with offsets.
+ * The Intl formatter cache repeats the product's src/time/time-zones.ts on purpose: the package
+ * imports nothing of the product.
  */
 
 export const DAY_MS = 86_400_000;

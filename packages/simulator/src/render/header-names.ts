@@ -11,6 +11,9 @@
  *    snake_case field (`payment_data_transaction_type`).
  *  - Classic (predefined Classic subscriptions, and any report without a convention): the
  *    columns of the real REST-era Classic files ({@link CLASSIC_HEADERS}), else the SCMP name.
+ *
+ * The naming rules below repeat the product's src/catalog/naming.ts on purpose: the package imports
+ * nothing of the product, and the two sides must be written apart to check each other.
  */
 
 export const FIELD_NAME_CONVENTIONS = ['SOAPI', 'SCMP'] as const;
