@@ -9,6 +9,7 @@ import { createLogger } from '../observability/logger.js';
 import { unreachableWarehouse } from './explain-error.js';
 import type { Logger } from '../observability/logger.js';
 import type { OutputStream } from '../observability/progress.js';
+import type { PipelineDef, ReportPipelineDef } from '../pipeline/define-pipeline.js';
 
 export interface CliIo {
   env: Record<string, string | undefined>;
@@ -44,7 +45,14 @@ export class CliContext {
   constructor(
     readonly io: CliIo,
     private readonly program: Command,
+    /** Every pipeline cybs-etl knows (pipelines/index.ts, given by the entry, pipelines/cli.ts). */
+    readonly pipelines: readonly PipelineDef[],
   ) {}
+
+  /** The report pipelines among them (one per report definition). */
+  reportPipelines(): ReportPipelineDef[] {
+    return this.pipelines.filter((p): p is ReportPipelineDef => p.kind === 'report');
+  }
 
   globals(): GlobalOptions {
     return this.program.opts<GlobalOptions>();
@@ -148,8 +156,7 @@ export class CliContext {
   ): Promise<{ installed: boolean; version: string; views: number }> {
     const { installAnalytics } = await import('../analytics/install.js');
     const { warehouseTables } = await import('../analytics/dictionary.js');
-    const { PIPELINES } = await import('../../pipelines/index.js');
-    return installAnalytics(warehouse.db, warehouseTables(PIPELINES));
+    return installAnalytics(warehouse.db, warehouseTables(this.pipelines));
   }
 
   /** The PostgreSQL warehouse this invocation opened, and the setting that named it. */

@@ -5,7 +5,6 @@ import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { sql } from 'kysely';
-import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { PIPELINE_NAME_ALIASES, REPORT_DEFINITION_ALIASES, findReportDefinition } from '../catalog/index.js';
 import type { ReportDefinition } from '../catalog/index.js';
 import { CybsError, configError, isCybsError } from '../errors.js';
@@ -81,15 +80,18 @@ function sniffFormat(path: string, head: Buffer): 'csv' | 'xml' {
 }
 
 /** The report pipeline of a `--report-definition` value: a definition, an alias of one, or its table. */
-function reportPipelineNamed(given: string): ReportPipelineDef {
+function reportPipelineNamed(
+  reportPipelines: readonly ReportPipelineDef[],
+  given: string,
+): ReportPipelineDef {
   const wanted = (findReportDefinition(given)?.name ?? given).toLowerCase();
   const table = PIPELINE_NAME_ALIASES[given] ?? given;
-  const pipeline = REPORT_PIPELINES.find(
+  const pipeline = reportPipelines.find(
     (p) => p.reportDefinitionName.toLowerCase() === wanted || p.name === table,
   );
   if (!pipeline) {
     throw configError(
-      `unknown report definition "${given}"; expected one of ${REPORT_PIPELINES.map((p) => p.reportDefinitionName).join(', ')}.`,
+      `unknown report definition "${given}"; expected one of ${reportPipelines.map((p) => p.reportDefinitionName).join(', ')}.`,
     );
   }
   return pipeline;
@@ -148,7 +150,7 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
       ) => {
         // The seed's names (RiskDecisionEventDetailClass, its table) are aliases of the real ones.
         const given = opts.reportDefinition?.trim();
-        let pipeline = given === undefined ? undefined : reportPipelineNamed(given);
+        let pipeline = given === undefined ? undefined : reportPipelineNamed(ctx.reportPipelines(), given);
         try {
           await stat(file);
         } catch {
@@ -173,7 +175,7 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
             `${error.message.replace(/; nothing of it is loaded\.$/, '')}: import it with --report-definition ${String(error.context.reportDefinition)}, or without --report-definition; nothing was imported.`,
           );
         }
-        pipeline ??= named && REPORT_PIPELINES.find((p) => p.reportDefinitionName === named.name);
+        pipeline ??= named && ctx.reportPipelines().find((p) => p.reportDefinitionName === named.name);
         if (!pipeline) {
           throw configError(
             `${fileName} does not name its report type (no metadata line that names one); pass --report-definition, e.g. --report-definition PaymentBatchDetailClass.`,

@@ -8,7 +8,6 @@ import type { WindowQueue } from '../queue/window-queue.js';
 import { startWindowWorker } from '../queue/window-worker.js';
 import type { WindowWorker, WindowWorkerOptions } from '../queue/window-worker.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
-import { PIPELINES } from '../../pipelines/index.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 import { pipelineTables } from '../pipeline/define-pipeline.js';
 import type { CliContext } from './context.js';
@@ -288,7 +287,7 @@ export async function prepareCommand(
 ): Promise<{ rt: Runtime; pipelines: ResolvedPipeline[]; controller: AbortController; dispose: () => void }> {
   const out = ctx.io.stdout;
   const rt = await createRuntime(ctx, {
-    defs: PIPELINES,
+    defs: ctx.pipelines,
     now: ctx.now(),
     announce: (line) => out.write(`${line}\n\n`),
     ...(selected ? { selected } : {}),

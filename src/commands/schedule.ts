@@ -1,6 +1,5 @@
 import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
-import { PIPELINES } from '../../pipelines/index.js';
 import { startScheduler } from '../schedule/scheduler.js';
 import { readStatus } from '../state/status.js';
 import { lastSchedulePasses } from '../state/runs.js';
@@ -57,7 +56,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
       }) => {
         const logger = await ctx.logger();
         const rt = await createRuntime(ctx, {
-          defs: PIPELINES,
+          defs: ctx.pipelines,
           now: ctx.now(),
           announce: (line) => logger.warn(line),
           simulator: opts.simulator,

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { PIPELINES } from '../../pipelines/index.js';
 import type { CliContext } from './context.js';
 import { interruptOnSignals, openQueueWork, refreshModels } from './run-pass.js';
 import { windowConcurrency } from './run.js';
@@ -25,11 +24,11 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
       const logger = await ctx.logger();
       // Every pipeline: a planner may enqueue any of them (backfill --pipelines), not only the enabled ones.
       const rt = await createRuntime(ctx, {
-        defs: PIPELINES,
+        defs: ctx.pipelines,
         now: ctx.now(),
         announce: (line) => logger.warn(line),
         simulator: opts.simulator,
-        selected: PIPELINES.map((p) => p.name),
+        selected: ctx.pipelines.map((p) => p.name),
       });
       const perProcess = opts.concurrency ?? rt.config.defaults.globalConcurrency;
       const loadedSinceRefresh = new Set<string>();

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { ExpressionBuilder } from 'kysely';
+import type { ExpressionBuilder, Selectable } from 'kysely';
 import { CybsError } from '../errors.js';
-import type { Db } from '../warehouse/warehouse.js';
+import type { Database, EtlDb, WindowsTable } from '../warehouse/database.js';
 
 export const WINDOW_STATUSES = ['pending', 'running', 'loaded', 'no_data', 'failed'] as const;
 export type WindowStatus = (typeof WINDOW_STATUSES)[number];
@@ -38,10 +38,8 @@ export interface WindowRow extends WindowRef {
 }
 
 /** The condition that selects one window row. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyWindows = ExpressionBuilder<any, 'etl.windows'>;
 function isWindow(ref: WindowRef) {
-  return (eb: AnyWindows) =>
+  return (eb: ExpressionBuilder<Database, 'etl.windows'>) =>
     eb.and([
       eb('pipeline', '=', ref.pipeline),
       eb('organization_id', '=', ref.organizationId),
@@ -49,8 +47,7 @@ function isWindow(ref: WindowRef) {
     ]);
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function toWindowRow(r: any): WindowRow {
+function toWindowRow(r: Selectable<WindowsTable>): WindowRow {
   return {
     id: Number(r.id),
     pipeline: r.pipeline,
@@ -74,7 +71,7 @@ function toWindowRow(r: any): WindowRow {
 }
 
 /** Make sure a row exists for every planned window (new ones are `pending`); existing rows are kept. */
-export async function ensureWindows(db: Db, windows: readonly PlannedWindow[]): Promise<void> {
+export async function ensureWindows(db: EtlDb, windows: readonly PlannedWindow[]): Promise<void> {
   for (let i = 0; i < windows.length; i += 500) {
     const slice = windows.slice(i, i + 500);
     await db
@@ -94,7 +91,7 @@ export async function ensureWindows(db: Db, windows: readonly PlannedWindow[]): 
 }
 
 export async function listWindows(
-  db: Db,
+  db: EtlDb,
   filter: { pipeline?: string; organizationId?: string; statuses?: readonly WindowStatus[] } = {},
 ): Promise<WindowRow[]> {
   let q = db.selectFrom('etl.windows').selectAll();
@@ -105,7 +102,7 @@ export async function listWindows(
   return rows.map(toWindowRow);
 }
 
-export async function getWindow(db: Db, ref: WindowRef): Promise<WindowRow | undefined> {
+export async function getWindow(db: EtlDb, ref: WindowRef): Promise<WindowRow | undefined> {
   const row = await db.selectFrom('etl.windows').selectAll().where(isWindow(ref)).executeTakeFirst();
   return row ? toWindowRow(row) : undefined;
 }
@@ -126,7 +123,7 @@ export interface ClaimOptions {
  * (completeWindow). Returns undefined when the window's status is not claimable (it was settled).
  */
 export async function claimWindow(
-  db: Db,
+  db: EtlDb,
   ref: WindowRef,
   options: ClaimOptions,
 ): Promise<WindowRow | undefined> {
@@ -167,7 +164,7 @@ export interface WindowOutcome {
  * rolls back with its rows.
  */
 export async function completeWindow(
-  db: Db,
+  db: EtlDb,
   ref: WindowRef,
   claim: string,
   outcome: WindowOutcome,
@@ -205,7 +202,12 @@ export async function completeWindow(
  * Release a window that is not ready yet (report still QUEUED/RUNNING): back to `pending` (or to the
  * status it had, for a re-load), remembering since when it has not been ready.
  */
-export async function releaseNotReady(db: Db, ref: WindowRef, claim: string, message: string): Promise<void> {
+export async function releaseNotReady(
+  db: EtlDb,
+  ref: WindowRef,
+  claim: string,
+  message: string,
+): Promise<void> {
   await db
     .updateTable('etl.windows')
     .set({
@@ -227,7 +229,7 @@ export async function releaseNotReady(db: Db, ref: WindowRef, claim: string, mes
  * re-load fails (nothing of the failed attempt committed); the error is kept for `status`.
  */
 export async function failWindow(
-  db: Db,
+  db: EtlDb,
   ref: WindowRef,
   claim: string,
   error: { code: string; message: string },
@@ -248,7 +250,7 @@ export async function failWindow(
 }
 
 /** Give back a window this attempt claimed and did not finish (interrupted): it returns to what it was. */
-export async function releaseClaim(db: Db, ref: WindowRef, claim: string): Promise<void> {
+export async function releaseClaim(db: EtlDb, ref: WindowRef, claim: string): Promise<void> {
   await db
     .updateTable('etl.windows')
     .set({ status: FALL_BACK_STATUS, claim: null, updated_at: sql`now()` })

@@ -1,5 +1,5 @@
 /**
- * Crash campaign: a backfill in a child process (`node --import tsx src/cli.ts backfill …`) is
+ * Crash campaign: a backfill in a child process (`node --import tsx pipelines/cli.ts backfill …`) is
  * killed with SIGKILL at seeded random moments — during start-up, migrations, report search,
  * downloads, COPY, merge or commit — and restarted each time. At the end the warehouse equals the
  * simulator's ground truth, no window is left `running`, nothing is duplicated and etl.rejects holds

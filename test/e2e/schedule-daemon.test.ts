@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { netFundingsDaemonYaml } from '../helpers/e2e.js';
-import { startSimulator } from '../../src/simulator/start-simulator.js';
-import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
+import type { SimulatorHandle } from '../../packages/simulator/src/server/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 
@@ -28,7 +28,7 @@ interface Daemon {
 function startDaemon(config: string, env: Record<string, string>): Daemon {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli.ts', '--config', config, 'schedule', '--no-catch-up', '--port', '0'],
+    ['--import', 'tsx', 'pipelines/cli.ts', '--config', config, 'schedule', '--no-catch-up', '--port', '0'],
     {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -25,7 +25,7 @@ import { openWarehouse } from '../../src/warehouse/warehouse.js';
 import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { openCsvReport, serialiseCsvRow } from '../../src/parse/csv/csv-report.js';
 import { toLoadSource, toRawLoadSource } from '../../src/pipeline/record-source.js';
-import { startSimulator } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { dropTables, expectDeclaredIndexes } from '../helpers/indexes.js';

@@ -24,7 +24,7 @@ import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import type { TableDecl } from '../../src/load/table-spec.js';
 import { openRawXmlReport } from '../../src/parse/xml/raw-xml-report.js';
 import { loadXmlFast, openXmlFileTargets } from '../../src/pipeline/xml-load-targets.js';
-import { startSimulator } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { dropTables, expectDeclaredIndexes } from '../helpers/indexes.js';

@@ -2,6 +2,7 @@
  * A pass over the window queue (runQueuedPass), as run, backfill and schedule make it: plan the
  * windows, enqueue them, and wait until their jobs are settled by this process's worker or another's.
  */
+import type { EtlDb } from '../../src/warehouse/database.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load-config.js';
 import { migrateToLatest } from '../../src/warehouse/migrate.js';
@@ -76,7 +77,7 @@ describe('a pass over the window queue', () => {
       organizationId: task.window.organizationId,
       windowKey: task.window.windowKey,
     };
-    await warehouse.db.transaction().execute(async (trx) => {
+    await (warehouse.db as EtlDb).transaction().execute(async (trx) => {
       await completeWindow(trx, ref, task.claim, {
         status: 'loaded',
         rowsLoaded: rows,

@@ -1,3 +1,4 @@
+import type { EtlDb } from '../../src/warehouse/database.js';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/warehouse/migrate.js';
@@ -113,7 +114,9 @@ describe('run and window state on PostgreSQL', () => {
     expect(holder.attempts).toBe(8);
     // Each attempt tries to commit the window in a transaction of its own: one commits.
     const commits = await Promise.allSettled(
-      attempts.map((a) => warehouse.db.transaction().execute((trx) => completeWindow(trx, ref, a, loaded))),
+      attempts.map((a) =>
+        (warehouse.db as EtlDb).transaction().execute((trx) => completeWindow(trx, ref, a, loaded)),
+      ),
     );
     const committed = attempts.filter((_, i) => commits[i]!.status === 'fulfilled');
     expect(committed).toEqual([holder.claim]);

@@ -3,6 +3,7 @@
  * load each window once within the per-credential limit, failures are retried and then dead-lettered,
  * and a stopping worker gives its unfinished windows back to the queue.
  */
+import type { EtlDb } from '../../src/warehouse/database.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load-config.js';
 import { migrateToLatest } from '../../src/warehouse/migrate.js';
@@ -82,7 +83,7 @@ describe('the window queue (pg-boss)', () => {
       if (task.signal.aborted) throw new Error('aborted');
       // As the loader does: the window's state and the job's completion in one transaction.
       const attempt = task.claim;
-      await warehouse.db.transaction().execute(async (trx) => {
+      await (warehouse.db as EtlDb).transaction().execute(async (trx) => {
         await completeWindow(trx, ref, task.claim, {
           status: 'loaded',
           rowsLoaded: 1,
