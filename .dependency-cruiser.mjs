@@ -140,6 +140,12 @@ export default {
       },
       { path: '^src/pipeline/' },
     ),
+    forbid(
+      'load-not-up',
+      'The loader is called by pipeline/ and commands/; it never imports them (nor the queue or run state).',
+      { path: '^src/load/' },
+      { path: '^src/(pipeline|commands|queue|state)/' },
+    ),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

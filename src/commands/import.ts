@@ -18,14 +18,10 @@ import { readTableColumns } from '../load/ddl.js';
 import type { TableDecl } from '../load/table-spec.js';
 import type { ColumnSpec } from '../parse/records.js';
 import type { ReportPipelineDef } from '../pipeline/define-pipeline.js';
-import { openRawCsvReport } from '../parse/csv/raw-csv-report.js';
-import { isFastPathRefusal } from '../copy-text/fast-path-refusal.js';
-import { loadWindow } from '../load/load-window.js';
-import type { LoadWindowResult, LoadWindowTarget, TableLoadResult } from '../load/load-window.js';
+import { loadWindow } from '../load/window/load-window.js';
+import type { TableLoadResult } from '../load/window/load-window.js';
+import { loadReportFile } from '../pipeline/window/report-file.js';
 import { openCsvReport } from '../parse/csv/csv-report.js';
-import { toLoadSource, toRawLoadSource } from '../pipeline/record-source.js';
-import { loadXmlFast, openXmlFileTargets } from '../pipeline/xml-load-targets.js';
-import { openRawXmlReport } from '../parse/xml/raw-xml-report.js';
 import { openXmlReport } from '../parse/xml/xml-report.js';
 import type { Db } from '../warehouse/warehouse.js';
 import { finishRun, startRun } from '../state/runs.js';
@@ -216,69 +212,23 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const schemaChanges = config.pipelines[pipeline.name]?.schemaChanges ?? config.defaults.schemaChanges;
         const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
         const window = { pipeline: pipeline.name, organizationId, windowKey: source };
-        /** The fast path (as for downloads); undefined when it refuses the file. */
-        const loadFast = async (): Promise<LoadWindowResult | undefined> => {
-          if (format === 'xml') {
-            return loadXmlFast(
-              pipeline,
-              ({ discoverColumns, childTables }) =>
-                openRawXmlReport(() => createReadStream(file, { highWaterMark: 64 * 1024 }), {
-                  ...parseOptions,
-                  discoverColumns,
-                  childTables,
-                }),
-              (targets) =>
-                loadWindow(warehouse, { window, targets: targets(source), runId, schemaChanges, logger }),
-              (reason) =>
-                logger.info({ file: fileName, reason }, 'XML fast path refused; importing record by record'),
-            );
-          }
-          const openRaw = () =>
-            openRawCsvReport(createReadStream(file, { highWaterMark: 256 * 1024 }), parseOptions);
-          try {
-            const raw = await openRaw();
-            return await loadWindow(warehouse, {
-              window,
-              targets: [{ table: pipeline.table, source: toRawLoadSource(raw, source, openRaw) }],
-              runId,
-              schemaChanges,
-              logger,
-            });
-          } catch (error) {
-            if (!isFastPathRefusal(error)) throw error;
-            logger.info(
-              { file: fileName, reason: (error as Error).message },
-              'CSV fast path refused; importing row by row',
-            );
-            return undefined;
-          }
-        };
         try {
-          const fast = await loadFast();
-          // The per-row reader opened for the metadata is used (CSV), or closed unused.
-          if (fast !== undefined || format === 'xml')
-            await (records.batches as AsyncGenerator).return?.(undefined);
-          // XML: the records and the items of their repeated groups (child tables), each reader
-          // reading the file once for its columns first (as for downloads).
-          const perRowTargets = async (): Promise<LoadWindowTarget[]> =>
-            format === 'xml'
-              ? (
-                  await openXmlFileTargets(
-                    pipeline,
-                    () => Promise.resolve(createReadStream(file)),
-                    parseOptions,
-                  )
-                ).targets(source)
-              : [{ table: pipeline.table, source: toLoadSource(records, source) }];
-          const result =
-            fast ??
-            (await loadWindow(warehouse, {
-              window,
-              targets: await perRowTargets(),
-              runId,
-              schemaChanges,
-              logger,
-            }));
+          // The records opened above told the file's metadata and header; the load reads the file
+          // again, by the fast path or row by row as a run does (loadReportFile).
+          await (records.batches as AsyncGenerator).return?.(undefined);
+          const result = await loadReportFile(
+            pipeline,
+            {
+              format,
+              fileName,
+              source,
+              requireFinalLineBreak: false,
+              read: () => createReadStream(file, { highWaterMark: (format === 'csv' ? 256 : 64) * 1024 }),
+              complete: () => Promise.resolve(createReadStream(file)),
+            },
+            (targets) => loadWindow(warehouse, { window, targets, runId, schemaChanges, logger }),
+            logger.child({ file: fileName }),
+          );
           const [t, ...children] = result.tables as [TableLoadResult, ...TableLoadResult[]];
           await finishRun(warehouse.db, runId, {
             status: 'succeeded',

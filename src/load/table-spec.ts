@@ -116,7 +116,7 @@ export interface LoadSource {
    */
   perRowRecords?: (records: SetAsideRecord[]) => AsyncIterable<LoadBatch>;
   /**
-   * Ready COPY text lines of raw values (the fast XML path, src/load/raw-text-copy.ts): as for
+   * Ready COPY text lines of raw values (the fast XML path, src/load/window/raw-text-copy.ts): as for
    * `rawCsv`, `batches` is not read, and the load throws LOAD_FAST_PATH_REFUSED when it cannot judge.
    */
   rawCopyText?: RawCopyTextBody;

@@ -6,7 +6,7 @@
  */
 import { XML_REPEATED_GROUPS } from '../catalog/child-tables.js';
 import type { XmlRepeatedGroupName } from '../catalog/child-tables.js';
-import type { LoadWindowTarget } from '../load/load-window.js';
+import type { LoadWindowTarget } from '../load/window/load-window.js';
 import type { LoadBatch, LoadSource, TableDecl } from '../load/table-spec.js';
 import type { RecordBatch, RecordSource, ReportInput, ReportMetadata } from '../parse/records.js';
 import { REQUEST_ID_FIELD, openXmlReport } from '../parse/xml/xml-report.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadWindow } from '../../src/load/load-window.js';
+import { loadWindow } from '../../src/load/window/load-window.js';
 import { migrateToLatest } from '../../src/warehouse/migrate.js';
 import { openWarehouse } from '../../src/warehouse/warehouse.js';
 import type { Warehouse } from '../../src/warehouse/warehouse.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadWindow } from '../../src/load/load-window.js';
+import { loadWindow } from '../../src/load/window/load-window.js';
 import { migrateToLatest } from '../../src/warehouse/migrate.js';
 import type { TableDecl } from '../../src/load/table-spec.js';
 import { openWarehouse } from '../../src/warehouse/warehouse.js';

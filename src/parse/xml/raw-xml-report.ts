@@ -1,6 +1,6 @@
 /**
  * The fast load path of XML report files on PostgreSQL: one hand-written pass over the text turns
- * each record element straight into a COPY text line (src/load/raw-text-copy.ts) that goes into the
+ * each record element straight into a COPY text line (src/load/window/raw-text-copy.ts) that goes into the
  * typed staging table, PostgreSQL casting while it copies. Non-text values are only checked to be
  * in their canonical form (one regex each); no per-record parser call, no typed values, no
  * per-value objects.

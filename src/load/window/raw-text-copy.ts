@@ -11,13 +11,14 @@
  * which rejects such records with its own messages.
  */
 import { sql } from 'kysely';
-import { PG_TYPES } from '../catalog/index.js';
-import type { RawCopyTextBody } from '../copy-text/bodies.js';
-import { isFastPathRefusal, isSourceFailure, refuseFastPath } from '../copy-text/fast-path-refusal.js';
-import { errorMessage } from '../errors.js';
-import { KEY_LINEAGE_COLUMNS, quoteIdent } from './ddl.js';
-import type { TableDecl } from './table-spec.js';
-import type { Db, Warehouse, WarehouseSession } from '../warehouse/warehouse.js';
+import { PG_TYPES } from '../../catalog/index.js';
+import type { RawCopyTextBody } from '../../copy-text/bodies.js';
+import { isFastPathRefusal, isSourceFailure, refuseFastPath } from '../../copy-text/fast-path-refusal.js';
+import { errorMessage } from '../../errors.js';
+import { KEY_LINEAGE_COLUMNS, quoteIdent } from '../ddl.js';
+import type { TableDecl } from '../table-spec.js';
+import { expectCopied } from './savepoint.js';
+import type { Db, Warehouse, WarehouseSession } from '../../warehouse/warehouse.js';
 
 /** COPY `body` into the typed staging table `stagingName`; the rows staged. */
 export async function copyRawText(
@@ -87,7 +88,5 @@ export async function copyRawTextLines(
     if ((error as { code?: unknown } | null)?.code === '23505') throw error;
     throw refuseFastPath(`PostgreSQL's COPY refused the data (${errorMessage(error)})`);
   }
-  if (copied !== body.records()) {
-    throw refuseFastPath(`COPY read ${copied} rows where the source has ${body.records()} records`);
-  }
+  expectCopied(copied, body.records(), 'the table', {}, true);
 }
