@@ -158,6 +158,14 @@ interface RecordName {
   stamp: number;
   /** Record number that last saw this attribute. */
   attrStamp: number;
+  /** The attribute that followed this one last time (a guess, checked). */
+  nextAttribute: RecordName | undefined;
+  /** As a container: its repeated group with a child table, the label its leaves may have, the item of its repeated group. */
+  items: ItemGroup | undefined;
+  label: string | undefined;
+  repeatedItem: string | undefined;
+  /** The first leaf of each group one level down last time (`<sub>` → its leaf; a guess, checked). */
+  subgroupFirst: Map<string, LeafSlot> | undefined;
 }
 
 /** The state of one repeated group's child table while a report is read. */
@@ -175,6 +183,8 @@ interface ItemGroup {
   /** Lines not yet written to the spool. */
   lines: string[];
   count: number;
+  /** An item's leaves and attributes in the order the last item had them (guesses, checked). */
+  order: { name: string; index: number; attribute: boolean }[];
 }
 
 interface Container {
@@ -246,15 +256,48 @@ function recordCandidates(recordName: string, name: string): string[] {
 }
 
 /** What makes a value need a closer look (one test instead of several scans). */
-const LEAF_SPECIAL = /[\r&]/;
 const ATTRIBUTE_SPECIAL = /[\n\r\t<&]/;
-const COPY_SPECIAL = /[\\\n\r\t]/;
 const COPY_ESCAPES = /[\\\n\r\t]/g;
 const COPY_ESCAPE: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 /** A text value as a COPY text field. */
 function copyField(value: string): string {
-  return COPY_SPECIAL.test(value) ? value.replace(COPY_ESCAPES, (c) => COPY_ESCAPE[c]!) : value;
+  // A loop over the codes, not a regex test: values are short, and a call per value costs more.
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c === 92 || c === 10 || c === 13 || c === 9)
+      return value.replace(COPY_ESCAPES, (x) => COPY_ESCAPE[x]!);
+  }
+  return value;
+}
+
+/**
+ * A COPY text line: the fields of `values` (of columns `columns`; empty is NULL), then `n`; a
+ * refusal `reason` for a value the per-row path must type or reject. `fields` is scratch space.
+ */
+function copyLine(
+  columns: readonly { pgType: PgType }[],
+  values: readonly (string | undefined)[],
+  fields: string[],
+  n: number,
+  reason: string,
+): string {
+  const width = columns.length;
+  fields.length = width;
+  for (let i = 0; i < width; i++) {
+    const value = values[i];
+    if (value === undefined || value === '') fields[i] = '\\N';
+    else {
+      const type = columns[i]!.pgType;
+      if (type === 'text') fields[i] = copyField(value);
+      else {
+        const canonical = canonicalCopyValue(type, value);
+        if (canonical === undefined) return refuse(reason);
+        fields[i] = canonical;
+      }
+    }
+  }
+  return width === 0 ? `${n}\n` : `${fields.join('\t')}\t${n}\n`;
 }
 
 /** A leaf's text as the per-row path reads it, or a refusal when it might read it otherwise. */
@@ -263,7 +306,15 @@ function leafValue(raw: string): string {
   if (n === 0) return raw;
   if (isSpace(raw.charCodeAt(0)) || isSpace(raw.charCodeAt(n - 1)))
     refuse('a value with surrounding whitespace');
-  if (!LEAF_SPECIAL.test(raw)) return raw;
+  let special = false;
+  for (let i = 0; i < n; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 13 || c === 38) {
+      special = true;
+      break;
+    }
+  }
+  if (!special) return raw;
   if (raw.includes('\r')) refuse('a carriage return in a value');
   return decodeEntities(raw);
 }
@@ -300,8 +351,16 @@ class FastXmlScanner {
   /** Records seen over all passes (the stamps of repeated-element checks). */
   private serial = 0;
   private values: (string | undefined)[] = [];
+  /** Scratch space of copyLine(). */
+  private readonly fields: string[] = [];
+  /** `</Request>`: where a record ends. */
+  private readonly recordEndTag: string;
   /** The record's first child last time (a guess, checked). */
   private firstChild: RecordName | undefined;
+  /** The record's first attribute last time (a guess, checked). */
+  private firstAttribute: RecordName | undefined;
+  /** Where the leaf leafAt() read last ends. */
+  private leafEnd = 0;
   /** Repeated groups with a child table, by container element. */
   readonly itemGroups = new Map<string, ItemGroup>();
 
@@ -311,6 +370,7 @@ class FastXmlScanner {
     private readonly givenDefinition: string | undefined,
     childTables: readonly FastXmlChildTable[] = [],
   ) {
+    this.recordEndTag = `</${recordElement}>`;
     for (const child of childTables) {
       const spec = XML_REPEATED_GROUPS.find((g) => g.name === child.group)!;
       const columns = child.columns.map((c) => {
@@ -331,6 +391,7 @@ class FastXmlScanner {
         pending: [],
         lines: [],
         count: 0,
+        order: [],
       });
     }
   }
@@ -467,15 +528,19 @@ class FastXmlScanner {
       // A start tag of the root, an enclosing element, or a record.
       const nameEnd = this.nameEnd(p + 1);
       if (nameEnd >= b.length) return this.more(p);
-      const name = b.slice(p + 1, nameEnd);
-      if (name === this.recordElement && this.stack.length > 0) {
-        const endTag = `</${name}>`;
-        const close = b.indexOf(endTag, nameEnd);
+      const recordElement = this.recordElement;
+      if (
+        this.stack.length > 0 &&
+        nameEnd - p - 1 === recordElement.length &&
+        matchesAt(b, recordElement, p + 1)
+      ) {
+        const close = b.indexOf(this.recordEndTag, nameEnd);
         if (close < 0) return this.more(p);
         this.record(nameEnd, close, out);
-        this.pos = close + endTag.length;
+        this.pos = close + this.recordEndTag.length;
         continue;
       }
+      const name = b.slice(p + 1, nameEnd);
       const after = b.charCodeAt(nameEnd);
       if (!isSpace(after) && after !== 62 && after !== 47) refuse('an unusual element name');
       const gt = this.tagEnd(nameEnd);
@@ -543,6 +608,8 @@ class FastXmlScanner {
     let requestId: string | undefined;
     // Attributes of the record.
     let p = nameEnd;
+    let guessAttribute = this.firstAttribute;
+    let previousAttribute: RecordName | undefined;
     for (;;) {
       const q = this.skipSpace(p);
       const c = b.charCodeAt(q);
@@ -551,8 +618,25 @@ class FastXmlScanner {
         break;
       }
       if (q === p || q >= close) refuse('an unusual record start tag');
-      const e = this.nameEnd(q);
-      const attr = b.slice(q, e);
+      // The attribute that came here in the previous record, if it is the same name; else look it up.
+      let slot: RecordName;
+      let e: number;
+      if (
+        guessAttribute !== undefined &&
+        matchesAt(b, guessAttribute.name, q) &&
+        b.charCodeAt(q + guessAttribute.name.length) === 61
+      ) {
+        slot = guessAttribute;
+        e = q + slot.name.length;
+      } else {
+        e = this.nameEnd(q);
+        slot = this.recordNameOf(b.slice(q, e));
+      }
+      if (previousAttribute === undefined) this.firstAttribute = slot;
+      else previousAttribute.nextAttribute = slot;
+      previousAttribute = slot;
+      guessAttribute = slot.nextAttribute;
+      const attr = slot.name;
       if (attr === 'xmlns') refuse('a namespace declaration on a record');
       if (b.charCodeAt(e) !== 61 /* = */) refuse('an unusual attribute');
       const quote = b.charCodeAt(e + 1);
@@ -561,7 +645,6 @@ class FastXmlScanner {
       if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
       const value = attributeValue(b.slice(e + 2, vEnd));
       if (attr === 'RequestID') requestId = value;
-      const slot = this.recordNameOf(attr);
       if (slot.attrStamp === stamp) refuse('an attribute twice');
       slot.attrStamp = stamp;
       slot.leaf ??= {
@@ -600,7 +683,7 @@ class FastXmlScanner {
       slot.stamp = stamp;
       const c = b.charCodeAt(e);
       // The container of a repeated group with a child table: its items, none when it is empty.
-      const items = this.itemGroups.get(name);
+      const items = slot.items;
       if (c === 47 /* / */) {
         if (b.charCodeAt(e + 1) !== 62) refuse('an unusual empty element');
         if (items === undefined) this.putRecordLeaf(slot, name, '');
@@ -638,23 +721,9 @@ class FastXmlScanner {
     }
     for (const { index, value } of container.resolved) if (values[index] === undefined) values[index] = value;
     if (out === undefined) return;
-    const columns = this.set.columns;
-    const width = columns.length;
-    let line = '';
-    for (let i = 0; i < width; i++) {
-      const value = values[i];
-      if (value === undefined || value === '') line += '\\N\t';
-      else {
-        const type = columns[i]!.pgType;
-        if (type === 'text') line += `${copyField(value)}\t`;
-        else {
-          const canonical = canonicalCopyValue(type, value);
-          if (canonical === undefined) refuse('a value the per-row path must type or reject');
-          line += `${canonical}\t`;
-        }
-      }
-    }
-    out.push(`${line}${n}\n`);
+    out.push(
+      copyLine(this.set.columns, values, this.fields, n, 'a value the per-row path must type or reject'),
+    );
   }
 
   /**
@@ -665,8 +734,8 @@ class FastXmlScanner {
   private group(slot: RecordName, name: string, p: number, close: number, stamp: number): number {
     const b = this.buf;
     const leaves = (slot.group ??= new Map());
-    const label = XML_LABEL_ATTRIBUTES[name];
-    const repeated = repeatedGroupOf(name);
+    const label = slot.label;
+    const repeatedItem = slot.repeatedItem;
     let guess = slot.firstLeaf;
     let previous: LeafSlot | undefined;
     for (;;) {
@@ -677,13 +746,18 @@ class FastXmlScanner {
       }
       let entry: LeafSlot | undefined;
       let e: number;
-      if (guess !== undefined && isNameAt(b, guess.name, p + 1)) {
+      // (A leaf with a label attribute, `<field1 name="mdd1">`, is guessed too.)
+      if (
+        guess !== undefined &&
+        matchesAt(b, guess.name, p + 1) &&
+        !isNameChar(b.charCodeAt(p + 1 + guess.name.length))
+      ) {
         entry = guess;
         e = p + 1 + guess.name.length;
       } else {
         e = this.nameEnd(p + 1);
         const leafName = b.slice(p + 1, e);
-        if (repeated?.item === leafName) refuse('a repeated group (its items go to a child table)');
+        if (repeatedItem === leafName) refuse('a repeated group (its items go to a child table)');
         entry = leaves.get(leafName);
         if (entry === undefined) {
           // A group one level down, not a leaf: its leaves are columns, it is not one.
@@ -719,9 +793,9 @@ class FastXmlScanner {
       const c = b.charCodeAt(e);
       if (c !== 62 && c !== 47)
         e = this.labelEnd(e, label ?? refuse('attributes on an element inside a record'), close);
-      const read = this.leafAt(leaf, e, close, 'elements nested deeper than a group');
-      p = read.end;
-      if (this.values[entry.index] === undefined) this.values[entry.index] = read.value;
+      const value = this.leafAt(leaf, e, close, 'elements nested deeper than a group');
+      p = this.leafEnd;
+      if (this.values[entry.index] === undefined) this.values[entry.index] = value;
     }
   }
 
@@ -729,17 +803,20 @@ class FastXmlScanner {
    * The value of leaf `<name>` whose start tag ends at `e` (`/>` or `>`, then text and `</name>`)
    * and the index after it; `deeper` is the refusal when an element comes instead of the text.
    */
-  private leafAt(name: string, e: number, close: number, deeper: string): { value: string; end: number } {
+  private leafAt(name: string, e: number, close: number, deeper: string): string {
     const b = this.buf;
     const c = b.charCodeAt(e);
     if (c === 47) {
       if (b.charCodeAt(e + 1) !== 62) refuse('an unusual empty element');
-      return { value: '', end: e + 2 };
+      this.leafEnd = e + 2;
+      return '';
     }
     if (c !== 62) refuse('attributes on an element inside a record');
     const lt = b.indexOf('<', e + 1);
     if (lt < 0 || lt > close || b.charCodeAt(lt + 1) !== 47) refuse(deeper);
-    return { value: leafValue(b.slice(e + 1, lt)), end: afterEndTag(b, name, lt) };
+    const value = lt === e + 1 ? '' : leafValue(b.slice(e + 1, lt));
+    this.leafEnd = afterEndTag(b, name, lt);
+    return value;
   }
 
   /** After the label attribute `label` of a leaf whose name ends at `e`: the index of its `>` or `/>`. */
@@ -748,7 +825,7 @@ class FastXmlScanner {
     const q = this.skipSpace(e);
     if (q === e) refuse('attributes on an element inside a record');
     const ae = this.nameEnd(q);
-    if (b.slice(q, ae) !== label || b.charCodeAt(ae) !== 61)
+    if (ae - q !== label.length || !matchesAt(b, label, q) || b.charCodeAt(ae) !== 61)
       refuse('attributes on an element inside a record');
     const quote = b.charCodeAt(ae + 1);
     if (quote !== 34 && quote !== 39) refuse('an unusual attribute');
@@ -771,14 +848,26 @@ class FastXmlScanner {
   ): number {
     const b = this.buf;
     const leaves = (slot.subgroups ??= new Map());
+    const firsts = (slot.subgroupFirst ??= new Map());
+    let guess = firsts.get(sub);
+    let previous: LeafSlot | undefined;
     for (;;) {
       p = this.skipSpace(p);
       if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
       if (b.charCodeAt(p + 1) === 47) return afterEndTag(b, sub, p);
-      const e = this.nameEnd(p + 1);
-      const leafName = b.slice(p + 1, e);
-      const key = `${sub}/${leafName}`;
-      let entry = leaves.get(key);
+      // The leaf that came here last time, if it is the same name; else look it up.
+      let e: number;
+      let leafName: string;
+      let entry: LeafSlot | undefined;
+      if (guess !== undefined && isNameAt(b, guess.name, p + 1)) {
+        entry = guess;
+        leafName = guess.name;
+        e = p + 1 + leafName.length;
+      } else {
+        e = this.nameEnd(p + 1);
+        leafName = b.slice(p + 1, e);
+        entry = leaves.get(`${sub}/${leafName}`);
+      }
       if (entry === undefined) {
         entry = {
           name: leafName,
@@ -790,13 +879,17 @@ class FastXmlScanner {
           next: undefined,
           stamp: 0,
         };
-        leaves.set(key, entry);
+        leaves.set(`${sub}/${leafName}`, entry);
       }
+      if (previous === undefined) firsts.set(sub, entry);
+      else previous.next = entry;
+      previous = entry;
+      guess = entry.next;
       if (entry.stamp === stamp) refuse('a repeated element');
       entry.stamp = stamp;
-      const read = this.leafAt(leafName, e, close, 'elements nested deeper than two groups');
-      p = read.end;
-      if (this.values[entry.index] === undefined) this.values[entry.index] = read.value;
+      const value = this.leafAt(leafName, e, close, 'elements nested deeper than two groups');
+      p = this.leafEnd;
+      if (this.values[entry.index] === undefined) this.values[entry.index] = value;
     }
   }
 
@@ -814,8 +907,14 @@ class FastXmlScanner {
       p = this.skipSpace(p);
       if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
       if (b.charCodeAt(p + 1) === 47) return afterEndTag(b, container, p);
-      const e = this.nameEnd(p + 1);
-      if (b.slice(p + 1, e) !== item) refuse(`an element other than ${item} in ${container}`);
+      const e = p + 1 + item.length;
+      if (!matchesAt(b, item, p + 1) || isNameChar(b.charCodeAt(e))) {
+        this.nameEnd(p + 1);
+        refuse(`an element other than ${item} in ${container}`);
+      }
+      // The item's attributes and leaves in the order the last item had them (guesses, checked).
+      const order = group.order;
+      let k = 0;
       const values: (string | undefined)[] = new Array<string | undefined>(group.columns.length);
       const position = group.pending.length;
       values[group.numberIndex] = numberAttribute === undefined ? String(position + 1) : String(position);
@@ -835,15 +934,35 @@ class FastXmlScanner {
           break;
         }
         if (r === q || r >= close) refuse('an unusual item start tag');
-        const ae = this.nameEnd(r);
-        const attr = b.slice(r, ae);
+        const guess = order[k];
+        let ae: number;
+        let attr: string;
+        let index: number;
+        if (
+          guess !== undefined &&
+          guess.attribute &&
+          matchesAt(b, guess.name, r) &&
+          b.charCodeAt(r + guess.name.length) === 61
+        ) {
+          attr = guess.name;
+          ae = r + attr.length;
+          index = guess.index;
+        } else {
+          ae = this.nameEnd(r);
+          attr = b.slice(r, ae);
+          index = -1;
+        }
         if (b.charCodeAt(ae) !== 61) refuse('an unusual attribute');
         const quote = b.charCodeAt(ae + 1);
         if (quote !== 34 && quote !== 39) refuse('an unusual attribute');
         const vEnd = b.indexOf(quote === 34 ? '"' : "'", ae + 2);
         if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
         const value = attributeValue(b.slice(ae + 2, vEnd));
-        const index = attr === numberAttribute ? group.numberIndex : this.itemColumn(group, attr);
+        if (index < 0) {
+          index = attr === numberAttribute ? group.numberIndex : this.itemColumn(group, attr);
+          order[k] = { name: attr, index, attribute: true };
+        }
+        k++;
         if (attr !== numberAttribute && values[index] !== undefined) refuse('an attribute twice');
         values[index] = value;
         q = vEnd + 1;
@@ -861,13 +980,25 @@ class FastXmlScanner {
           q = afterEndTag(b, item, q);
           break;
         }
-        const le = this.nameEnd(q + 1);
-        const leaf = b.slice(q + 1, le);
-        const index = this.itemColumn(group, leaf);
+        const guess = order[k];
+        let le: number;
+        let leaf: string;
+        let index: number;
+        if (guess !== undefined && !guess.attribute && isNameAt(b, guess.name, q + 1)) {
+          leaf = guess.name;
+          le = q + 1 + leaf.length;
+          index = guess.index;
+        } else {
+          le = this.nameEnd(q + 1);
+          leaf = b.slice(q + 1, le);
+          index = this.itemColumn(group, leaf);
+          order[k] = { name: leaf, index, attribute: false };
+        }
+        k++;
         if (values[index] !== undefined && index !== group.numberIndex) refuse('a repeated element');
-        const read = this.leafAt(leaf, le, close, 'elements nested deeper than an item');
-        values[index] ??= read.value;
-        q = read.end;
+        const value = this.leafAt(leaf, le, close, 'elements nested deeper than an item');
+        values[index] ??= value;
+        q = this.leafEnd;
       }
       p = q;
     }
@@ -894,22 +1025,16 @@ class FastXmlScanner {
     recordNumber: number,
   ): void {
     values[group.keyIndex] = requestId;
-    let line = '';
-    for (let i = 0; i < group.columns.length; i++) {
-      const value = values[i];
-      if (value !== undefined) group.seen[i] = true;
-      if (value === undefined || value === '') line += '\\N\t';
-      else {
-        const type = group.columns[i]!.pgType;
-        if (type === 'text') line += `${copyField(value)}\t`;
-        else {
-          const canonical = canonicalCopyValue(type, value);
-          if (canonical === undefined) refuse('an item value the per-row path must type or reject');
-          line += `${canonical}\t`;
-        }
-      }
-    }
-    group.lines.push(`${line}${recordNumber}\n`);
+    for (let i = 0; i < values.length; i++) if (values[i] !== undefined) group.seen[i] = true;
+    group.lines.push(
+      copyLine(
+        group.columns,
+        values,
+        this.fields,
+        recordNumber,
+        'an item value the per-row path must type or reject',
+      ),
+    );
     group.count++;
   }
 
@@ -925,6 +1050,11 @@ class FastXmlScanner {
         subgroups: undefined,
         stamp: 0,
         attrStamp: 0,
+        nextAttribute: undefined,
+        items: this.itemGroups.get(name),
+        label: XML_LABEL_ATTRIBUTES[name],
+        repeatedItem: repeatedGroupOf(name)?.item,
+        subgroupFirst: undefined,
       };
       this.names.set(name, slot);
     }
