@@ -14,6 +14,7 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { createReportingClient } from '../../src/api/reporting-client.js';
 import { XML_REPEATED_GROUPS } from '../../src/catalog/child-tables.js';
@@ -22,12 +23,21 @@ import { declaredColumns } from '../../src/pipeline/record-source.js';
 import { openRawXmlReport } from '../../src/parse/xml/raw-xml-report.js';
 import type { FastXmlChildTable } from '../../src/parse/xml/raw-xml-report.js';
 import { applyV8RuntimeFlags } from '../../src/runtime-flags.js';
-import { startSimulator } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
 import { FileDigester } from '../../src/spool/file-digest.js';
 
 applyV8RuntimeFlags();
 
-const SAMPLES = '/work/wt/shared/samples/cybersource';
+/** CyberSource's sample files, beside the checkout as in CI (../shared/samples/cybersource). */
+const SAMPLES = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '..',
+  '..',
+  '..',
+  'shared',
+  'samples',
+  'cybersource',
+);
 const dir = process.argv[2] ?? '/tmp/xml-scan-cpu';
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`);
