@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import cron from 'node-cron';
-import { PIPELINES } from '../../pipelines/index.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { Config } from '../config/schema.js';
-import type { Db } from '../load/warehouse.js';
+import type { PipelineDef } from '../pipeline/define-pipeline.js';
+import type { Db } from '../warehouse/warehouse.js';
 import { emptyStatus, readStatus } from '../state/status.js';
 import { attentionItems, pairKey, readPipelineShapes, readWindowStates } from '../state/completeness.js';
 import type { AttentionItem, Completeness } from '../state/completeness.js';
@@ -51,7 +51,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
       const now = ctx.now();
       const { pipelines: read, runs } = await readStatus(warehouse.db, now);
       const queue = await readQueueCounts(warehouse.db);
-      const resolved = await configuredPipelines(config, warehouse.db, now);
+      const resolved = await configuredPipelines(ctx.pipelines, config, warehouse.db, now);
       const completeness = assessPipelines(resolved, await readWindowStates(warehouse.db), now);
       const attention = attentionItems(completeness);
       const rows = withCompleteness(read, completeness);
@@ -139,10 +139,15 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
  * The pipelines as config.yaml resolves them, without the API (an unknown pipeline name in the
  * config: none), with the window shapes their last passes recorded.
  */
-export async function configuredPipelines(config: Config, db: Db, now: Date): Promise<ResolvedPipeline[]> {
+export async function configuredPipelines(
+  pipelines: readonly PipelineDef[],
+  config: Config,
+  db: Db,
+  now: Date,
+): Promise<ResolvedPipeline[]> {
   let resolved: ResolvedPipeline[];
   try {
-    resolved = resolvePipelines(PIPELINES, config, { defaultOrganizations: [], now });
+    resolved = resolvePipelines(pipelines, config, { defaultOrganizations: [], now });
   } catch {
     return [];
   }

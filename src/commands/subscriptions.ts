@@ -14,7 +14,6 @@ import {
   refusedPruneMessage,
 } from '../subscriptions/plan.js';
 import type { SubscriptionPlan, SubscriptionReader } from '../subscriptions/plan.js';
-import { PIPELINES } from '../../pipelines/index.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
 import { YES_OPTION, confirmChange } from './confirm.js';
 import type { CliContext } from './context.js';
@@ -62,7 +61,7 @@ function declared(config: Config) {
 
 /** The subscriptions the enabled report pipelines read, per organization (what --prune must keep). */
 function readers(ctx: CliContext, config: Config, organizations: string[]): SubscriptionReader[] {
-  return resolvePipelines(PIPELINES, config, { defaultOrganizations: organizations, now: ctx.now() })
+  return resolvePipelines(ctx.pipelines, config, { defaultOrganizations: organizations, now: ctx.now() })
     .filter((p) => p.enabled && p.reportName !== undefined)
     .map((p) => ({ pipeline: p.name, reportName: p.reportName!, organizations: p.organizations }));
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { sql } from 'kysely';
 import { configError } from '../errors.js';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import { assessPipelines } from '../pipeline/plan-windows.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 import { configuredPipelines } from './status.js';
@@ -109,7 +109,7 @@ async function listWindows(ctx: CliContext, db: Db, opts: SelectionOptions): Pro
   if (!wanted('gap')) return rows;
   const now = ctx.now();
   const config = await ctx.config();
-  const pipelines = (await configuredPipelines(config, db, now)).filter(
+  const pipelines = (await configuredPipelines(ctx.pipelines, config, db, now)).filter(
     (p) => !opts.pipelines || opts.pipelines.includes(p.name),
   );
   const states = await readWindowStates(db, {
@@ -244,12 +244,7 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
       out.write(field('run', w.runId));
       out.write(field('loaded at', w.loadedAt?.toISOString()));
       out.write(field('updated at', w.updatedAt.toISOString()));
-      out.write(
-        field(
-          'leased by',
-          w.leaseOwner ? `${w.leaseOwner} until ${w.leaseExpiresAt?.toISOString() ?? '?'}` : '',
-        ),
-      );
+      out.write(field('claim', w.claim));
       out.write(`  rejects              ${rejects.count}${rejects.count > 0 ? ' (etl.rejects):' : ''}\n`);
       for (const r of rejects.first)
         out.write(`    record ${r.recordNumber ?? '?'}: ${r.errorCode}: ${r.message}\n`);

@@ -245,12 +245,13 @@ const UNSETTLED: WindowStatus[] = ['pending', 'failed'];
  * for them (by key). A backfill: its range (loaded ones too with force). A run: the due windows
  * from startDate (the lookback's re-loaded), and before them every gap and failed window since the
  * first window the warehouse knows, to catch up on. A failed window waits for its backoff
- * (retryDue), except in a backfill, which asks for its range explicitly.
+ * (retryDue), except in a backfill, which asks for its range explicitly. A schedule pass's
+ * `firedAt` (PlanOptions): lookback windows loaded since then are not re-loaded for that fire.
  */
 export function planPassWindows(
   pipeline: ResolvedPipeline,
   organizationId: string,
-  options: { range?: { from: string; to: string }; force?: boolean; now: Date },
+  options: { range?: { from: string; to: string }; force?: boolean; firedAt?: Date; now: Date },
   rows: ReadonlyMap<string, WindowStateRow>,
 ): PassWindow[] {
   const plan = options.range
@@ -258,9 +259,14 @@ export function planPassWindows(
     : expectedWindows(pipeline, organizationId, rows.values(), options.now);
   const out: PassWindow[] = [];
   for (const window of plan.windows) {
-    const again = options.force === true || plan.reload.has(window.windowKey);
-    const claimable = again ? ALL_SETTLED : UNSETTLED;
     const row = rows.get(window.windowKey);
+    // A lookback window another schedule instance loaded for this same cron fire is not re-loaded.
+    const loadedForThisFire =
+      options.firedAt !== undefined &&
+      row?.loadedAt != null &&
+      row.loadedAt.getTime() >= options.firedAt.getTime();
+    const again = options.force === true || (plan.reload.has(window.windowKey) && !loadedForThisFire);
+    const claimable = again ? ALL_SETTLED : UNSETTLED;
     if (row && row.status !== 'running' && !claimable.includes(row.status)) continue;
     if (!options.range && row?.status === 'failed' && !row.retryDue) continue;
     const catchUp = !options.range && !again && dayNumber(window.lastDay) < dayNumber(pipeline.startDate);

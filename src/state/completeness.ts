@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../load/warehouse.js';
+import type { EtlDb } from '../warehouse/database.js';
 import type { ReportSchedule } from '../time/report-periods.js';
 import { toWindowRow } from './windows.js';
 import type { WindowRow } from './windows.js';
@@ -31,6 +31,7 @@ export interface WindowStateRow extends Pick<
   | 'lastErrorMessage'
   | 'notReadySince'
   | 'retryAfter'
+  | 'loadedAt'
 > {
   /** A failed window's backoff has passed (by the database's clock, which also set retry_after). */
   retryDue: boolean;
@@ -229,7 +230,7 @@ export function earliestStart(rows: Iterable<WindowStateRow>): Date | undefined 
 
 /** The etl.windows rows of a selection, in time order per pipeline and organization. */
 export async function readWindowStates(
-  db: Db,
+  db: EtlDb,
   filter: { pipelines?: readonly string[]; organizationId?: string } = {},
 ): Promise<WindowStateRow[]> {
   let q = db
@@ -266,7 +267,7 @@ export interface PipelineShape {
 }
 
 /** Remember how each pipeline's windows are cut, for the readers that do not ask the API (status). */
-export async function recordPipelineShapes(db: Db, shapes: readonly PipelineShape[]): Promise<void> {
+export async function recordPipelineShapes(db: EtlDb, shapes: readonly PipelineShape[]): Promise<void> {
   if (shapes.length === 0) return;
   await db
     .insertInto('etl.pipeline_shapes')
@@ -287,13 +288,19 @@ export async function recordPipelineShapes(db: Db, shapes: readonly PipelineShap
     .execute();
 }
 
-export async function readPipelineShapes(db: Db): Promise<Map<string, PipelineShape>> {
-  const rows = await sql<{ pipeline: string; time_zone: string; report_schedule: ReportSchedule | null }>`
-    select pipeline, time_zone, report_schedule from etl.pipeline_shapes`.execute(db);
+export async function readPipelineShapes(db: EtlDb): Promise<Map<string, PipelineShape>> {
+  const rows = await db
+    .selectFrom('etl.pipeline_shapes')
+    .select(['pipeline', 'time_zone', 'report_schedule'])
+    .execute();
   return new Map(
-    rows.rows.map((r) => [
+    rows.map((r) => [
       r.pipeline,
-      { pipeline: r.pipeline, timeZone: r.time_zone, reportSchedule: r.report_schedule },
+      {
+        pipeline: r.pipeline,
+        timeZone: r.time_zone,
+        reportSchedule: (r.report_schedule as ReportSchedule | null) ?? null,
+      },
     ]),
   );
 }

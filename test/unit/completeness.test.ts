@@ -40,6 +40,7 @@ function row(day: string, status: WindowStatus, extra: Partial<WindowStateRow> =
     lastErrorMessage: status === 'failed' ? 'HTTP 500' : null,
     notReadySince: null,
     retryAfter: null,
+    loadedAt: null,
     retryDue: true,
     ...extra,
   };
