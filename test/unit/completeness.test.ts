@@ -134,6 +134,21 @@ describe('a run plans the gaps and failed windows since the first known window',
     expect(backfill.map((p) => p.window.windowKey)).toEqual(['2026-11-01']);
   });
 
+  it('re-loads the lookback windows, except those loaded since the cron fire the pass plans for', () => {
+    const loadedAt = new Date(NOW.getTime() - 60_000);
+    const rows = new Map(days('2026-11-18', 7).map((d) => [d, row(d, 'loaded', { loadedAt })]));
+    const newest = (firedAt?: Date) =>
+      planPassWindows(NF, 'o1', { now: NOW, ...(firedAt ? { firedAt } : {}) }, rows)
+        .filter((p) => !p.catchUp)
+        .map((p) => p.window.windowKey);
+    const lookback = newest();
+    expect(lookback.length).toBeGreaterThan(0);
+    // Another instance's pass of the same fire loaded them a minute ago: not again for this fire.
+    expect(newest(new Date(NOW.getTime() - 120_000))).toEqual([]);
+    // Loaded before this fire: the lookback re-loads them.
+    expect(newest(NOW)).toEqual(lookback);
+  });
+
   it('orders the newest first (oldest first among them), then at most maxCatchUp older windows, oldest first', () => {
     const planned = planPassWindows(NF, 'o1', { now: NOW }, holey());
     const ordered = orderPassWindows([...planned].reverse(), 3).map((p) => p.window.windowKey);
