@@ -11,6 +11,8 @@ import type { CliContext } from './context.js';
 import { splitList } from './run.js';
 import { runPass } from './run-pass.js';
 import { createRuntime } from './runtime.js';
+import { serveStatusPage } from './status-page.js';
+import { collectProcessMetrics } from '../observability/metrics.js';
 import type { Runtime } from './runtime.js';
 import { SIMULATOR_OPTION } from './service-access.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
@@ -58,6 +60,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
         ...(opts.pipelines ? { selected: opts.pipelines } : {}),
       });
       const pipelines = selectPipelines(rt.pipelines, opts.pipelines);
+      collectProcessMetrics(rt.metrics);
       for (const [name, reason] of rt.unavailable) rt.logger.error({ pipeline: name }, reason);
       const owner = leaseOwner();
       const env = ctx.env();
@@ -88,6 +91,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
             await exportCheckCounts(rt);
           },
           lastPasses: (names) => lastSchedulePasses(rt.warehouse.db, names),
+          statusPage: serveStatusPage(rt.warehouse.db, rt.config),
           refreshGauges: async () => {
             const { pipelines: rows } = await readStatus(rt.warehouse.db, new Date());
             rt.metrics.windowsByStatus.reset();
@@ -115,7 +119,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
         throw listenError(error, address) ?? error;
       });
       ctx.io.stdout.write(
-        `cybs-etl schedule: ${scheduler.tasks.size} pipelines scheduled; /healthz, /readyz and /metrics on port ${scheduler.port} of ${host}. Stop with Ctrl-C or SIGTERM.\n`,
+        `cybs-etl schedule: ${scheduler.tasks.size} pipelines scheduled; the status page (/), /healthz, /readyz and /metrics on port ${scheduler.port} of ${host}. Stop with Ctrl-C or SIGTERM.\n`,
       );
       const stop = (signal: string) => {
         rt.logger.info({ signal }, 'shutdown requested');
