@@ -13,6 +13,10 @@ import { runPass } from './run-pass.js';
 import { createRuntime } from './runtime.js';
 import { serveStatusPage } from './status-page.js';
 import { collectProcessMetrics } from '../observability/metrics.js';
+import { evaluateAlertsLogged } from './alerts.js';
+
+/** How often the daemon evaluates the alerts between passes (a pipeline goes stale without one). */
+const ALERT_INTERVAL_MS = 5 * 60_000;
 import type { Runtime } from './runtime.js';
 import { SIMULATOR_OPTION } from './service-access.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
@@ -63,6 +67,13 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
       collectProcessMetrics(rt.metrics);
       for (const [name, reason] of rt.unavailable) rt.logger.error({ pipeline: name }, reason);
       const owner = leaseOwner();
+      const alertDeps = () => ({
+        db: rt.warehouse.db,
+        config: rt.config,
+        env: ctx.io.env,
+        logger: rt.logger,
+        now: new Date(),
+      });
       const env = ctx.env();
       const host = env.metricsHost ?? rt.config.schedule.metricsHost;
       const port = opts.port ?? rt.config.schedule.metricsPort;
@@ -89,6 +100,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
               'pass finished',
             );
             await exportCheckCounts(rt);
+            await evaluateAlertsLogged(alertDeps());
           },
           lastPasses: (names) => lastSchedulePasses(rt.warehouse.db, names),
           statusPage: serveStatusPage(rt.warehouse.db, rt.config),
@@ -127,7 +139,13 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
       };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
+      // Staleness comes without a pass: the alerts are evaluated between passes too.
+      const alertTimer =
+        rt.config.alerts.webhooks.length > 0
+          ? setInterval(() => void evaluateAlertsLogged(alertDeps()), ALERT_INTERVAL_MS).unref()
+          : undefined;
       await scheduler.stopped;
+      clearInterval(alertTimer);
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
       ctx.io.stdout.write('cybs-etl schedule: stopped cleanly.\n');

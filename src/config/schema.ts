@@ -249,7 +249,7 @@ export const configSchema = z.strictObject({
   subscriptions: subscriptionsSchema.optional(),
   /** The cybs_analytics models' pipelines and subscriptions in one switch (src/config/analytics.ts). */
   analytics: analyticsSettingsSchema,
-  /** Webhooks told about failed windows, stale pipelines, schema changes and rejects (src/alerts/). */
+  /** Webhooks told about failed windows, stale pipelines, schema changes and rejects (src/commands/alerts.ts). */
   alerts: alertsSettingsSchema,
 });
 
