@@ -118,7 +118,8 @@ export type AlertEvent = (typeof ALERT_EVENTS)[number];
  */
 const webhookUrl = z.string().superRefine((url, ctx) => {
   const probe = url.replace(/\$\{[A-Za-z_][A-Za-z0-9_]*\}/g, 'x');
-  if (/\$\{/.test(probe) || !/^https?:\/\/[^\s/]+/.test(probe)) {
+  // A URL that starts with a variable (the whole URL from the environment) is checked when sent.
+  if (/\$\{/.test(probe) || !(url.startsWith('${') || /^https?:\/\/[^\s/]+/.test(probe))) {
     ctx.addIssue({
       code: 'custom',
       message:

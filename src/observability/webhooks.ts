@@ -37,6 +37,10 @@ export function resolveWebhook(
       );
     return value;
   });
+  if (!/^https?:\/\/[^\s/]+/.test(url) || !URL.canParse(url))
+    throw configError(
+      `alerts.webhooks[${index}].url is not an http(s) URL once its variables are read from the environment; set them to a webhook's URL.`,
+    );
   const label = webhook.url.includes('${') ? webhook.url : `${new URL(url).origin}/${REDACTED}`;
   return { url, label, ...(webhook.events ? { events: webhook.events } : {}) };
 }
