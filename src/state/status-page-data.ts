@@ -106,6 +106,21 @@ export interface StatusPageOptions {
   days?: number;
 }
 
+/** A pipeline × organization's counts, as the aggregate query returns them. */
+interface AggregateRow {
+  pipeline: string;
+  organization_id: string;
+  loaded: number;
+  no_data: number;
+  failed: number;
+  not_ready: number;
+  gaps: number;
+  rejects: number;
+  last_key: string | null;
+  last_end: Date | null;
+  freshness: number;
+}
+
 const DATE_KEY = String.raw`^\d{4}-\d\d-\d\d(\.\.\d{4}-\d\d-\d\d)?$`;
 export const DEFAULT_PAGE_SIZE = 50;
 
@@ -129,19 +144,7 @@ export async function readStatusPageData(
 
   // One row per pipeline × organization with its counts; gaps are counted on the days the window
   // keys name (a key is a day, or first..last day).
-  const aggregate = sql<{
-    pipeline: string;
-    organization_id: string;
-    loaded: number;
-    no_data: number;
-    failed: number;
-    not_ready: number;
-    gaps: number;
-    rejects: number;
-    last_key: string | null;
-    last_end: Date | null;
-    freshness: number;
-  }>`
+  const aggregate = sql<AggregateRow>`
     with w as (
       select pipeline, organization_id, window_key, status, last_error_code, window_end,
              case when window_key ~ ${DATE_KEY} then left(window_key, 10)::date end as first_day,
@@ -215,19 +218,7 @@ export async function readStatusPageData(
       and (${q.organization} = '' or strpos(organization_id, ${q.organization}) > 0)`;
   const matching = await sql<{ n: number }>`
     select count(*)::int as n from (${filtered}) x ${where}`.execute(db);
-  const page = await sql<{
-    pipeline: string;
-    organization_id: string;
-    loaded: number;
-    no_data: number;
-    failed: number;
-    not_ready: number;
-    gaps: number;
-    rejects: number;
-    last_key: string | null;
-    last_end: Date | null;
-    freshness: number;
-  }>`
+  const page = await sql<AggregateRow>`
     select * from (${filtered}) x ${where}
      order by (failed > 0) desc, is_stale desc, (gaps > 0) desc, (not_ready > 0) desc, pipeline, organization_id
      limit ${q.pageSize} offset ${(q.page - 1) * q.pageSize}`.execute(db);
