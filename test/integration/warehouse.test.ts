@@ -145,6 +145,7 @@ describe.each(backends)('migrations of tables made before them on %s', (_name, o
       '0004_source_keys',
       '0005_unavailable_no_data_to_pending',
       '0006_analytics',
+      '0009_alert_incidents',
     ]);
     const indexes = await sql<{ name: string }>`
       select indexrelid::regclass::text as name from pg_index i join pg_class t on t.oid = i.indrelid
