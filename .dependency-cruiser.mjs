@@ -1,16 +1,16 @@
 // @ts-check
 /**
  * The arrows that must never exist between the parts of cybs-etl, checked by `npm run lint` over
- * src/ and pipelines/ (dependency-cruiser). Type-only imports count: a part that names another's
- * types depends on it. Violations that stay until a redesign removes them are listed in
- * .dependency-cruiser-known-violations.json (written by
- * `npx depcruise-baseline src pipelines --config .dependency-cruiser.mjs`); any other fails the lint.
+ * src/, pipelines/ and the simulator package's src/ (dependency-cruiser). Type-only imports count: a part that names another's
+ * types depends on it. Any violation fails the lint.
  */
 
 /** The leaves: they import nothing of the product but the catalog and the error family. */
 const LEAVES = '^src/(time|spool|copy-text)/';
+/** The simulator package (imported as `@cybs-etl/simulator`, resolved to its files here). */
+const SIMULATOR = '^packages/simulator/';
 /** The one module of the simulator the product may import (its `simulator` command and start). */
-const SIMULATOR_ENTRY = '^src/simulator/index[.]ts$';
+const SIMULATOR_ENTRY = '^packages/simulator/src/index[.]ts$';
 
 /** @param {string} name @param {string} comment @param {object} from @param {object} to */
 const forbid = (name, comment, from, to) => ({ name, comment, severity: 'error', from, to });
@@ -91,28 +91,28 @@ export default {
     ),
     forbid(
       'src-not-to-pipelines',
-      'pipelines/ declares on top of src/; src/ does not reach into the declarations. Known: the ' +
-        'commands read PIPELINES until the CLI gets them from an entry outside src/.',
+      'pipelines/ declares on top of src/; src/ does not reach into the declarations: the CLI is ' +
+        'given them by its entry, pipelines/cli.ts.',
       { path: '^src/' },
       { path: '^pipelines/' },
     ),
     forbid(
       'product-not-to-simulator-internals',
-      'The product reaches the simulator only through its entry, src/simulator/index.ts.',
-      { path: '^src/', pathNot: '^src/simulator/' },
-      { path: '^src/simulator/', pathNot: SIMULATOR_ENTRY },
+      'The product reaches the simulator only through its entry, @cybs-etl/simulator.',
+      { path: '^(src|pipelines)/' },
+      { path: SIMULATOR, pathNot: SIMULATOR_ENTRY },
     ),
     forbid(
       'simulator-started-by-commands-only',
       'Only the CLI (its `simulator` command and the start without credentials) starts the simulator.',
-      { path: '^src/', pathNot: ['^src/simulator/', '^src/commands/'] },
-      { path: '^src/simulator/' },
+      { path: '^(src|pipelines)/', pathNot: '^src/commands/' },
+      { path: SIMULATOR },
     ),
     forbid(
       'simulator-not-to-product',
-      'The simulator stands in for the service: it shares nothing of the product but the error family.',
-      { path: '^src/simulator/' },
-      { path: '^(src|pipelines)/', pathNot: ['^src/simulator/', '^src/errors[.]ts$'] },
+      'The simulator stands in for the service: it imports nothing of the product, not even the error family.',
+      { path: SIMULATOR },
+      { path: '^(src|pipelines)/' },
     ),
     forbid(
       'observability-not-to-commands',
@@ -121,12 +121,30 @@ export default {
       { path: '^src/commands/' },
     ),
     forbid(
+      'warehouse-below-load',
+      'warehouse/ holds connections, migrations and database errors: the loader and the state use it, never the reverse.',
+      { path: '^src/warehouse/' },
+      { path: '^src/(load|parse|api|extract|pipeline|state|queue|schedule|commands|analytics)/' },
+    ),
+    forbid(
+      'parse-formats-apart',
+      'Each format folder of parse/ reads its own format; what they share lives in parse/ itself.',
+      { path: '^src/parse/(csv|xml|json)/' },
+      { path: '^src/parse/(csv|xml|json)/', pathNot: '^src/parse/$1/' },
+    ),
+    forbid(
       'config-not-to-pipeline',
       'Configuration is read before any pipeline exists.',
       {
         path: '^src/config/',
       },
       { path: '^src/pipeline/' },
+    ),
+    forbid(
+      'load-not-up',
+      'The loader is called by pipeline/ and commands/; it never imports them (nor the queue or run state).',
+      { path: '^src/load/' },
+      { path: '^src/(pipeline|commands|queue|state)/' },
     ),
   ],
   options: {

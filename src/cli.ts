@@ -1,9 +1,9 @@
 /**
  * Composition root of the command line: parses arguments, builds the context (config, env,
- * logger, warehouse) and maps errors to exit codes: 0 success, 1 failure, 2 usage or config error.
+ * logger, warehouse, the pipeline declarations it is given) and maps errors to exit codes: 0
+ * success, 1 failure, 2 usage or config error. The declarations come from the entry that starts it,
+ * pipelines/cli.ts: src/ never reaches into pipelines/.
  */
-import { realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { DEFAULT_CONFIG_PATH } from './config/defaults.js';
 import { scrubSecrets } from './observability/redact.js';
@@ -12,6 +12,7 @@ import { applyV8RuntimeFlags } from './runtime-flags.js';
 import { CliContext } from './commands/context.js';
 import { explainError } from './commands/explain-error.js';
 import type { CliIo } from './commands/context.js';
+import type { PipelineDef } from './pipeline/define-pipeline.js';
 import type { Command as CommandType } from 'commander';
 
 type Register = (program: CommandType, ctx: CliContext) => void;
@@ -62,10 +63,11 @@ export const EXIT_USAGE = 2;
 
 export async function buildProgram(
   io: CliIo,
+  pipelines: readonly PipelineDef[],
   argv: readonly string[] = [],
 ): Promise<{ program: Command; ctx: CliContext }> {
   const program = new Command('cybs-etl');
-  const ctx = new CliContext(io, program);
+  const ctx = new CliContext(io, program, pipelines);
   program
     .description(
       'Load CyberSource Reporting API data into PostgreSQL: nightly runs, backfills, typed tables.',
@@ -104,9 +106,16 @@ export async function buildProgram(
   return { program, ctx };
 }
 
-/** Run the CLI with the given arguments (without node and script); resolves to the exit code. */
-export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
-  const { program, ctx } = await buildProgram(io, argv);
+/**
+ * Run the CLI with the given arguments (without node and script) over the given pipeline
+ * declarations; resolves to the exit code.
+ */
+export async function runCli(
+  argv: readonly string[],
+  io: CliIo,
+  pipelines: readonly PipelineDef[],
+): Promise<number> {
+  const { program, ctx } = await buildProgram(io, pipelines, argv);
   // Commands report a non-zero outcome through process.exitCode; read it for this invocation only,
   // so that one in-process run (tests, embedding) does not leak its exit code into the next one.
   const previousExitCode = process.exitCode;
@@ -138,16 +147,6 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
 }
 
-function isMain(): boolean {
-  const entry = process.argv[1];
-  if (!entry) return false;
-  try {
-    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * A reader that stops early (`cybs-etl status | head -4`) closes the pipe under stdout (or stderr);
  * the next write fails with EPIPE, which Node emits as an 'error' event on the stream and, with no
@@ -172,17 +171,13 @@ function writeQuietlyToClosedPipes(): { failed: () => boolean } {
 }
 
 /** Run the CLI as a program: this process's arguments and streams; its exit code. */
-export async function main(): Promise<void> {
+export async function main(pipelines: readonly PipelineDef[]): Promise<void> {
   applyV8RuntimeFlags();
   const output = writeQuietlyToClosedPipes();
-  const code = await runCli(process.argv.slice(2), {
-    env: process.env,
-    stdout: process.stdout,
-    stderr: process.stderr,
-    cwd: process.cwd(),
-  });
+  const code = await runCli(
+    process.argv.slice(2),
+    { env: process.env, stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() },
+    pipelines,
+  );
   process.exitCode = code === EXIT_OK && output.failed() ? EXIT_FAILURE : code;
 }
-
-// `node --import tsx src/cli.ts …` (the package's bin, src/bin.ts, calls main itself).
-if (isMain()) await main();

@@ -13,7 +13,7 @@ import { sql } from 'kysely';
 import { findField } from '../catalog/index.js';
 import { ensureTable, quoteIdent, quoteLiteral } from '../load/ddl.js';
 import type { ColumnDecl, TableDecl } from '../load/table-spec.js';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import { CHECK_VIEWS } from './checks.js';
 import { DATA_DICTIONARY, catalogFieldRows, catalogTableRows, viewColumnRows } from './dictionary.js';
 import type { WarehouseTable } from './dictionary.js';

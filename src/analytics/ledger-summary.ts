@@ -3,7 +3,7 @@
  * sold, refunded, charged and charged back, funded and deposited, and what is still in transit.
  */
 import { sql } from 'kysely';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 
 export interface LedgerSummaryRow {
   organization_id: string;

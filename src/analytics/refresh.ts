@@ -4,7 +4,7 @@
  * into (in dependency order, concurrently so that readers are not blocked).
  */
 import { sql } from 'kysely';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import { analyticsViews } from './install.js';
 import { qualified } from './view-def.js';
 

@@ -4,7 +4,7 @@
  * read-only transaction at one as_of() time.
  */
 import { sql } from 'kysely';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import { CHECKS } from './checks.js';
 
 /** work_mem of the checks' transaction. */

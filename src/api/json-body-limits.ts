@@ -1,12 +1,12 @@
 /**
  * Bounds on a JSON response body, checked on its bytes as they arrive, before anything is parsed:
- * the body is held whole to be parsed (or scanned, src/parse/on-demand-scan.ts), and parsing takes
+ * the body is held whole to be parsed (or scanned, src/parse/json/on-demand-page-scanner.ts), and parsing takes
  * a few times its size, so an unbounded body or value would take unbounded memory.
  *  - the body: at most {@link MAX_JSON_BODY_BYTES} (a purchase-refund-details page of 2,000
  *    records, the largest the API pages, is about 3 MB), so that a body parsed whole stays within
  *    the process's 300 MB;
  *  - a string (a value or a key): at most {@link MAX_JSON_STRING_BYTES}, as the CSV reader bounds a
- *    record (src/parse/csv-report.ts): a value that large is not data of a report.
+ *    record (src/parse/csv/csv-report.ts): a value that large is not data of a report.
  */
 
 /** The largest JSON body read: 20 MiB (parsed, its records take about seven times that). */

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { freshnessSeconds } from '../config/schema.js';
 import type { Config } from '../config/schema.js';
 import { configError } from '../errors.js';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import { diffIncidents, openingMessage, resolvedMessage, testMessage } from '../observability/alerts.js';
 import type { AlertMessage } from '../observability/alerts.js';
 import type { Logger } from '../observability/logger.js';

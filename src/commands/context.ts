@@ -4,12 +4,13 @@ import { configError, isCybsError } from '../errors.js';
 import type { EnvSettings } from '../config/env.js';
 import { configFile, configWarnings, loadConfig } from '../config/load-config.js';
 import type { Config } from '../config/schema.js';
-import type { Warehouse } from '../load/warehouse.js';
+import type { Warehouse } from '../warehouse/warehouse.js';
 import { createLogger } from '../observability/logger.js';
 import { unreachableWarehouse } from './explain-error.js';
 import type { Logger } from '../observability/logger.js';
 import { createTerminalLine } from '../observability/progress.js';
 import type { OutputStream, TerminalLine } from '../observability/progress.js';
+import type { PipelineDef, ReportPipelineDef } from '../pipeline/define-pipeline.js';
 
 export interface CliIo {
   env: Record<string, string | undefined>;
@@ -45,7 +46,14 @@ export class CliContext {
   constructor(
     readonly io: CliIo,
     private readonly program: Command,
+    /** Every pipeline cybs-etl knows (pipelines/index.ts, given by the entry, pipelines/cli.ts). */
+    readonly pipelines: readonly PipelineDef[],
   ) {}
+
+  /** The report pipelines among them (one per report definition). */
+  reportPipelines(): ReportPipelineDef[] {
+    return this.pipelines.filter((p): p is ReportPipelineDef => p.kind === 'report');
+  }
 
   globals(): GlobalOptions {
     return this.program.opts<GlobalOptions>();
@@ -140,8 +148,8 @@ export class CliContext {
       };
     }
     // Loaded on demand: commands that never touch the warehouse do not pay for kysely and pg.
-    const { openWarehouse } = await import('../load/warehouse.js');
-    const { migrateToLatest } = await import('../load/migrate.js');
+    const { openWarehouse } = await import('../warehouse/warehouse.js');
+    const { migrateToLatest } = await import('../warehouse/migrate.js');
     const warehouse = await openWarehouse({ url, path: config.warehouse.path });
     this.closers.push(() => warehouse.close());
     if (options.migrate !== false) {
@@ -163,8 +171,7 @@ export class CliContext {
   ): Promise<{ installed: boolean; version: string; views: number }> {
     const { installAnalytics } = await import('../analytics/install.js');
     const { warehouseTables } = await import('../analytics/dictionary.js');
-    const { PIPELINES } = await import('../../pipelines/index.js');
-    return installAnalytics(warehouse.db, warehouseTables(PIPELINES));
+    return installAnalytics(warehouse.db, warehouseTables(this.pipelines));
   }
 
   /** The PostgreSQL warehouse this invocation opened, and the setting that named it. */

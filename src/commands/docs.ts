@@ -2,7 +2,6 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { sql } from 'kysely';
-import { PIPELINES } from '../../pipelines/index.js';
 import { configError } from '../errors.js';
 import type { DictionaryRow } from '../analytics/docs.js';
 import type { CliContext } from './context.js';
@@ -34,7 +33,10 @@ export function registerDocsCommand(program: Command, ctx: CliContext): void {
         // Freshness from each pipeline's limits: a window is due readyAfterHours after it ends and
         // fails after notReadyHorizonHours; a table is fresh while its newest window is that recent.
         const freshness = new Map<string, { warnAfterHours: number; errorAfterHours: number }>();
-        for (const p of resolvePipelines(PIPELINES, config, { defaultOrganizations: [], now: ctx.now() })) {
+        for (const p of resolvePipelines(ctx.pipelines, config, {
+          defaultOrganizations: [],
+          now: ctx.now(),
+        })) {
           const windowHours = p.def.kind === 'report' ? 24 : 24 * p.windowDays;
           for (const t of pipelineTables(p.def))
             freshness.set(t.name, {

@@ -6,7 +6,7 @@
  * what is truly unexpected.
  */
 import { CybsError, errorMessage, isCybsError } from '../errors.js';
-import { databaseErrorFix, isConnectionLost, sqlState } from '../load/load-errors.js';
+import { databaseErrorFix, isConnectionLost, sqlState } from '../warehouse/database-errors.js';
 
 export interface ExplainedError {
   message: string;

@@ -5,7 +5,6 @@ import { basename, extname } from 'node:path';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { sql } from 'kysely';
-import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { PIPELINE_NAME_ALIASES, REPORT_DEFINITION_ALIASES, findReportDefinition } from '../catalog/index.js';
 import type { ReportDefinition } from '../catalog/index.js';
 import { CybsError, configError, isCybsError } from '../errors.js';
@@ -19,16 +18,12 @@ import { readTableColumns } from '../load/ddl.js';
 import type { TableDecl } from '../load/table-spec.js';
 import type { ColumnSpec } from '../parse/records.js';
 import type { ReportPipelineDef } from '../pipeline/define-pipeline.js';
-import { openRawCsvReport } from '../load/fast-csv.js';
-import { isFastPathRefusal } from '../copy-text/fast-path-refusal.js';
-import { loadWindow } from '../load/load-window.js';
-import type { LoadWindowResult, LoadWindowTarget, TableLoadResult } from '../load/load-window.js';
-import { openCsvReport } from '../parse/csv-report.js';
-import { toLoadSource, toRawLoadSource } from '../pipeline/record-source.js';
-import { loadXmlFast, openXmlFileTargets } from '../pipeline/xml-load-targets.js';
-import { openRawXmlReport } from '../parse/xml-fast.js';
-import { openXmlReport } from '../parse/xml-report.js';
-import type { Db } from '../load/warehouse.js';
+import { loadWindow } from '../load/window/load-window.js';
+import type { TableLoadResult } from '../load/window/load-window.js';
+import { loadReportFile } from '../pipeline/window/report-file.js';
+import { openCsvReport } from '../parse/csv/csv-report.js';
+import { openXmlReport } from '../parse/xml/xml-report.js';
+import type { Db } from '../warehouse/warehouse.js';
 import { finishRun, startRun } from '../state/runs.js';
 import type { CliContext } from './context.js';
 
@@ -81,15 +76,18 @@ function sniffFormat(path: string, head: Buffer): 'csv' | 'xml' {
 }
 
 /** The report pipeline of a `--report-definition` value: a definition, an alias of one, or its table. */
-function reportPipelineNamed(given: string): ReportPipelineDef {
+function reportPipelineNamed(
+  reportPipelines: readonly ReportPipelineDef[],
+  given: string,
+): ReportPipelineDef {
   const wanted = (findReportDefinition(given)?.name ?? given).toLowerCase();
   const table = PIPELINE_NAME_ALIASES[given] ?? given;
-  const pipeline = REPORT_PIPELINES.find(
+  const pipeline = reportPipelines.find(
     (p) => p.reportDefinitionName.toLowerCase() === wanted || p.name === table,
   );
   if (!pipeline) {
     throw configError(
-      `unknown report definition "${given}"; expected one of ${REPORT_PIPELINES.map((p) => p.reportDefinitionName).join(', ')}.`,
+      `unknown report definition "${given}"; expected one of ${reportPipelines.map((p) => p.reportDefinitionName).join(', ')}.`,
     );
   }
   return pipeline;
@@ -148,7 +146,7 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
       ) => {
         // The seed's names (RiskDecisionEventDetailClass, its table) are aliases of the real ones.
         const given = opts.reportDefinition?.trim();
-        let pipeline = given === undefined ? undefined : reportPipelineNamed(given);
+        let pipeline = given === undefined ? undefined : reportPipelineNamed(ctx.reportPipelines(), given);
         try {
           await stat(file);
         } catch {
@@ -173,7 +171,7 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
             `${error.message.replace(/; nothing of it is loaded\.$/, '')}: import it with --report-definition ${String(error.context.reportDefinition)}, or without --report-definition; nothing was imported.`,
           );
         }
-        pipeline ??= named && REPORT_PIPELINES.find((p) => p.reportDefinitionName === named.name);
+        pipeline ??= named && ctx.reportPipelines().find((p) => p.reportDefinitionName === named.name);
         if (!pipeline) {
           throw configError(
             `${fileName} does not name its report type (no metadata line that names one); pass --report-definition, e.g. --report-definition PaymentBatchDetailClass.`,
@@ -214,69 +212,23 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         const schemaChanges = config.pipelines[pipeline.name]?.schemaChanges ?? config.defaults.schemaChanges;
         const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
         const window = { pipeline: pipeline.name, organizationId, windowKey: source };
-        /** The fast path (as for downloads); undefined when it refuses the file. */
-        const loadFast = async (): Promise<LoadWindowResult | undefined> => {
-          if (format === 'xml') {
-            return loadXmlFast(
-              pipeline,
-              ({ discoverColumns, childTables }) =>
-                openRawXmlReport(() => createReadStream(file, { highWaterMark: 64 * 1024 }), {
-                  ...parseOptions,
-                  discoverColumns,
-                  childTables,
-                }),
-              (targets) =>
-                loadWindow(warehouse, { window, targets: targets(source), runId, schemaChanges, logger }),
-              (reason) =>
-                logger.info({ file: fileName, reason }, 'XML fast path refused; importing record by record'),
-            );
-          }
-          const openRaw = () =>
-            openRawCsvReport(createReadStream(file, { highWaterMark: 256 * 1024 }), parseOptions);
-          try {
-            const raw = await openRaw();
-            return await loadWindow(warehouse, {
-              window,
-              targets: [{ table: pipeline.table, source: toRawLoadSource(raw, source, openRaw) }],
-              runId,
-              schemaChanges,
-              logger,
-            });
-          } catch (error) {
-            if (!isFastPathRefusal(error)) throw error;
-            logger.info(
-              { file: fileName, reason: (error as Error).message },
-              'CSV fast path refused; importing row by row',
-            );
-            return undefined;
-          }
-        };
         try {
-          const fast = await loadFast();
-          // The per-row reader opened for the metadata is used (CSV), or closed unused.
-          if (fast !== undefined || format === 'xml')
-            await (records.batches as AsyncGenerator).return?.(undefined);
-          // XML: the records and the items of their repeated groups (child tables), each reader
-          // reading the file once for its columns first (as for downloads).
-          const perRowTargets = async (): Promise<LoadWindowTarget[]> =>
-            format === 'xml'
-              ? (
-                  await openXmlFileTargets(
-                    pipeline,
-                    () => Promise.resolve(createReadStream(file)),
-                    parseOptions,
-                  )
-                ).targets(source)
-              : [{ table: pipeline.table, source: toLoadSource(records, source) }];
-          const result =
-            fast ??
-            (await loadWindow(warehouse, {
-              window,
-              targets: await perRowTargets(),
-              runId,
-              schemaChanges,
-              logger,
-            }));
+          // The records opened above told the file's metadata and header; the load reads the file
+          // again, by the fast path or row by row as a run does (loadReportFile).
+          await (records.batches as AsyncGenerator).return?.(undefined);
+          const result = await loadReportFile(
+            pipeline,
+            {
+              format,
+              fileName,
+              source,
+              requireFinalLineBreak: false,
+              read: () => createReadStream(file, { highWaterMark: (format === 'csv' ? 256 : 64) * 1024 }),
+              complete: () => Promise.resolve(createReadStream(file)),
+            },
+            (targets) => loadWindow(warehouse, { window, targets, runId, schemaChanges, logger }),
+            logger.child({ file: fileName }),
+          );
           const [t, ...children] = result.tables as [TableLoadResult, ...TableLoadResult[]];
           await finishRun(warehouse.db, runId, {
             status: 'succeeded',

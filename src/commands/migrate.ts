@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { migrateToLatest } from '../load/migrate.js';
+import { migrateToLatest } from '../warehouse/migrate.js';
 import type { CliContext } from './context.js';
 
 export function registerMigrateCommand(program: Command, ctx: CliContext): void {

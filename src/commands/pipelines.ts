@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { PIPELINES } from '../../pipelines/index.js';
 import { findReportDefinition } from '../catalog/index.js';
 import { tableDdl } from '../load/ddl.js';
 import { pipelineTables } from '../pipeline/define-pipeline.js';
@@ -15,12 +14,12 @@ export function registerPipelinesCommand(program: Command, ctx: CliContext): voi
     .option('--json', 'machine-readable output', false)
     .action(async (opts: { sql: boolean; json: boolean }) => {
       if (opts.sql) {
-        const statements = PIPELINES.flatMap((p) => pipelineTables(p).flatMap((t) => tableDdl(t)));
+        const statements = ctx.pipelines.flatMap((p) => pipelineTables(p).flatMap((t) => tableDdl(t)));
         ctx.io.stdout.write(`${statements.map((s) => `${s.trim().replace(/;$/, '')};`).join('\n\n')}\n`);
         return;
       }
       const config = await ctx.config();
-      const resolved = resolvePipelines(PIPELINES, config, {
+      const resolved = resolvePipelines(ctx.pipelines, config, {
         defaultOrganizations: ['(credential)'],
         now: new Date(),
       });

@@ -1,10 +1,13 @@
-import type { Warehouse } from '../load/warehouse.js';
+import type { Warehouse } from '../warehouse/warehouse.js';
 import { closeAbandonedRuns, finishRun, RUN_LOCK_SPACE, runHolderKey, startRun } from '../state/runs.js';
-import { runPipelines } from '../pipeline/run-pipelines.js';
-import { LEASE_LOCK_SPACE } from '../state/windows.js';
 import type { ProgressEvent, RunSummary } from '../pipeline/run-pipelines.js';
+import { runQueuedPass } from '../queue/queue-pass.js';
+import type { QueuedPassSummary } from '../queue/queue-pass.js';
+import { openWindowQueue } from '../queue/window-queue.js';
+import type { WindowQueue } from '../queue/window-queue.js';
+import { startWindowWorker } from '../queue/window-worker.js';
+import type { WindowWorker, WindowWorkerOptions } from '../queue/window-worker.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
-import { PIPELINES } from '../../pipelines/index.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
 import { pipelineTables } from '../pipeline/define-pipeline.js';
 import type { CliContext } from './context.js';
@@ -18,10 +21,78 @@ export interface PassOptions {
   organizationId?: string;
   range?: { from: string; to: string };
   force?: boolean;
+  /** A schedule pass: its cron fire's scheduled time (PlanOptions.firedAt). */
+  firedAt?: Date;
   concurrency?: number;
   signal?: AbortSignal;
   drain?: AbortSignal;
   onProgress?: (event: ProgressEvent) => void;
+  /**
+   * The queue this process works already (a schedule daemon's, or none with --no-work: `detach`).
+   * Without it the pass opens the queue and works it itself until its windows are done.
+   */
+  queue?: { queue: WindowQueue; detach: boolean };
+}
+
+/** How long a pass's own worker lets windows of other runs it took finish once the pass is done. */
+const PASS_WORKER_GRACE_MS = 30_000;
+
+/** The window queue opened by a process, with the worker that works it here (none: plan only). */
+export interface QueueWork {
+  queue: WindowQueue;
+  worker: WindowWorker | undefined;
+  /** Stop the worker (windows in flight finish within `graceMs`, else roll back and are requeued), then the queue. */
+  stop(graceMs: number): Promise<void>;
+}
+
+/**
+ * Open the window queue on the warehouse and, unless `work` is false, work it from this process:
+ * `concurrency` windows in flight, at most api.maxConcurrentWindows per credential across every
+ * worker. The same job handler runs here as in `cybs-etl worker`.
+ */
+export async function openQueueWork(
+  rt: Runtime,
+  options: {
+    work: boolean;
+    concurrency: number;
+    pollingSeconds?: number;
+    onWindow?: WindowWorkerOptions['onWindow'];
+    onIdle?: WindowWorkerOptions['onIdle'];
+  },
+): Promise<QueueWork> {
+  const queue = await openWindowQueue(rt.warehouse.connection, {
+    logger: rt.logger,
+    supervise: options.work,
+    settings: rt.config.queue,
+  });
+  const worker = options.work
+    ? await startWindowWorker(
+        {
+          queue,
+          db: rt.warehouse.db,
+          logger: rt.logger,
+          execute: rt.executor,
+          pipelines: new Map(rt.pipelines.map((p) => [p.name, p])),
+          unavailable: rt.unavailable,
+          now: rt.now,
+        },
+        {
+          concurrency: options.concurrency,
+          perCredential: rt.config.api.maxConcurrentWindows,
+          ...(options.pollingSeconds !== undefined ? { pollingSeconds: options.pollingSeconds } : {}),
+          ...(options.onWindow ? { onWindow: options.onWindow } : {}),
+          ...(options.onIdle ? { onIdle: options.onIdle } : {}),
+        },
+      )
+    : undefined;
+  return {
+    queue,
+    worker,
+    async stop(graceMs) {
+      await worker?.stop(graceMs);
+      await queue.stop({ graceful: true, timeoutMs: 5_000 });
+    },
+  };
 }
 
 /** Passes in progress per warehouse, and the release of the lock they share (see RUN_LOCK_SPACE). */
@@ -51,7 +122,10 @@ async function whileHoldingRunLock<T>(warehouse: Warehouse, fn: () => Promise<T>
   }
 }
 
-/** One recorded pass: an etl.runs row around runPipelines, with unavailable pipelines counted as failed. */
+/**
+ * One recorded pass: an etl.runs row around runQueuedPass (plan, enqueue, and wait for the windows
+ * to be loaded by this process's worker or any other), with unavailable pipelines counted as failed.
+ */
 export async function runPass(rt: Runtime, options: PassOptions): Promise<RunSummary & { runId: number }> {
   // Every pass, also a daemon's later ones: real data may have been imported since it started.
   if (rt.simulator) await refuseRealOrganizations(rt.warehouse);
@@ -67,29 +141,38 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
     trigger: options.trigger,
     pipelines: options.pipelines.map((p) => p.name),
   });
-  let summary: RunSummary;
+  let summary: QueuedPassSummary;
   try {
-    summary = await runPipelines(
-      {
-        db: rt.warehouse.db,
-        logger: rt.logger.child({ runId }),
-        execute: rt.executor,
-        holdOwnerLock: (owner) => rt.warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner),
-      },
-      {
-        pipelines: runnable,
-        ...(options.organizationId ? { organizationId: options.organizationId } : {}),
-        ...(options.range ? { range: options.range } : {}),
-        force: options.force ?? false,
-        globalConcurrency: options.concurrency ?? rt.config.defaults.globalConcurrency,
-        leaseSeconds: rt.config.defaults.leaseSeconds,
-        runId,
-        now: rt.now,
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(options.drain ? { drain: options.drain } : {}),
-        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-      },
-    );
+    // run and backfill open the queue and work it for the pass; a daemon passes its own.
+    const own = options.queue
+      ? undefined
+      : await openQueueWork(rt, {
+          work: true,
+          concurrency: options.concurrency ?? rt.config.defaults.globalConcurrency,
+          pollingSeconds: 0.5,
+        });
+    const queue = options.queue?.queue ?? own!.queue;
+    try {
+      summary = await runQueuedPass(
+        { db: rt.warehouse.db, logger: rt.logger.child({ runId }), queue, credential: rt.credentialGroup },
+        {
+          pipelines: runnable,
+          ...(options.organizationId ? { organizationId: options.organizationId } : {}),
+          ...(options.range ? { range: options.range } : {}),
+          force: options.force ?? false,
+          ...(options.firedAt ? { firedAt: options.firedAt } : {}),
+          runId,
+          now: rt.now,
+          detach: options.queue?.detach ?? false,
+          ...(options.signal ? { signal: options.signal } : {}),
+          ...(options.drain ? { drain: options.drain } : {}),
+          ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+        },
+      );
+    } finally {
+      // Interrupted: the windows in flight roll back at once and go back to the queue.
+      await own?.stop(options.signal?.aborted ? 0 : PASS_WORKER_GRACE_MS);
+    }
   } catch (error) {
     await finishRun(rt.warehouse.db, runId, { status: 'failed', error: (error as Error).message });
     throw error;
@@ -161,13 +244,6 @@ export function formatSummary(summary: RunSummary & { runId: number }, seconds: 
     '  windows not ready   ' + String(w.not_ready).padStart(8),
     '  windows failed      ' + String(w.failed).padStart(8),
     '  windows skipped     ' + String(w.skipped).padStart(8) + '   (loaded by another process meanwhile)',
-    ...(w.held > 0
-      ? [
-          '  windows still held  ' +
-            String(w.held).padStart(8) +
-            '   (another live process is loading them; not loaded by this run)',
-        ]
-      : []),
     '  rows loaded         ' + String(summary.rowsLoaded).padStart(8),
     '  rows rejected       ' + String(summary.rowsRejected).padStart(8) + '   (see etl.rejects)',
   ];
@@ -211,7 +287,7 @@ export async function prepareCommand(
 ): Promise<{ rt: Runtime; pipelines: ResolvedPipeline[]; controller: AbortController; dispose: () => void }> {
   const out = ctx.io.stdout;
   const rt = await createRuntime(ctx, {
-    defs: PIPELINES,
+    defs: ctx.pipelines,
     now: ctx.now(),
     announce: (line) => out.write(`${line}\n\n`),
     ...(selected ? { selected } : {}),

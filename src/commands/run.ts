@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { CliContext } from './context.js';
 import type { Runtime } from './runtime.js';
 import { formatSummary, prepareCommand, runPass } from './run-pass.js';
-import type { WarehouseKind } from '../load/warehouse.js';
+import type { WarehouseKind } from '../warehouse/warehouse.js';
 import { SIMULATOR_OPTION } from './service-access.js';
 
 export function registerRunCommand(program: Command, ctx: CliContext): void {

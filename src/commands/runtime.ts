@@ -3,7 +3,7 @@ import type { ReportingClient } from '../api/reporting-client.js';
 import type { ReportSubscription } from '../api/types.js';
 import { isApiError } from '../api/errors.js';
 import type { Config } from '../config/schema.js';
-import type { Warehouse } from '../load/warehouse.js';
+import type { Warehouse } from '../warehouse/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import { createMetrics, endpointLabel } from '../observability/metrics.js';
 import { OneTimeReports } from '../extract/one-time-reports.js';
@@ -14,7 +14,7 @@ import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
 import { sweepStaleSpoolDirs } from '../spool/spool-dirs.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import type { WindowExecutor } from '../pipeline/run-pipelines.js';
-import type { SimulatorHandle } from '../simulator/index.js';
+import type { SimulatorHandle } from '@cybs-etl/simulator';
 import { subscriptionRequest } from '../subscriptions/declared-subscriptions.js';
 import { scheduleOfSubscription } from '../time/report-periods.js';
 import type { CliContext } from './context.js';
@@ -210,7 +210,7 @@ async function applySubscriptionSchedules(
  * simulator's (etl.windows, etl.sources): real data and made-up merchants never share a warehouse.
  */
 export async function refuseRealOrganizations(warehouse: Warehouse): Promise<void> {
-  const { SIMULATED_ORGANIZATION_PREFIX } = await import('../simulator/index.js');
+  const { SIMULATED_ORGANIZATION_PREFIX } = await import('@cybs-etl/simulator');
   const real = await organizationsWithoutPrefix(warehouse.db, SIMULATED_ORGANIZATION_PREFIX, 4);
   if (real.length === 0) return;
   const named = real.length > 3 ? `${real.slice(0, 3).join(', ')}, …` : real.join(', ');

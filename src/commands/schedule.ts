@@ -1,25 +1,22 @@
 import { InvalidArgumentError } from 'commander';
 import type { Command } from 'commander';
-import { PIPELINES } from '../../pipelines/index.js';
-import { leaseOwner } from '../pipeline/run-pipelines.js';
-import { PgRunCoordinator } from '../schedule/pg-run-coordinator.js';
 import { startScheduler } from '../schedule/scheduler.js';
 import { readStatus } from '../state/status.js';
 import { lastSchedulePasses } from '../state/runs.js';
 import { CybsError } from '../errors.js';
 import type { CliContext } from './context.js';
 import { splitList } from './run.js';
-import { runPass } from './run-pass.js';
+import { openQueueWork, runPass } from './run-pass.js';
 import { createRuntime } from './runtime.js';
 import { serveStatusPage } from './status-page.js';
 import { collectProcessMetrics } from '../observability/metrics.js';
 import { evaluateAlertsLogged } from './alerts.js';
-
-/** How often the daemon evaluates the alerts between passes (a pipeline goes stale without one). */
-const ALERT_INTERVAL_MS = 5 * 60_000;
 import type { Runtime } from './runtime.js';
 import { SIMULATOR_OPTION } from './service-access.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
+
+/** How often the daemon evaluates the alerts between passes (a pipeline goes stale without one). */
+const ALERT_INTERVAL_MS = 5 * 60_000;
 
 /**
  * The reconciliation checks' failures after a pass, as the gauge cybs_etl_reconciliation_failures
@@ -53,103 +50,120 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
       portNumber,
     )
     .option('--no-catch-up', 'do not run every pipeline once at start')
+    .option('--no-work', 'only plan: enqueue the due windows for `cybs-etl worker` processes, load none here')
     .option(...SIMULATOR_OPTION)
-    .action(async (opts: { pipelines?: string[]; port?: number; catchUp: boolean; simulator: boolean }) => {
-      const logger = await ctx.logger();
-      const rt = await createRuntime(ctx, {
-        defs: PIPELINES,
-        now: ctx.now(),
-        announce: (line) => logger.warn(line),
-        simulator: opts.simulator,
-        ...(opts.pipelines ? { selected: opts.pipelines } : {}),
-      });
-      const pipelines = selectPipelines(rt.pipelines, opts.pipelines);
-      collectProcessMetrics(rt.metrics);
-      for (const [name, reason] of rt.unavailable) rt.logger.error({ pipeline: name }, reason);
-      const owner = leaseOwner();
-      const alertDeps = () => ({
-        db: rt.warehouse.db,
-        config: rt.config,
-        env: ctx.io.env,
-        logger: rt.logger,
-        now: new Date(),
-      });
-      const env = ctx.env();
-      const host = env.metricsHost ?? rt.config.schedule.metricsHost;
-      const port = opts.port ?? rt.config.schedule.metricsPort;
-      const address = {
-        host,
-        port,
-        hostSetting: env.metricsHost ? 'CYBS_METRICS_HOST' : 'schedule.metricsHost',
-        portSetting: opts.port !== undefined ? '--port' : 'schedule.metricsPort',
-      };
-      const scheduler = await startScheduler(
-        {
+    .action(
+      async (opts: {
+        pipelines?: string[];
+        port?: number;
+        catchUp: boolean;
+        work: boolean;
+        simulator: boolean;
+      }) => {
+        const logger = await ctx.logger();
+        const rt = await createRuntime(ctx, {
+          defs: ctx.pipelines,
+          now: ctx.now(),
+          announce: (line) => logger.warn(line),
+          simulator: opts.simulator,
+          ...(opts.pipelines ? { selected: opts.pipelines } : {}),
+        });
+        const pipelines = selectPipelines(rt.pipelines, opts.pipelines);
+        collectProcessMetrics(rt.metrics);
+        for (const [name, reason] of rt.unavailable) rt.logger.error({ pipeline: name }, reason);
+        // Every fire plans and enqueues; the daemon works the queue too unless --no-work.
+        const work = await openQueueWork(rt, {
+          work: opts.work,
+          concurrency: rt.config.defaults.globalConcurrency,
+        });
+        const alertDeps = () => ({
+          db: rt.warehouse.db,
+          config: rt.config,
+          env: ctx.io.env,
           logger: rt.logger,
-          metrics: rt.metrics,
-          runPass: async (selected, trigger, signals) => {
-            const summary = await runPass(rt, {
-              command: 'schedule',
-              trigger,
-              pipelines: selected,
-              signal: signals.abort,
-              drain: signals.drain,
-            });
-            rt.logger.info(
-              { runId: summary.runId, windows: summary.windows, rows: summary.rowsLoaded },
-              'pass finished',
-            );
-            await exportCheckCounts(rt);
-            await evaluateAlertsLogged(alertDeps());
+          now: new Date(),
+        });
+        const env = ctx.env();
+        const host = env.metricsHost ?? rt.config.schedule.metricsHost;
+        const port = opts.port ?? rt.config.schedule.metricsPort;
+        const address = {
+          host,
+          port,
+          hostSetting: env.metricsHost ? 'CYBS_METRICS_HOST' : 'schedule.metricsHost',
+          portSetting: opts.port !== undefined ? '--port' : 'schedule.metricsPort',
+        };
+        const scheduler = await startScheduler(
+          {
+            logger: rt.logger,
+            metrics: rt.metrics,
+            runPass: async (selected, trigger, signals, firedAt) => {
+              const summary = await runPass(rt, {
+                command: 'schedule',
+                trigger,
+                ...(firedAt ? { firedAt } : {}),
+                pipelines: selected,
+                signal: signals.abort,
+                drain: signals.drain,
+                queue: { queue: work.queue, detach: !opts.work },
+              });
+              rt.logger.info(
+                { runId: summary.runId, windows: summary.windows, rows: summary.rowsLoaded },
+                'pass finished',
+              );
+              await exportCheckCounts(rt);
+              await evaluateAlertsLogged(alertDeps());
+            },
+            lastPasses: (names) => lastSchedulePasses(rt.warehouse.db, names),
+            statusPage: serveStatusPage(rt.warehouse.db, rt.config),
+            refreshGauges: async () => {
+              const { pipelines: rows } = await readStatus(rt.warehouse.db, new Date());
+              rt.metrics.windowsByStatus.reset();
+              rt.metrics.lagSeconds.reset();
+              for (const r of rows) {
+                for (const [status, n] of Object.entries(r.windows))
+                  rt.metrics.windowsByStatus.inc({ pipeline: r.pipeline, status }, n);
+                if (r.lagSeconds !== null)
+                  rt.metrics.lagSeconds.set(
+                    { pipeline: r.pipeline, organization_id: r.organizationId },
+                    r.lagSeconds,
+                  );
+              }
+            },
           },
-          lastPasses: (names) => lastSchedulePasses(rt.warehouse.db, names),
-          statusPage: serveStatusPage(rt.warehouse.db, rt.config),
-          refreshGauges: async () => {
-            const { pipelines: rows } = await readStatus(rt.warehouse.db, new Date());
-            rt.metrics.windowsByStatus.reset();
-            rt.metrics.lagSeconds.reset();
-            for (const r of rows) {
-              for (const [status, n] of Object.entries(r.windows))
-                rt.metrics.windowsByStatus.inc({ pipeline: r.pipeline, status }, n);
-              if (r.lagSeconds !== null)
-                rt.metrics.lagSeconds.set(
-                  { pipeline: r.pipeline, organization_id: r.organizationId },
-                  r.lagSeconds,
-                );
-            }
+          {
+            pipelines: pipelines.filter((p) => !rt.unavailable.has(p.name)),
+            catchUp: opts.catchUp,
+            metricsPort: port,
+            metricsHost: host,
+            shutdownTimeoutMs: rt.config.schedule.shutdownTimeoutMs,
           },
-        },
-        {
-          pipelines: pipelines.filter((p) => !rt.unavailable.has(p.name)),
-          coordinator: new PgRunCoordinator(rt.warehouse.db, owner),
-          catchUp: opts.catchUp,
-          metricsPort: port,
-          metricsHost: host,
-          shutdownTimeoutMs: rt.config.schedule.shutdownTimeoutMs,
-        },
-      ).catch((error: unknown) => {
-        throw listenError(error, address) ?? error;
-      });
-      ctx.io.stdout.write(
-        `cybs-etl schedule: ${scheduler.tasks.size} pipelines scheduled; the status page (/), /healthz, /readyz and /metrics on port ${scheduler.port} of ${host}. Stop with Ctrl-C or SIGTERM.\n`,
-      );
-      const stop = (signal: string) => {
-        rt.logger.info({ signal }, 'shutdown requested');
-        void scheduler.stop();
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-      // Staleness comes without a pass: the alerts are evaluated between passes too.
-      const alertTimer =
-        rt.config.alerts.webhooks.length > 0
-          ? setInterval(() => void evaluateAlertsLogged(alertDeps()), ALERT_INTERVAL_MS).unref()
-          : undefined;
-      await scheduler.stopped;
-      clearInterval(alertTimer);
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      ctx.io.stdout.write('cybs-etl schedule: stopped cleanly.\n');
-    });
+        ).catch(async (error: unknown) => {
+          await work.stop(0);
+          throw listenError(error, address) ?? error;
+        });
+        ctx.io.stdout.write(
+          `cybs-etl schedule: ${scheduler.tasks.size} pipelines scheduled; the status page (/), /healthz, /readyz and /metrics on port ${scheduler.port} of ${host}. Stop with Ctrl-C or SIGTERM.\n`,
+        );
+        const stop = (signal: string) => {
+          rt.logger.info({ signal }, 'shutdown requested');
+          void scheduler.stop();
+        };
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+        // Staleness comes without a pass: the alerts are evaluated between passes too.
+        const alertTimer =
+          rt.config.alerts.webhooks.length > 0
+            ? setInterval(() => void evaluateAlertsLogged(alertDeps()), ALERT_INTERVAL_MS).unref()
+            : undefined;
+        await scheduler.stopped;
+        clearInterval(alertTimer);
+        // Windows this daemon is loading finish within the shutdown timeout, else roll back and are requeued.
+        await work.stop(rt.config.schedule.shutdownTimeoutMs);
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        ctx.io.stdout.write('cybs-etl schedule: stopped cleanly.\n');
+      },
+    );
 }
 
 /** `--port N`: a TCP port, 0 for any free one. */

@@ -2,7 +2,7 @@ import { CREDENTIAL_VARIABLES } from '../config/env.js';
 import type { ApiTarget, Credentials } from '../config/env.js';
 import type { Config } from '../config/schema.js';
 import { CybsError } from '../errors.js';
-import type { SimulatorHandle, SimulatorOptions } from '../simulator/index.js';
+import type { SimulatorHandle, SimulatorOptions } from '@cybs-etl/simulator';
 import type { CliContext } from './context.js';
 
 /** `--simulator` of the commands that call the service (see chooseService). */
@@ -40,6 +40,24 @@ export function chooseService(
   );
 }
 
+/**
+ * Start the simulator (or read its input) with the simulator's own errors told as the product's:
+ * the same code, sentence and exit code (2 for bad options, a bad subscriptions file or fault spec).
+ */
+export async function simulatorStep<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    const { isSimulatorError } = await import('@cybs-etl/simulator');
+    if (!isSimulatorError(error)) throw error;
+    throw new CybsError(error.code, error.message, {
+      stage: 'simulator',
+      exitCode: error.exitCode,
+      cause: error,
+    });
+  }
+}
+
 /** What the API client of a command is built from. */
 export interface ServiceAccess {
   credentials: Credentials;
@@ -71,8 +89,8 @@ export async function connectService(
       partner: credentials.portfolioId !== undefined,
     };
   }
-  const { startSimulator } = await import('../simulator/index.js');
-  const simulator = await startSimulator({ organizations: 2, ...options.simulator });
+  const { startSimulator } = await import('@cybs-etl/simulator');
+  const simulator = await simulatorStep(() => startSimulator({ organizations: 2, ...options.simulator }));
   ctx.onClose(() => simulator.close());
   const key = simulator.portfolioCredentials;
   options.announce(

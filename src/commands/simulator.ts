@@ -8,9 +8,10 @@ import {
   parseFaultSpec,
   readSubscriptionsFile,
   startSimulator,
-} from '../simulator/index.js';
-import type { FaultRule, SimulatorCredentialOptions } from '../simulator/index.js';
+} from '@cybs-etl/simulator';
+import type { FaultRule, SimulatorCredentialOptions } from '@cybs-etl/simulator';
 import type { CliContext } from './context.js';
+import { simulatorStep } from './service-access.js';
 
 const FAULTS_HELP = `
 Faults (--faults): comma-separated rules  endpoint:kind[=param][@probability][xCount]
@@ -119,23 +120,25 @@ export function registerSimulatorCommand(program: Command, ctx: CliContext): voi
             exitCode: 2,
           });
         }
-        const subscriptions = opts.subscriptions
-          ? await readSubscriptionsFile(opts.subscriptions)
-          : undefined;
-        const sim = await startSimulator({
-          port: opts.port,
-          host: opts.host,
-          seed: opts.seed,
-          organizations: opts.organizations,
-          transactionsPerDay: opts.transactionsPerDay,
-          ...(opts.startDate ? { startDate: opts.startDate } : {}),
-          ...(quiet !== undefined ? { quietDayRate: quiet } : {}),
-          faults,
-          ...(anomalies.length > 0 ? { anomalies } : {}),
-          credentials,
-          ...(subscriptions ? { subscriptions, subscriptionsSource: opts.subscriptions } : {}),
-          logger: await ctx.logger(),
-        });
+        const file = opts.subscriptions;
+        const subscriptions = file ? await simulatorStep(() => readSubscriptionsFile(file)) : undefined;
+        const logger = await ctx.logger();
+        const sim = await simulatorStep(() =>
+          startSimulator({
+            port: opts.port,
+            host: opts.host,
+            seed: opts.seed,
+            organizations: opts.organizations,
+            transactionsPerDay: opts.transactionsPerDay,
+            ...(opts.startDate ? { startDate: opts.startDate } : {}),
+            ...(quiet !== undefined ? { quietDayRate: quiet } : {}),
+            faults,
+            ...(anomalies.length > 0 ? { anomalies } : {}),
+            credentials,
+            ...(subscriptions ? { subscriptions, subscriptionsSource: opts.subscriptions } : {}),
+            logger,
+          }),
+        );
         const c = sim.credentials;
         const p = sim.portfolioCredentials;
         const out = ctx.io.stdout;

@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { freshnessSeconds } from '../config/schema.js';
 import type { Config } from '../config/schema.js';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import { renderStatusPage, STATUS_PAGE_HEADERS } from '../observability/status-page.js';
 import { PROBLEM_FILTERS, readStatusPageData } from '../state/status-page-data.js';
 import type { ProblemFilter, StatusPageQuery } from '../state/status-page-data.js';

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import cron from 'node-cron';
-import { PIPELINES } from '../../pipelines/index.js';
 import { resolvePipelines } from '../pipeline/resolve-pipelines.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { readStatus } from '../state/status.js';
@@ -54,7 +53,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
       const queue = await readQueueCounts(warehouse.db);
       let resolved: ResolvedPipeline[] = [];
       try {
-        resolved = resolvePipelines(PIPELINES, config, { defaultOrganizations: [], now });
+        resolved = resolvePipelines(ctx.pipelines, config, { defaultOrganizations: [], now });
       } catch {
         resolved = [];
       }

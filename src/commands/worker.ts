@@ -1,11 +1,6 @@
 import type { Command } from 'commander';
-import { PIPELINES } from '../../pipelines/index.js';
-import { leaseOwner } from '../pipeline/run-pipelines.js';
-import { openWindowQueue } from '../queue/window-queue.js';
-import { startWindowWorker } from '../queue/window-worker.js';
-import { LEASE_LOCK_SPACE, releaseLeases } from '../state/windows.js';
 import type { CliContext } from './context.js';
-import { interruptOnSignals, refreshModels } from './run-pass.js';
+import { interruptOnSignals, openQueueWork, refreshModels } from './run-pass.js';
 import { windowConcurrency } from './run.js';
 import { createRuntime } from './runtime.js';
 import { SIMULATOR_OPTION } from './service-access.js';
@@ -29,51 +24,31 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
       const logger = await ctx.logger();
       // Every pipeline: a planner may enqueue any of them (backfill --pipelines), not only the enabled ones.
       const rt = await createRuntime(ctx, {
-        defs: PIPELINES,
+        defs: ctx.pipelines,
         now: ctx.now(),
         announce: (line) => logger.warn(line),
         simulator: opts.simulator,
-        selected: PIPELINES.map((p) => p.name),
-      });
-      const owner = leaseOwner();
-      const releaseOwnerLock = await rt.warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner);
-      const queue = await openWindowQueue(rt.warehouse.connection, {
-        logger: rt.logger,
-        supervise: true,
-        settings: rt.config.queue,
+        selected: ctx.pipelines.map((p) => p.name),
       });
       const perProcess = opts.concurrency ?? rt.config.defaults.globalConcurrency;
       const loadedSinceRefresh = new Set<string>();
-      const worker = await startWindowWorker(
-        {
-          queue,
-          db: rt.warehouse.db,
-          logger: rt.logger,
-          execute: rt.executor,
-          pipelines: new Map(rt.pipelines.map((p) => [p.name, p])),
-          unavailable: rt.unavailable,
-          now: rt.now,
+      const work = await openQueueWork(rt, {
+        work: true,
+        concurrency: perProcess,
+        onWindow: (data, outcome) => {
+          if (outcome.kind === 'loaded' && outcome.rowsLoaded > 0) loadedSinceRefresh.add(data.pipeline);
         },
-        {
-          owner,
-          leaseSeconds: rt.config.defaults.leaseSeconds,
-          concurrency: perProcess,
-          perCredential: rt.config.api.maxConcurrentWindows,
-          onWindow: (data, outcome) => {
-            if (outcome.kind === 'loaded' && outcome.rowsLoaded > 0) loadedSinceRefresh.add(data.pipeline);
-          },
-          // Once the queue is empty, the cybs_analytics materialized views whose tables this worker
-          // loaded are refreshed, as a run refreshes them after its windows.
-          onIdle: async () => {
-            if (loadedSinceRefresh.size === 0) return;
-            const pipelines = [...loadedSinceRefresh];
-            loadedSinceRefresh.clear();
-            await refreshModels(rt, { pipelines });
-          },
+        // Once the queue is empty, the cybs_analytics materialized views whose tables this worker
+        // loaded are refreshed, as a run refreshes them after its windows.
+        onIdle: async () => {
+          if (loadedSinceRefresh.size === 0) return;
+          const pipelines = [...loadedSinceRefresh];
+          loadedSinceRefresh.clear();
+          await refreshModels(rt, { pipelines });
         },
-      );
+      });
       rt.logger.info(
-        { owner, concurrency: perProcess, perCredential: rt.config.api.maxConcurrentWindows },
+        { concurrency: perProcess, perCredential: rt.config.api.maxConcurrentWindows },
         'worker started; waiting for windows',
       );
       const stopped = new Promise<string>((resolve) => {
@@ -85,13 +60,10 @@ export function registerWorkerCommand(program: Command, ctx: CliContext): void {
       });
       const signal = await stopped;
       rt.logger.info(
-        { signal, inFlight: worker.inFlight },
+        { signal, inFlight: work.worker?.inFlight ?? 0 },
         'worker stopping: windows in flight finish, or roll back and return to the queue',
       );
-      await worker.stop(STOP_GRACE_MS);
-      await queue.stop({ graceful: true, timeoutMs: 5_000 });
-      await releaseLeases(rt.warehouse.db, owner).catch(() => 0);
-      await releaseOwnerLock();
+      await work.stop(STOP_GRACE_MS);
       rt.logger.info('worker stopped');
     });
 }

@@ -50,7 +50,7 @@ export interface SetAsideRecord {
   text: string;
 }
 
-/** Ready COPY text lines of raw values (the fast XML path; their form: src/load/raw-text-copy.ts). */
+/** Ready COPY text lines of raw values (the fast XML path; their form: src/load/window/raw-text-copy.ts). */
 export interface RawCopyTextBody {
   /** COPY text lines, whole lines per chunk; the iterator throws a refusal on what it cannot judge. */
   chunks: AsyncIterable<string>;

@@ -3,7 +3,7 @@ import type { ReportingClient } from '../api/reporting-client.js';
 import { isApiError } from '../api/errors.js';
 import { CybsError } from '../errors.js';
 import type { OnDemandEndpoint } from '../catalog/on-demand-sections.js';
-import type { ScannedPage } from '../parse/on-demand-scan.js';
+import type { ScannedPage } from '../parse/json/on-demand-page-scanner.js';
 
 export interface OnDemandFetchOptions {
   window: { start: Date; end: Date };

@@ -23,10 +23,10 @@ import {
 } from '../catalog/index.js';
 import type { ReportDefinition } from '../catalog/index.js';
 import { CybsError } from '../errors.js';
-import { parseCsvMetadataLine } from '../parse/csv-report.js';
+import { parseCsvMetadataLine } from '../parse/csv/csv-report.js';
 import type { ReportMetadata } from '../parse/records.js';
 import { sniffEncoding } from '../parse/text-encoding.js';
-import { xmlReportMetadata } from '../parse/xml-report.js';
+import { xmlReportMetadata } from '../parse/xml/xml-report.js';
 import { localDate } from '../time/time-zones.js';
 import type { ReportFormat } from './find-report.js';
 

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { CybsError } from '../errors.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
 import type { ColumnDecl, TableDecl } from './table-spec.js';
-import type { Db } from './warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 
 /**
  * DDL for cybs.* tables, generated from declarations. Pure text generation (unit-tested) plus

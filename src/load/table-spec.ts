@@ -100,7 +100,7 @@ export interface LoadSource {
   columns: SourceColumn[];
   batches: AsyncIterable<LoadBatch>;
   /**
-   * The data bytes of a CSV file for the fast path (src/load/fast-csv.ts): when set, `batches` is
+   * The data bytes of a CSV file for the fast path (src/parse/csv/raw-csv-report.ts): when set, `batches` is
    * not read and the bytes go straight to COPY; the load throws LOAD_FAST_PATH_REFUSED (rolling
    * back the window) when the file needs the per-row path.
    */
@@ -116,7 +116,7 @@ export interface LoadSource {
    */
   perRowRecords?: (records: SetAsideRecord[]) => AsyncIterable<LoadBatch>;
   /**
-   * Ready COPY text lines of raw values (the fast XML path, src/load/raw-text-copy.ts): as for
+   * Ready COPY text lines of raw values (the fast XML path, src/load/window/raw-text-copy.ts): as for
    * `rawCsv`, `batches` is not read, and the load throws LOAD_FAST_PATH_REFUSED when it cannot judge.
    */
   rawCopyText?: RawCopyTextBody;

@@ -27,6 +27,7 @@
  *    (a CSV row with the wrong number of values), `PARSE_INVALID_UTF8` (a CSV value with bytes that
  *    are not UTF-8), `PARSE_JSON_INVALID` (a JSON item that is not an object).
  */
+import { Readable } from 'node:stream';
 import { CybsError } from '../errors.js';
 import { EXPECTED_FORM, coercerFor, truncateForMessage, unknownColumnName } from '../catalog/index.js';
 import type { Coercer, OnDemandField, PgType, ResolvedField, TypedValue } from '../catalog/index.js';
@@ -148,6 +149,12 @@ export const DEFAULT_BATCH_SIZE = 1_000;
 export const DEFAULT_MAX_BATCH_CHARS = 4 * 1024 * 1024;
 
 export type ReportInput = AsyncIterable<Uint8Array | string> | NodeJS.ReadableStream;
+/** The report's bytes as one Node stream, whatever form the caller gave them in. */
+
+export function toReadable(input: ReportInput): Readable {
+  if (input instanceof Readable) return input;
+  return Readable.from(input as AsyncIterable<Uint8Array | string>, { objectMode: false });
+}
 
 export function emptyMetadata(format: ReportFormat, fileName: string): ReportMetadata {
   return {

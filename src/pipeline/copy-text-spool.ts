@@ -15,9 +15,9 @@ import type {
 } from '../load/table-spec.js';
 import type { LoadValue } from '../copy-text/bodies.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
-import type { LiveFeed, LiveLines } from '../load/load-window.js';
+import type { LiveFeed, LiveLines } from '../load/window/load-window.js';
 import { LineMap } from '../load/line-map.js';
-import { serialiseCsvRow } from '../parse/csv-report.js';
+import { serialiseCsvRow } from '../parse/csv/csv-report.js';
 import type { ColumnSpec, TypedRecord } from '../parse/records.js';
 import { RecordSpool, toSourceColumn } from './record-source.js';
 import type { FileDigester } from '../spool/file-digest.js';

@@ -14,16 +14,13 @@ import { checkReportHead, readReportHead, reportHeadComplete } from '../extract/
 import type { ExpectedReport } from '../extract/report-identity.js';
 import { PERIOD_FIELDS, filterToWindow } from '../extract/one-time-reports.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
-import { openRawCsvReport } from '../load/fast-csv.js';
-import { isFastPathRefusal } from '../copy-text/fast-path-refusal.js';
-import { loadWindow, tablesUnchangedSinceLoad } from '../load/load-window.js';
-import type { LiveLoad, LoadedState, LoadWindowResult } from '../load/load-window.js';
+import { loadWindow, tablesUnchangedSinceLoad } from '../load/window/load-window.js';
+import type { LiveLoad, LoadedState, LoadWindowResult } from '../load/window/load-window.js';
 import type { LoadSource, TableDecl } from '../load/table-spec.js';
-import type { Warehouse } from '../load/warehouse.js';
+import type { Warehouse } from '../warehouse/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { openCsvReport } from '../parse/csv-report.js';
-import { openRawXmlReport } from '../parse/xml-fast.js';
+import { openCsvReport } from '../parse/csv/csv-report.js';
 import type { RecordSource } from '../parse/records.js';
 import { completeWindow } from '../state/windows.js';
 import { midnightDaily } from '../time/report-periods.js';
@@ -32,9 +29,10 @@ import type { WindowFingerprint } from './fingerprint.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 import { OnDemandSpools } from './on-demand-spools.js';
 import { makeSpoolDir, spoolFilePath } from '../spool/spool-dirs.js';
-import { declaredColumns, toLoadSource, toRawLoadSource } from './record-source.js';
+import { declaredColumns, toLoadSource } from './record-source.js';
 import type { WindowExecutor, WindowResult, WindowTask } from './run-pipelines.js';
-import { loadXmlFast, openXmlFileTargets, xmlTableSources } from './xml-load-targets.js';
+import { openXmlFileTargets, xmlTableSources } from './xml-load-targets.js';
+import { loadReportFile } from './window/report-file.js';
 
 export interface ExecutorDeps {
   warehouse: Warehouse;
@@ -142,8 +140,9 @@ async function commitLoad(
         counts.deleted += t.deleted;
       }
       const { sourceRef, noData } = outcome();
-      await completeWindow(trx, ref, task.owner, {
-        status: noData || r.rowsLoaded + r.rowsRejected === 0 ? 'no_data' : 'loaded',
+      const status = noData || r.rowsLoaded + r.rowsRejected === 0 ? 'no_data' : 'loaded';
+      await completeWindow(trx, ref, task.claim, {
+        status,
         rowsLoaded: r.rowsLoaded,
         rowsRejected: r.rowsRejected,
         counts,
@@ -159,6 +158,17 @@ async function commitLoad(
               } satisfies WindowFingerprint)
             : null,
       });
+      await task.beforeCommit?.(
+        trx,
+        status === 'no_data'
+          ? { kind: 'no_data' }
+          : {
+              kind: 'loaded',
+              rowsLoaded: r.rowsLoaded,
+              rowsRejected: r.rowsRejected,
+              unchanged: r.unchanged === true,
+            },
+      );
     },
   });
   if (outcome().noData || result.rowsLoaded + result.rowsRejected === 0) return { kind: 'no_data' };
@@ -255,21 +265,18 @@ async function executeReportWindow(
   };
   return withDownloadedBytes(deps, task, params, report, readSize, expectation, async (bytes) => {
     const file: FileLoad = { previous, same: bytes.same, digest: bytes.digest, declaration };
-    if (found.format === 'xml') return loadXmlFile(deps, task, def, bytes, fileName, source, sourceRef, file);
-    const fast = await loadCsvFast(deps, task, def, bytes, fileName, source, sourceRef, file);
-    if (fast !== undefined) return fast;
-    const records = await openCsvReport(await bytes.complete(), {
-      fileName,
-      report: def.reportDefinitionName,
-      requireFinalLineBreak: true,
-    });
-    return commitWindow(
-      deps,
-      task,
-      [{ table: def.table, source: toLoadSource(records, source) }],
-      sourceRef,
-      false,
-      file,
+    return loadReportFile(
+      def,
+      {
+        format: found.format,
+        fileName,
+        source,
+        requireFinalLineBreak: true,
+        read: () => bytes.read(),
+        complete: () => bytes.complete(),
+      },
+      (targets) => commitWindow(deps, task, targets, sourceRef, false, file),
+      deps.logger.child({ pipeline: task.pipeline.name, windowKey: task.window.windowKey }),
     );
   });
 }
@@ -468,80 +475,6 @@ async function executeOneTimeWindow(
     sourceRef,
     false,
   );
-}
-
-/**
- * The fast CSV path (PostgreSQL): the file's bytes into COPY, checked on the way. Undefined when it
- * refuses the file (a value or layout only the per-row path can judge); its transaction rolled back.
- */
-async function loadCsvFast(
-  deps: ExecutorDeps,
-  task: WindowTask,
-  def: ReportPipelineDef,
-  bytes: DownloadedBytes,
-  fileName: string,
-  source: string,
-  sourceRef: string,
-  file: FileLoad,
-): Promise<WindowResult | undefined> {
-  const open = () =>
-    openRawCsvReport(bytes.read(), {
-      fileName,
-      report: def.reportDefinitionName,
-      requireFinalLineBreak: true,
-    });
-  try {
-    const report = await open();
-    return await commitWindow(
-      deps,
-      task,
-      [{ table: def.table, source: toRawLoadSource(report, source, open) }],
-      sourceRef,
-      false,
-      file,
-    );
-  } catch (error) {
-    if (!isFastPathRefusal(error)) throw error;
-    deps.logger.info(
-      { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason: (error as Error).message },
-      'CSV fast path refused; loading the file row by row',
-    );
-    return undefined;
-  }
-}
-
-async function loadXmlFile(
-  deps: ExecutorDeps,
-  task: WindowTask,
-  def: ReportPipelineDef,
-  bytes: DownloadedBytes,
-  fileName: string,
-  source: string,
-  sourceRef: string,
-  file: FileLoad,
-): Promise<WindowResult> {
-  const options = { fileName, report: def.reportDefinitionName };
-  // The fast path: records and items straight to COPY, PostgreSQL casting and checking set-wise.
-  const fast = await loadXmlFast(
-    def,
-    ({ discoverColumns, childTables }) =>
-      openRawXmlReport(() => bytes.read(), {
-        fileName,
-        report: def.reportDefinitionName,
-        discoverColumns,
-        childTables,
-      }),
-    (targets) => commitWindow(deps, task, targets(source), sourceRef, false, file),
-    (reason) =>
-      deps.logger.info(
-        { pipeline: task.pipeline.name, windowKey: task.window.windowKey, reason },
-        'XML fast path refused; loading the file record by record',
-      ),
-  );
-  if (fast !== undefined) return fast;
-  // The per-row path: the records, and the items of their repeated groups in the child tables.
-  const xml = await openXmlFileTargets(def, () => bytes.complete(), options);
-  return commitWindow(deps, task, xml.targets(source), sourceRef, false, file);
 }
 
 async function executeOnDemandWindow(

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { FileDigest } from '../spool/file-digest.js';
-import type { LoadedState } from '../load/load-window.js';
+import type { LoadedState } from '../load/window/load-window.js';
 import { packageVersion } from '../paths.js';
 import type { OnDemandPipelineDef, ReportPipelineDef } from './define-pipeline.js';
 

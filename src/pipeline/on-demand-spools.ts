@@ -7,10 +7,10 @@ import type { OnDemandPage } from '../extract/on-demand-pages.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
 import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
 import { CybsError } from '../errors.js';
-import type { LoadWindowTarget } from '../load/load-window.js';
-import { parseOnDemandResponse, sectionColumns } from '../parse/on-demand.js';
-import { OnDemandPageScanner } from '../parse/on-demand-scan.js';
-import type { ScanPlan, ScannedPage, ScannedSection } from '../parse/on-demand-scan.js';
+import type { LoadWindowTarget } from '../load/window/load-window.js';
+import { parseOnDemandResponse, sectionColumns } from '../parse/json/on-demand.js';
+import { OnDemandPageScanner } from '../parse/json/on-demand-page-scanner.js';
+import type { ScanPlan, ScannedPage, ScannedSection } from '../parse/json/on-demand-page-scanner.js';
 import type { ColumnSpec, RecordSource, RejectedRecord, TypedRecord } from '../parse/records.js';
 import { CopyTextSpool } from './copy-text-spool.js';
 import type { OnDemandPipelineDef } from './define-pipeline.js';
@@ -45,8 +45,15 @@ export class OnDemandSpools {
   private readonly scanCounted: number;
   /** Pages written. */
   pages = 0;
-  /** Request id (as a COPY text cell) → the page that had it first and the digest of its items there. */
-  private readonly requests = new Map<string, { page: number; digest: string }>();
+  /**
+   * Request id (as a COPY text cell) → its slot in `firstPage` and `itemsDigest`: the page that had
+   * it first and the first 64 bits of the SHA-1 of its items there. A window holds one entry per
+   * request it read, so the entry is kept small (no object, no digest string per request).
+   */
+  private readonly requests = new Map<string, number>();
+  private firstPage = new Uint32Array(1024);
+  /** Two 32-bit words per slot. */
+  private itemsDigest = new Uint32Array(2048);
   /** Records left out because an earlier page had them, by section. */
   readonly repeated = new Map<string, number>();
 
@@ -284,20 +291,23 @@ export class OnDemandSpools {
       }
     const repeated = new Set<string>();
     for (const [id, texts] of byRequest) {
-      const digest = hash('sha1', texts.join('\n'), 'base64');
-      const earlier = this.requests.get(id);
-      if (earlier === undefined) {
-        this.requests.set(id, { page: this.pages, digest });
+      const digest = hash('sha1', texts.join('\n'), 'buffer');
+      const high = digest.readUInt32BE(0);
+      const low = digest.readUInt32BE(4);
+      const slot = this.requests.get(id);
+      if (slot === undefined) {
+        this.remember(id, high, low);
         continue;
       }
-      if (earlier.digest !== digest) {
+      if (this.itemsDigest[2 * slot] !== high || this.itemsDigest[2 * slot + 1] !== low) {
+        const earlierPage = this.firstPage[slot]!;
         throw new CybsError(
           'EXTRACT_PAGES_INCONSISTENT',
-          `${this.source}: request id ${id} is on page ${earlier.page} and again on page ${this.pages} with other values; the pages changed while they were read and cannot be reconciled`,
+          `${this.source}: request id ${id} is on page ${earlierPage} and again on page ${this.pages} with other values; the pages changed while they were read and cannot be reconciled`,
           {
             stage: 'extract',
             retryable: true,
-            context: { requestId: id, pages: [earlier.page, this.pages] },
+            context: { requestId: id, pages: [earlierPage, this.pages] },
           },
         );
       }
@@ -312,6 +322,25 @@ export class OnDemandSpools {
       if (numbers.size > 0) out.set(name, numbers);
     }
     return out;
+  }
+
+  /** Records that request `id` was first read on the current page, with its items' digest words. */
+  private remember(id: string, high: number, low: number): void {
+    const slot = this.requests.size;
+    if (slot === this.firstPage.length) {
+      const pages = new Uint32Array(slot * 2);
+      pages.set(this.firstPage);
+      this.firstPage = pages;
+      const digests = new Uint32Array(slot * 4);
+      digests.set(this.itemsDigest);
+      this.itemsDigest = digests;
+    }
+    this.firstPage[slot] = this.pages;
+    this.itemsDigest[2 * slot] = high;
+    this.itemsDigest[2 * slot + 1] = low;
+    // A fresh copy of the id: `id` is usually a slice of its page's text, and a slice kept as a
+    // key would keep that whole text alive for the rest of the window.
+    this.requests.set(JSON.parse(JSON.stringify(id)) as string, slot);
   }
 
   /** Finish every spool's files (all of them, even when one failed); throws the first error. */

@@ -7,11 +7,11 @@ import { Readable } from 'node:stream';
 import type { LoadBatch, LoadRecord, LoadSource, SourceColumn, TableDecl } from '../load/table-spec.js';
 import type { LoadValue, SetAsideRecord } from '../copy-text/bodies.js';
 import { refuseFastPath } from '../copy-text/fast-path-refusal.js';
-import type { RawCsvReport } from '../load/fast-csv.js';
+import type { RawCsvReport } from '../parse/csv/raw-csv-report.js';
 import type { FileDigester } from '../spool/file-digest.js';
 import { CybsError } from '../errors.js';
-import type { RawXmlReport } from '../parse/xml-fast.js';
-import { openCsvReport, serialiseCsvRow } from '../parse/csv-report.js';
+import type { RawXmlReport } from '../parse/xml/raw-xml-report.js';
+import { openCsvReport, serialiseCsvRow } from '../parse/csv/csv-report.js';
 import type { ColumnSpec, RecordSource, TypedRecord } from '../parse/records.js';
 
 /** A parser column as the loader sees it. */

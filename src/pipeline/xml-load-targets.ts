@@ -6,16 +6,16 @@
  */
 import { XML_REPEATED_GROUPS } from '../catalog/child-tables.js';
 import type { XmlRepeatedGroupName } from '../catalog/child-tables.js';
-import type { LoadWindowTarget } from '../load/load-window.js';
+import type { LoadWindowTarget } from '../load/window/load-window.js';
 import type { LoadBatch, LoadSource, TableDecl } from '../load/table-spec.js';
 import type { RecordBatch, RecordSource, ReportInput, ReportMetadata } from '../parse/records.js';
-import { REQUEST_ID_FIELD, openXmlReport } from '../parse/xml-report.js';
-import { NEW_COLUMN_REASON } from '../parse/xml-fast.js';
-import type { FastXmlChildTable, RawXmlReport } from '../parse/xml-fast.js';
+import { REQUEST_ID_FIELD, openXmlReport } from '../parse/xml/xml-report.js';
+import { NEW_COLUMN_REASON } from '../parse/xml/raw-xml-report.js';
+import type { FastXmlChildTable, RawXmlReport } from '../parse/xml/raw-xml-report.js';
 import { isFastPathRefusal } from '../copy-text/fast-path-refusal.js';
 import { makeSpoolDir } from '../spool/spool-dirs.js';
 import { rm } from 'node:fs/promises';
-import type { OpenXmlReportOptions } from '../parse/xml-report.js';
+import type { OpenXmlReportOptions } from '../parse/xml/xml-report.js';
 import { join } from 'node:path';
 import {
   collectColumns,
@@ -136,7 +136,7 @@ function emptyTarget(table: TableDecl, source: string): LoadWindowTarget {
 }
 
 /**
- * The fast path's targets of an XML file (src/parse/xml-fast.ts): the records' COPY text lines,
+ * The fast path's targets of an XML file (src/parse/xml/raw-xml-report.ts): the records' COPY text lines,
  * then each child table's, which the scanner spools (in `dir`) while the records load and which
  * are complete by the time the loader reaches the child tables. `open` reads the file again (a
  * first load that meets a key already there reads it twice): the child tables read the spools of

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { CalendarWindow } from '../pipeline/plan-windows.js';
 import type { PlannedJob } from '../pipeline/run-pipelines.js';
 import type { WindowStatus } from '../state/windows.js';
@@ -32,6 +33,14 @@ export interface WindowJobData {
 
 export function windowJobKey(ref: { pipeline: string; organizationId: string; windowKey: string }): string {
   return `${ref.pipeline}|${ref.organizationId}|${ref.windowKey}`;
+}
+
+/**
+ * A job attempt's claim on its window (etl.windows.claim): the job, which of its attempts, and the
+ * process running it (host:pid, for whoever looks at a window being loaded).
+ */
+export function jobClaim(attempt: { id: string; retryCount: number }): string {
+  return `${attempt.id}/${attempt.retryCount}@${hostname()}:${process.pid}`;
 }
 
 /** A credential's group id: a hash, so that no key id is written to the queue's tables. */

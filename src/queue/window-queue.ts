@@ -8,15 +8,16 @@ import type { WindowJobData } from './window-jobs.js';
 /**
  * Windows as pg-boss jobs, in the warehouse (schema `pgboss`). A job is one window of one pipeline
  * and organization; its singleton key (`pipeline|organization|window`) and the queue's `exclusive`
- * policy collapse any number of planners enqueueing the same window into one job while it is queued
- * or active. The window's own state (etl.windows, its lease) still decides who loads it, so a job
- * that finds its window settled does nothing.
+ * policy collapse any number of planners enqueueing the same window into one job while it is queued,
+ * waiting to retry or active, and pg-boss runs one attempt of a job at a time. The window's state
+ * (etl.windows) records the attempt that claimed it, so a job that finds its window settled does
+ * nothing, and an attempt whose job was handed on cannot commit.
  */
 export { QUEUE_SCHEMA, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE } from './window-jobs.js';
 
 /** The longest wait between two retries of a window's job (the backoff doubles up to it). */
 const RETRY_DELAY_MAX_SECONDS = 1800;
-/** A window that runs this long is taken for lost and retried (its own lease protects the rows). */
+/** A window that runs this long is taken for lost and retried (its claim protects the rows). */
 const EXPIRE_SECONDS = 4 * 3600;
 
 /**
@@ -35,8 +36,15 @@ export interface WindowQueue {
    * across every worker; undefined when there is none.
    */
   fetch(perCredential: number): Promise<Job<WindowJobData> | undefined>;
-  /** Enqueue windows; those already queued or active (same singleton key) are not added again. */
-  enqueue(jobs: readonly WindowJobData[]): Promise<{ added: number; alreadyQueued: number }>;
+  /**
+   * Enqueue windows; those already queued, waiting to retry or active (same singleton key) are not
+   * added again. `ids`: the job of each window, in order, new or already there.
+   */
+  enqueue(jobs: readonly WindowJobData[]): Promise<{ added: number; alreadyQueued: number; ids: string[] }>;
+  /** The jobs among `ids` that are no longer queued or active: settled, or waiting for a retry. */
+  settled(ids: readonly string[]): Promise<SettledJob[]>;
+  /** Make jobs among `ids` that wait for a retry due now (a planner that wants them loaded at once). */
+  retryNow(ids: readonly string[]): Promise<void>;
   stop(options?: { graceful?: boolean; timeoutMs?: number }): Promise<void>;
 }
 
@@ -54,6 +62,15 @@ export interface QueueSettings {
   heartbeatSeconds: number;
   retryLimit: number;
   retryDelaySeconds: number;
+}
+
+/** A job as `settled` reads it: its state and what its last attempt left (outcome or failure). */
+export interface SettledJob {
+  id: string;
+  state: 'completed' | 'failed' | 'cancelled' | 'retry';
+  /** Attempts that failed before the one to come (a job waiting for a retry) or the last one. */
+  retryCount: number;
+  output: Record<string, unknown> | null;
 }
 
 export interface WindowQueueOptions {
@@ -101,8 +118,10 @@ export async function openWindowQueue(
     });
   }
   const { settings } = options;
-  // Fetches run on a connection of their own, inside the transaction that holds the fetch lock.
+  // Fetches run on a connection of their own, inside the transaction that holds the fetch lock;
+  // so do the reads of jobs' states.
   const fetchPool = new pg.Pool({ ...connection, max: 2, application_name: 'cybs-etl queue fetch' });
+  const jobTable = `${QUEUE_SCHEMA}.job`;
   fetchPool.on('error', () => {});
   return {
     boss,
@@ -131,23 +150,55 @@ export async function openWindowQueue(
     },
     async enqueue(jobs) {
       let added = 0;
+      const ids: string[] = [];
       for (let i = 0; i < jobs.length; i += 500) {
         const slice = jobs.slice(i, i + 500);
-        const inserts: JobInsert<WindowJobData>[] = slice.map((data) => ({
-          data,
-          singletonKey: windowJobKey({ ...data, windowKey: data.window.windowKey }),
-          group: { id: data.credential },
-          heartbeatSeconds: settings.heartbeatSeconds,
-          retryLimit: settings.retryLimit,
-          retryDelay: settings.retryDelaySeconds,
-          retryBackoff: true,
-          retryDelayMax: RETRY_DELAY_MAX_SECONDS,
-          deadLetter: WINDOW_DEAD_LETTER_QUEUE,
-        }));
-        const ids = await boss.insert(WINDOW_QUEUE, inserts, { returnId: true });
-        added += ids?.length ?? 0;
+        const keys = slice.map((data) => windowJobKey({ ...data, windowKey: data.window.windowKey }));
+        const byKey = new Map<string, string>();
+        // A job that settles between the insert that met it and the read of its id is inserted again.
+        for (let round = 0; round < 3 && byKey.size < slice.length; round++) {
+          const missing = slice.filter((_, j) => !byKey.has(keys[j]!));
+          const inserts: JobInsert<WindowJobData>[] = missing.map((data) => ({
+            data,
+            singletonKey: windowJobKey({ ...data, windowKey: data.window.windowKey }),
+            group: { id: data.credential },
+            heartbeatSeconds: settings.heartbeatSeconds,
+            retryLimit: settings.retryLimit,
+            retryDelay: settings.retryDelaySeconds,
+            retryBackoff: true,
+            retryDelayMax: RETRY_DELAY_MAX_SECONDS,
+            deadLetter: WINDOW_DEAD_LETTER_QUEUE,
+          }));
+          added += (await boss.insert(WINDOW_QUEUE, inserts, { returnId: true }))?.length ?? 0;
+          const found = await fetchPool.query<{ id: string; key: string }>(
+            `select id::text as id, singleton_key as key from ${jobTable}
+              where name = $1 and singleton_key = any($2::text[]) and state < 'completed'`,
+            [WINDOW_QUEUE, keys.filter((k) => !byKey.has(k))],
+          );
+          for (const row of found.rows) byKey.set(row.key, row.id);
+        }
+        for (const key of keys) {
+          const id = byKey.get(key);
+          if (id === undefined) throw new Error(`window job ${key} could be neither enqueued nor found`);
+          ids.push(id);
+        }
       }
-      return { added, alreadyQueued: jobs.length - added };
+      return { added, alreadyQueued: jobs.length - added, ids };
+    },
+    async settled(ids) {
+      const found = await fetchPool.query<SettledJob>(
+        `select id::text as id, state::text as state, retry_count as "retryCount", output from ${jobTable}
+          where name = $1 and id = any($2::uuid[]) and state in ('completed', 'failed', 'cancelled', 'retry')`,
+        [WINDOW_QUEUE, ids],
+      );
+      return found.rows;
+    },
+    async retryNow(ids) {
+      await fetchPool.query(
+        `update ${jobTable} set start_after = ${QUEUE_SCHEMA}.job_now()
+          where name = $1 and id = any($2::uuid[]) and state = 'retry' and start_after > ${QUEUE_SCHEMA}.job_now()`,
+        [WINDOW_QUEUE, ids],
+      );
     },
     async stop(stopOptions = {}) {
       await boss.stop({

@@ -1,11 +1,13 @@
+import { CompiledQuery } from 'kysely';
 import type { Job } from 'pg-boss';
 import { CybsError } from '../errors.js';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
+import { createLimiter } from '../pipeline/limiter.js';
 import { runWindow } from '../pipeline/run-pipelines.js';
-import type { WindowExecutor, WindowRunOutcome } from '../pipeline/run-pipelines.js';
-import { claimableOf, windowOfJob } from './window-jobs.js';
+import type { CommittedOutcome, WindowExecutor, WindowRunOutcome } from '../pipeline/run-pipelines.js';
+import { claimableOf, jobClaim, windowOfJob } from './window-jobs.js';
 import type { WindowJobData } from './window-jobs.js';
 import { WINDOW_QUEUE } from './window-queue.js';
 import type { WindowQueue } from './window-queue.js';
@@ -29,15 +31,15 @@ export interface WindowWorkerDeps {
 }
 
 export interface WindowWorkerOptions {
-  /** This process's lease owner (its owner lock is held by the caller for the worker's life). */
-  owner: string;
-  leaseSeconds: number;
   /** Windows in flight in this process. */
   concurrency: number;
   /** Windows in flight per API credential across every worker on the warehouse (pg-boss group concurrency). */
   perCredential: number;
   /** How often an idle worker looks for jobs, in seconds (pg-boss polling; at least 0.5). */
   pollingSeconds?: number;
+  /** Attempts of a window's load on a retryable load error, and the waits between them (runWindow's). */
+  loadAttempts?: number;
+  sleep?: (ms: number) => Promise<void>;
   /** Called after each job this worker settles. */
   onWindow?: (data: WindowJobData, outcome: WindowRunOutcome) => void;
   /**
@@ -70,10 +72,11 @@ function jobFailure(data: WindowJobData, code: string, message: string): CybsErr
 }
 
 /**
- * Run window jobs from the queue until stopped: each job's window goes through runWindow exactly as a
- * pass runs it (claim with a lease, load, record). A job completes when its window is loaded, had
- * no data, is not ready yet (the next plan enqueues it again), was settled by another process, or
- * is being loaded by one; it fails (and is retried) when the window failed.
+ * Run window jobs from the queue until stopped: each job's window goes through runWindow (claimed
+ * by the job's attempt, loaded, recorded). A job whose window is loaded or has no data is completed
+ * inside the window's load transaction, so the job's completion, the rows and the window's state
+ * commit together or not at all; a job whose window is not ready yet (the next plan enqueues it
+ * again) or was settled by another job completes after; one whose window failed fails, and is retried.
  */
 export async function startWindowWorker(
   deps: WindowWorkerDeps,
@@ -82,7 +85,36 @@ export async function startWindowWorker(
   const abort = new AbortController();
   let inFlight = 0;
   let idle: (() => void) | undefined;
-  const handle = async (job: Job<WindowJobData>): Promise<WindowRunOutcome> => {
+  const boss = deps.queue.boss;
+  // A pipeline's own `concurrency` holds within this process, as it did for a pass.
+  const perPipeline = new Map(
+    [...deps.pipelines.values()].map((p) => [p.name, createLimiter(p.concurrency)]),
+  );
+  /** Completed in the window's transaction (the job ends with it, or rolls back with it). */
+  const completeInTransaction = async (
+    job: Job<WindowJobData>,
+    trx: Db,
+    outcome: CommittedOutcome,
+  ): Promise<void> => {
+    const executeSql = async (text: string, values?: unknown[]) => ({
+      rows: (await trx.executeQuery(CompiledQuery.raw(text, values ?? []))).rows,
+    });
+    const result = await boss.complete(WINDOW_QUEUE, { id: job.id, retryCount: job.retryCount }, outcome, {
+      db: { executeSql },
+    });
+    // pg-boss's declared CommandResponse names no fields; `affected` is the count of jobs it settled.
+    if ((result as { affected?: number }).affected !== 1) {
+      throw jobFailure(
+        job.data,
+        'JOB_LOST',
+        `window job ${job.id} (attempt ${job.retryCount}) is no longer this worker's (it was handed to another after its heartbeat lapsed); its load was rolled back`,
+      );
+    }
+  };
+  /** What the worker does with the job once the handler returns: completed already, or complete it now. */
+  const handle = async (
+    job: Job<WindowJobData>,
+  ): Promise<{ outcome: WindowRunOutcome; completed: boolean }> => {
     const data = job.data;
     const pipeline = deps.pipelines.get(data.pipeline);
     if (!pipeline) {
@@ -94,16 +126,25 @@ export async function startWindowWorker(
     }
     const unavailable = deps.unavailable.get(data.pipeline);
     if (unavailable) throw jobFailure(data, 'PIPELINE_UNAVAILABLE', unavailable);
-    const outcome = await runWindow(
-      { db: deps.db, logger: deps.logger.child({ job: job.id }), execute: deps.execute },
-      { pipeline, window: windowOfJob(data), claimable: claimableOf(data) },
-      {
-        owner: options.owner,
-        leaseSeconds: options.leaseSeconds,
-        runId: data.runId,
-        now: deps.now,
-        signal: abort.signal,
-      },
+    let completed = false;
+    const outcome = await perPipeline.get(pipeline.name)!(() =>
+      runWindow(
+        { db: deps.db, logger: deps.logger.child({ job: job.id }), execute: deps.execute },
+        { pipeline, window: windowOfJob(data), claimable: claimableOf(data) },
+        {
+          claim: jobClaim(job),
+          runId: data.runId,
+          now: deps.now,
+          signal: abort.signal,
+          ...(options.loadAttempts !== undefined ? { loadAttempts: options.loadAttempts } : {}),
+          ...(options.sleep ? { sleep: options.sleep } : {}),
+          beforeCommit: async (trx, committed) => {
+            completed = false;
+            await completeInTransaction(job, trx, committed);
+            completed = true;
+          },
+        },
+      ),
     );
     options.onWindow?.(data, outcome);
     if (outcome.kind === 'failed') throw jobFailure(data, outcome.code, outcome.message);
@@ -114,12 +155,11 @@ export async function startWindowWorker(
         'the worker stopped while the window was loading; it rolled back',
       );
     }
-    return outcome;
+    return { outcome, completed: completed && (outcome.kind === 'loaded' || outcome.kind === 'no_data') };
   };
   // Each slot fetches its next job as soon as it is done with one (pg-boss's own work() loop waits
   // a polling interval after every job, which would cap a slot at two windows a second); an idle
   // slot polls. Heartbeats of the jobs in flight are refreshed from here.
-  const boss = deps.queue.boss;
   const running = new Map<string, { id: string; retryCount: number }>();
   const heartbeat = setInterval(() => {
     if (running.size > 0) void boss.touch(WINDOW_QUEUE, [...running.values()]).catch(() => {});
@@ -159,8 +199,8 @@ export async function startWindowWorker(
       running.set(job.id, attempt);
       inFlight++;
       try {
-        const outcome = await handle(job);
-        await boss.complete(WINDOW_QUEUE, attempt, outcome);
+        const { outcome, completed } = await handle(job);
+        if (!completed) await boss.complete(WINDOW_QUEUE, attempt, outcome);
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         const code = error instanceof CybsError ? error.code : 'UNEXPECTED';

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import cron from 'node-cron';
-import type { RunCoordinator, ScheduledTask } from 'node-cron';
+import type { ScheduledTask } from 'node-cron';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
@@ -9,16 +9,19 @@ import type { SchedulePass } from '../state/runs.js';
 import { errorMessage } from '../errors.js';
 import { judgeReadiness, READY_GRACE_MS } from './readiness.js';
 
-/** Runs one pass over the given pipelines (a run row, windows, summary); provided by the command. */
+/**
+ * Runs one pass over the given pipelines (a run row, windows, summary); provided by the command.
+ * `firedAt`: the cron fire's scheduled time, the same in every instance (none for a catch-up pass).
+ */
 export type RunPass = (
   pipelines: ResolvedPipeline[],
   trigger: string,
   signals: { abort: AbortSignal; drain: AbortSignal },
+  firedAt?: Date,
 ) => Promise<void>;
 
 export interface SchedulerOptions {
   pipelines: readonly ResolvedPipeline[];
-  coordinator: RunCoordinator;
   /** Run every pipeline once at start, to catch up windows missed while the daemon was down. */
   catchUp: boolean;
   metricsPort: number;
@@ -55,9 +58,9 @@ export interface RunningScheduler {
 
 /**
  * The `cybs-etl schedule` daemon: a node-cron task per pipeline in its time zone, no overlapping
- * passes of one pipeline, every fire run by exactly one instance (the PostgreSQL run coordinator),
- * catch-up at start, the status page at /, /healthz (liveness), /readyz (readiness.ts) and
- * Prometheus /metrics. The HTTP
+ * passes of one pipeline in an instance (every instance may fire: a pass plans and enqueues its
+ * windows, and the window queue's singleton keys make one job of each window), catch-up at start,
+ * the status page at /, /healthz (liveness), /readyz (readiness.ts) and Prometheus /metrics. The HTTP
  * server listens before any task starts, so an address that cannot be used fails the start with
  * nothing left running.
  */
@@ -76,7 +79,7 @@ export async function startScheduler(
   };
   const busy = new Set<string>();
   const lastDue = new Map<string, Date>();
-  const pass = (pipeline: ResolvedPipeline, trigger: string) => {
+  const pass = (pipeline: ResolvedPipeline, trigger: string, firedAt?: Date) => {
     if (busy.has(pipeline.name)) {
       deps.logger.warn({ pipeline: pipeline.name }, 'previous pass still running; this fire is skipped');
       return Promise.resolve();
@@ -84,7 +87,7 @@ export async function startScheduler(
     busy.add(pipeline.name);
     return track(
       deps
-        .runPass([pipeline], trigger, { abort: controller.signal, drain: draining.signal })
+        .runPass([pipeline], trigger, { abort: controller.signal, drain: draining.signal }, firedAt)
         .catch((error) => deps.logger.error({ err: error, pipeline: pipeline.name }, 'scheduled pass failed'))
         .finally(() => busy.delete(pipeline.name)),
     );
@@ -183,24 +186,17 @@ export async function startScheduler(
   for (const pipeline of options.pipelines) {
     const task = cron.createTask(
       pipeline.schedule.cron,
-      () => {
+      (ctx) => {
         lastDue.set(pipeline.name, new Date());
-        return pass(pipeline, 'schedule');
+        return pass(pipeline, 'schedule', new Date(Math.floor(ctx.date.getTime() / 1000) * 1000));
       },
       {
         name: `cybs-etl:${pipeline.name}`,
         timezone: pipeline.schedule.timezone,
         noOverlap: true,
-        distributed: true,
-        runCoordinator: options.coordinator,
         suppressMissedWarning: true,
       },
     );
-    task.on('execution:skipped', (ctx) => {
-      // Due all the same: another instance runs it (or, on a coordinator error, nobody does).
-      lastDue.set(pipeline.name, new Date());
-      deps.logger.debug({ pipeline: pipeline.name, reason: ctx.reason }, 'fire taken by another instance');
-    });
     await task.start();
     tasks.set(pipeline.name, task);
     deps.logger.info(

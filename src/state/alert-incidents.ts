@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { AlertEvent } from '../config/schema.js';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 import type { AlertCondition, OpenIncident } from '../observability/alerts.js';
 import { readStatus } from './status.js';
 

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { sql } from 'kysely';
-import type { Db } from '../load/warehouse.js';
+import type { EtlDb } from '../warehouse/database.js';
 
 export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'interrupted'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -12,7 +12,7 @@ export interface StartRunOptions {
 }
 
 /** Record the start of a run; returns its id (the `_run_id` of every row it writes). */
-export async function startRun(db: Db, options: StartRunOptions): Promise<number> {
+export async function startRun(db: EtlDb, options: StartRunOptions): Promise<number> {
   const row = await db
     .insertInto('etl.runs')
     .values({
@@ -46,7 +46,7 @@ const LOCKED_COMMANDS = ['run', 'backfill', 'schedule'] as const;
  * Mark `interrupted` every run of LOCKED_COMMANDS still `running` whose process is gone (killed,
  * crashed): nobody holds its lock. Returns how many.
  */
-export async function closeAbandonedRuns(db: Db): Promise<number> {
+export async function closeAbandonedRuns(db: EtlDb): Promise<number> {
   const r = await db
     .updateTable('etl.runs')
     .set({
@@ -73,7 +73,7 @@ export interface FinishRunOptions {
   error?: string | null;
 }
 
-export async function finishRun(db: Db, runId: number, options: FinishRunOptions): Promise<void> {
+export async function finishRun(db: EtlDb, runId: number, options: FinishRunOptions): Promise<void> {
   await db
     .updateTable('etl.runs')
     .set({
@@ -100,7 +100,7 @@ export interface SchedulePass {
  * share the fires of one warehouse); pipelines without one are absent.
  */
 export async function lastSchedulePasses(
-  db: Db,
+  db: EtlDb,
   pipelines: readonly string[],
 ): Promise<Map<string, SchedulePass>> {
   const passes = new Map<string, SchedulePass>();

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../load/warehouse.js';
+import type { Db } from '../warehouse/warehouse.js';
 
 export interface PipelineOrgStatus {
   pipeline: string;

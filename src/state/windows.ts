@@ -1,20 +1,7 @@
 import { sql } from 'kysely';
-import type { ExpressionBuilder } from 'kysely';
+import type { ExpressionBuilder, Selectable } from 'kysely';
 import { CybsError } from '../errors.js';
-import type { Db } from '../load/warehouse.js';
-
-/**
- * The advisory-lock space of lease owners: a process holds (LEASE_LOCK_SPACE, hashtext(owner)) on
- * its own connection while it runs (Warehouse.holdAdvisoryLock), so a lease whose owner no longer
- * holds that lock belongs to a process that is gone (killed, crashed, its server connection lost).
- */
-export const LEASE_LOCK_SPACE = 0x63796273;
-
-/** True for the `etl.windows` row under consideration when its lease owner's lock is held by nobody. */
-const HOLDER_GONE = sql<boolean>`not exists (
-  select 1 from pg_catalog.pg_locks l
-   where l.locktype = 'advisory' and l.granted and l.objsubid = 2
-     and l.classid = ${LEASE_LOCK_SPACE}::int4::oid and l.objid = hashtext(windows.lease_owner)::oid)`;
+import type { Database, EtlDb, WindowsTable } from '../warehouse/database.js';
 
 export const WINDOW_STATUSES = ['pending', 'running', 'loaded', 'no_data', 'failed'] as const;
 export type WindowStatus = (typeof WINDOW_STATUSES)[number];
@@ -42,8 +29,8 @@ export interface WindowRow extends WindowRef {
   lastErrorCode: string | null;
   lastErrorMessage: string | null;
   notReadySince: Date | null;
-  leaseOwner: string | null;
-  leaseExpiresAt: Date | null;
+  /** The job attempt loading the window while it is `running` (see claimWindow). */
+  claim: string | null;
   loadedAt: Date | null;
   updatedAt: Date;
   /** What the last load read and left (src/pipeline/fingerprint.ts), as stored; null when none. */
@@ -51,10 +38,8 @@ export interface WindowRow extends WindowRef {
 }
 
 /** The condition that selects one window row. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyWindows = ExpressionBuilder<any, 'etl.windows'>;
 function isWindow(ref: WindowRef) {
-  return (eb: AnyWindows) =>
+  return (eb: ExpressionBuilder<Database, 'etl.windows'>) =>
     eb.and([
       eb('pipeline', '=', ref.pipeline),
       eb('organization_id', '=', ref.organizationId),
@@ -62,8 +47,7 @@ function isWindow(ref: WindowRef) {
     ]);
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function toWindowRow(r: any): WindowRow {
+function toWindowRow(r: Selectable<WindowsTable>): WindowRow {
   return {
     id: Number(r.id),
     pipeline: r.pipeline,
@@ -79,8 +63,7 @@ function toWindowRow(r: any): WindowRow {
     lastErrorCode: r.last_error_code,
     lastErrorMessage: r.last_error_message,
     notReadySince: r.not_ready_since ? new Date(r.not_ready_since) : null,
-    leaseOwner: r.lease_owner,
-    leaseExpiresAt: r.lease_expires_at ? new Date(r.lease_expires_at) : null,
+    claim: r.claim ?? null,
     loadedAt: r.loaded_at ? new Date(r.loaded_at) : null,
     updatedAt: new Date(r.updated_at),
     fingerprint: r.fingerprint ?? null,
@@ -88,7 +71,7 @@ function toWindowRow(r: any): WindowRow {
 }
 
 /** Make sure a row exists for every planned window (new ones are `pending`); existing rows are kept. */
-export async function ensureWindows(db: Db, windows: readonly PlannedWindow[]): Promise<void> {
+export async function ensureWindows(db: EtlDb, windows: readonly PlannedWindow[]): Promise<void> {
   for (let i = 0; i < windows.length; i += 500) {
     const slice = windows.slice(i, i + 500);
     await db
@@ -108,7 +91,7 @@ export async function ensureWindows(db: Db, windows: readonly PlannedWindow[]): 
 }
 
 export async function listWindows(
-  db: Db,
+  db: EtlDb,
   filter: { pipeline?: string; organizationId?: string; statuses?: readonly WindowStatus[] } = {},
 ): Promise<WindowRow[]> {
   let q = db.selectFrom('etl.windows').selectAll();
@@ -119,27 +102,28 @@ export async function listWindows(
   return rows.map(toWindowRow);
 }
 
-export async function getWindow(db: Db, ref: WindowRef): Promise<WindowRow | undefined> {
+export async function getWindow(db: EtlDb, ref: WindowRef): Promise<WindowRow | undefined> {
   const row = await db.selectFrom('etl.windows').selectAll().where(isWindow(ref)).executeTakeFirst();
   return row ? toWindowRow(row) : undefined;
 }
 
 export interface ClaimOptions {
-  owner: string;
-  leaseSeconds: number;
+  /** The job attempt that claims it (its token: jobClaim in src/queue/window-jobs.ts). */
+  claim: string;
   runId: number | null;
-  /** Statuses that may be (re)claimed; a `running` window is claimable only once its lease expired. */
+  /** Statuses that may be claimed; a `running` window is always taken over (see claimWindow). */
   claimable: readonly WindowStatus[];
 }
 
 /**
- * Claim a window with a lease, atomically: only one process gets it. A window in `running` is
- * claimable again once its loader is gone (its lease lock is released: the process was killed or
- * crashed) or its lease expired. Returns undefined when a live process holds it or its status is
- * not claimable.
+ * Claim a window for one job attempt, atomically. The window queue lets one job per window exist
+ * at a time (its singleton key) and one attempt of it run (pg-boss hands a job on only once the
+ * attempt before has failed or stopped sending heartbeats), so a window still `running` belongs to an
+ * attempt that has lost its job: it is taken over, and that attempt can no longer commit
+ * (completeWindow). Returns undefined when the window's status is not claimable (it was settled).
  */
 export async function claimWindow(
-  db: Db,
+  db: EtlDb,
   ref: WindowRef,
   options: ClaimOptions,
 ): Promise<WindowRow | undefined> {
@@ -148,42 +132,16 @@ export async function claimWindow(
     .set({
       status: 'running',
       status_before_claim: sql`case when status = 'running' then status_before_claim else status end`,
-      lease_owner: options.owner,
-      lease_expires_at: sql`now() + make_interval(secs => ${options.leaseSeconds})`,
+      claim: options.claim,
       attempts: sql`attempts + 1`,
       run_id: options.runId,
       updated_at: sql`now()`,
     })
     .where(isWindow(ref))
-    .where((eb) =>
-      eb.or([
-        eb('status', 'in', [...options.claimable.filter((s) => s !== 'running')]),
-        eb.and([
-          eb('status', '=', 'running'),
-          eb.or([eb('lease_expires_at', '<', sql<Date>`now()`), eb(HOLDER_GONE, '=', sql<boolean>`true`)]),
-        ]),
-      ]),
-    )
+    .where('status', 'in', [...new Set([...options.claimable, 'running' as const])])
     .returningAll()
     .executeTakeFirst();
   return row ? toWindowRow(row) : undefined;
-}
-
-/** Extend the lease of a window this owner holds; false when the lease was lost. */
-export async function renewLease(
-  db: Db,
-  ref: WindowRef,
-  owner: string,
-  leaseSeconds: number,
-): Promise<boolean> {
-  const r = await db
-    .updateTable('etl.windows')
-    .set({ lease_expires_at: sql`now() + make_interval(secs => ${leaseSeconds})` })
-    .where(isWindow(ref))
-    .where('status', '=', 'running')
-    .where('lease_owner', '=', owner)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
 }
 
 /** A window given back unfinished returns to what it was before the claim (loaded, no_data) or pending. */
@@ -201,13 +159,14 @@ export interface WindowOutcome {
 
 /**
  * Mark a window loaded or no_data. Called inside the load transaction (exactly-once), so the window
- * state commits with its rows. Only the lease owner may complete it: a loader whose window was
- * taken over (its lease lost) gets an error, and its transaction rolls back with its rows.
+ * state commits with its rows. Only the attempt that holds the claim may complete it, and exactly
+ * one row must change: an attempt whose window was taken over gets an error, and its transaction
+ * rolls back with its rows.
  */
 export async function completeWindow(
-  db: Db,
+  db: EtlDb,
   ref: WindowRef,
-  owner: string,
+  claim: string,
   outcome: WindowOutcome,
 ): Promise<void> {
   const r = await db
@@ -222,18 +181,18 @@ export async function completeWindow(
       last_error_code: null,
       last_error_message: null,
       not_ready_since: null,
-      lease_owner: null,
-      lease_expires_at: null,
+      claim: null,
       loaded_at: sql`now()`,
       updated_at: sql`now()`,
     })
     .where(isWindow(ref))
-    .where('lease_owner', '=', owner)
+    .where('status', '=', 'running')
+    .where('claim', '=', claim)
     .executeTakeFirst();
-  if (Number(r.numUpdatedRows) === 0) {
+  if (Number(r.numUpdatedRows) !== 1) {
     throw new CybsError(
-      'LEASE_LOST',
-      `Window ${ref.pipeline} ${ref.organizationId} ${ref.windowKey} is no longer leased to this process (another process took it over); its load was rolled back.`,
+      'CLAIM_LOST',
+      `Window ${ref.pipeline} ${ref.organizationId} ${ref.windowKey} is no longer claimed by this job attempt (${claim}): another attempt took it over, so this load was rolled back.`,
       { stage: 'state', context: { ...ref } },
     );
   }
@@ -243,7 +202,12 @@ export async function completeWindow(
  * Release a window that is not ready yet (report still QUEUED/RUNNING): back to `pending` (or to the
  * status it had, for a re-load), remembering since when it has not been ready.
  */
-export async function releaseNotReady(db: Db, ref: WindowRef, owner: string, message: string): Promise<void> {
+export async function releaseNotReady(
+  db: EtlDb,
+  ref: WindowRef,
+  claim: string,
+  message: string,
+): Promise<void> {
   await db
     .updateTable('etl.windows')
     .set({
@@ -251,12 +215,12 @@ export async function releaseNotReady(db: Db, ref: WindowRef, owner: string, mes
       last_error_code: 'NOT_READY',
       last_error_message: message,
       not_ready_since: sql`coalesce(not_ready_since, now())`,
-      lease_owner: null,
-      lease_expires_at: null,
+      claim: null,
       updated_at: sql`now()`,
     })
     .where(isWindow(ref))
-    .where('lease_owner', '=', owner)
+    .where('status', '=', 'running')
+    .where('claim', '=', claim)
     .execute();
 }
 
@@ -265,9 +229,9 @@ export async function releaseNotReady(db: Db, ref: WindowRef, owner: string, mes
  * re-load fails (nothing of the failed attempt committed); the error is kept for `status`.
  */
 export async function failWindow(
-  db: Db,
+  db: EtlDb,
   ref: WindowRef,
-  owner: string,
+  claim: string,
   error: { code: string; message: string },
 ): Promise<void> {
   await db
@@ -276,27 +240,22 @@ export async function failWindow(
       status: sql`case when status_before_claim in ('loaded', 'no_data') then status_before_claim else 'failed' end`,
       last_error_code: error.code,
       last_error_message: error.message.slice(0, 2000),
-      lease_owner: null,
-      lease_expires_at: null,
+      claim: null,
       updated_at: sql`now()`,
     })
     .where(isWindow(ref))
-    .where('lease_owner', '=', owner)
+    .where('status', '=', 'running')
+    .where('claim', '=', claim)
     .execute();
 }
 
-/** Give back every lease this owner holds (shutdown): windows return to pending. */
-export async function releaseLeases(db: Db, owner: string): Promise<number> {
-  const r = await db
+/** Give back a window this attempt claimed and did not finish (interrupted): it returns to what it was. */
+export async function releaseClaim(db: EtlDb, ref: WindowRef, claim: string): Promise<void> {
+  await db
     .updateTable('etl.windows')
-    .set({
-      status: FALL_BACK_STATUS,
-      lease_owner: null,
-      lease_expires_at: null,
-      updated_at: sql`now()`,
-    })
+    .set({ status: FALL_BACK_STATUS, claim: null, updated_at: sql`now()` })
+    .where(isWindow(ref))
     .where('status', '=', 'running')
-    .where('lease_owner', '=', owner)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows);
+    .where('claim', '=', claim)
+    .execute();
 }

@@ -26,20 +26,20 @@ import { warehouseTables } from '../../src/analytics/dictionary.js';
 import { analyticsViews, installAnalytics } from '../../src/analytics/install.js';
 import { REPORT_SOURCES, analyticsPipelines } from '../../src/analytics/sources.js';
 import { CHECK_WORK_MEM } from '../../src/analytics/run-checks.js';
-import { migrateToLatest } from '../../src/load/migrate.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
-import { createDataset } from '../../src/simulator/dataset.js';
-import type { SimOrganization, SimTransaction } from '../../src/simulator/dataset.js';
-import { fieldGetter } from '../../src/simulator/report-fields.js';
-import { ROW_SOURCE_RULES, reportDefinition } from '../../src/simulator/report-layouts.js';
+import { migrateToLatest } from '../../src/warehouse/migrate.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
+import { createDataset } from '../../packages/simulator/src/data/dataset.js';
+import type { SimOrganization, SimTransaction } from '../../packages/simulator/src/data/dataset.js';
+import { fieldGetter } from '../../packages/simulator/src/render/report-fields.js';
+import { ROW_SOURCE_RULES, reportDefinition } from '../../packages/simulator/src/render/report-layouts.js';
 import {
   netFundings,
   paymentBatchSummaries,
   purchaseRefundSections,
   settledRecords,
-} from '../../src/simulator/on-demand.js';
-import { FUNDING_LAG_DAYS } from '../../src/simulator/money-chain.js';
-import { addDays } from '../../src/simulator/time.js';
+} from '../../packages/simulator/src/routes/on-demand.js';
+import { FUNDING_LAG_DAYS } from '../../packages/simulator/src/data/money-chain.js';
+import { addDays } from '../../packages/simulator/src/data/time.js';
 import { createTestDatabase } from '../helpers/db.js';
 
 const ORGS = Number(process.env['ANALYTICS_ORGS'] ?? 2000);

@@ -9,8 +9,8 @@
  * separate figures).
  */
 import { Readable } from 'node:stream';
-import { openCsvReport } from '../../src/parse/csv-report.js';
-import { openXmlReport } from '../../src/parse/xml-report.js';
+import { openCsvReport } from '../../src/parse/csv/csv-report.js';
+import { openXmlReport } from '../../src/parse/xml/xml-report.js';
 import type { RecordSource } from '../../src/parse/records.js';
 import { applyV8RuntimeFlags } from '../../src/runtime-flags.js';
 

@@ -6,7 +6,7 @@
  * Prints `export CYBS_BASE_URL=… CYBS_MERCHANT_ID=… CYBS_KEY_ID=… CYBS_SHARED_SECRET=…`, then
  * "Press Ctrl+C to stop." and runs until SIGTERM.
  */
-import { startSimulator } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
 
 interface BenchSimOptions {
   transactionsPerDay: number;

@@ -11,9 +11,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load-config.js';
 import { subscriptionRequest } from '../../src/subscriptions/declared-subscriptions.js';
-import { ANOMALY_NAMES } from '../../src/simulator/anomalies.js';
-import type { AnomalyName } from '../../src/simulator/anomalies.js';
-import { currencyExponent, formatScaled, parseScaled } from '../../src/simulator/money.js';
+import { ANOMALY_NAMES } from '../../packages/simulator/src/data/anomalies.js';
+import type { AnomalyName } from '../../packages/simulator/src/data/anomalies.js';
+import { currencyExponent, formatScaled, parseScaled } from '../../packages/simulator/src/data/money.js';
 import { E2E_NOW, createE2eWorld, e2eConfigYaml } from '../helpers/e2e.js';
 import type { E2eWorld } from '../helpers/e2e.js';
 

@@ -62,9 +62,9 @@ describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('keeps the shebang of src/bin.ts (the flags and environment it runs with)', async () => {
+  it('keeps the shebang of pipelines/bin.ts (the flags and environment it runs with)', async () => {
     const first = (file: string) => readFileSync(file, 'utf8').slice(0, 200).split('\n')[0];
-    expect(first(bundle)).toBe(first(join(repoRoot, 'src', 'bin.ts')));
+    expect(first(bundle)).toBe(first(join(repoRoot, 'pipelines', 'bin.ts')));
   });
 
   it.runIf(typeof (module as { enableCompileCache?: unknown }).enableCompileCache === 'function')(

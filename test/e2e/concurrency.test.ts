@@ -1,9 +1,10 @@
 /**
  * Concurrency: two `schedule` daemons (catch-up pass at start) and one `backfill --force` over
  * overlapping windows, each its own process, against one database. An audit trigger on etl.windows
- * records every state change, so that the test can show that no window was ever claimed while
- * another process held its lease, and that only the lease holder completed it. No deadlock or
- * serialization failure may fail a window (they are retried); the end state equals the truth.
+ * records every state change with the state of the claiming job attempts at that moment, so that
+ * the test can show that no window was ever taken from a job attempt that was still running, and
+ * that a window was completed only by its job's running attempt. No deadlock or serialization
+ * failure may fail a window (they are retried); the end state equals the truth.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -20,12 +21,22 @@ create table public.window_audit (
   id bigserial primary key,
   pipeline text, organization_id text, window_key text,
   old_status text, new_status text, old_owner text, new_owner text,
-  old_expires timestamptz, at timestamptz not null default clock_timestamp()
+  old_attempt_active boolean, at timestamptz not null default clock_timestamp()
 );
+-- Whether the job attempt a claim names ("<job id>/<retry>@<host>:<pid>") is running now.
+-- (plpgsql: its body is checked when it runs, once the queue's schema exists)
+create function public.attempt_active(claim text) returns boolean language plpgsql as $$
+begin
+  return exists (select 1 from pgboss.job j
+                  where j.name = 'cybs_etl_windows' and j.state = 'active'
+                    and j.id = split_part(claim, '/', 1)::uuid
+                    and j.retry_count = split_part(split_part(claim, '/', 2), '@', 1)::int);
+end $$;
 create function public.audit_window() returns trigger language plpgsql as $$
 begin
-  insert into public.window_audit (pipeline, organization_id, window_key, old_status, new_status, old_owner, new_owner, old_expires)
-  values (new.pipeline, new.organization_id, new.window_key, old.status, new.status, old.lease_owner, new.lease_owner, old.lease_expires_at);
+  insert into public.window_audit (pipeline, organization_id, window_key, old_status, new_status, old_owner, new_owner, old_attempt_active)
+  values (new.pipeline, new.organization_id, new.window_key, old.status, new.status, old.claim, new.claim,
+          case when old.claim is null then null else public.attempt_active(old.claim) end);
   return new;
 end $$;
 create trigger window_audit before update on etl.windows for each row execute function public.audit_window();
@@ -66,7 +77,7 @@ describe('concurrency: two schedulers and a backfill on one database', () => {
   });
 
   it(
-    'loads every window under one lease at a time, retries conflicts, and ends equal to the truth',
+    'loads every window by one job attempt at a time, retries conflicts, and ends equal to the truth',
     { timeout: 300_000 },
     async () => {
       const args = ['--config', config, '--now', E2E_NOW];
@@ -97,20 +108,25 @@ describe('concurrency: two schedulers and a backfill on one database', () => {
       expect(backfill.stdout()).toMatch(/windows failed\s+0\b/);
       const retried = (logs.match(/window load conflict; retrying/g) ?? []).length;
 
-      // Exactly one holder at a time: a claim never took a window whose unexpired lease another owner held,
-      // and a window became loaded/no_data only from its lease holder.
+      // Exactly one holder at a time: a claim never took a window from a job attempt still running,
+      // and a window became loaded/no_data only from its job's running attempt.
       const stolen = await world.db.query(
         `select * from public.window_audit
         where new_status = 'running' and old_status = 'running' and old_owner is distinct from new_owner
-          and old_expires > at`,
+          and old_attempt_active`,
       );
       expect(stolen.rows).toEqual([]);
       const completedByOther = await world.db.query(
         `select * from public.window_audit
-        where new_status in ('loaded', 'no_data') and old_status = 'running' and old_owner is distinct from new_owner
-          and new_owner is not null`,
+        where new_status in ('loaded', 'no_data') and old_status = 'running'
+          and (new_owner is not null or old_attempt_active is distinct from true)`,
       );
       expect(completedByOther.rows).toEqual([]);
+      const completions = await world.db.query(
+        `select count(*)::int as n from public.window_audit
+          where new_status in ('loaded', 'no_data') and old_status = 'running'`,
+      );
+      expect(completions.rows[0].n).toBeGreaterThan(0);
       const claims = await world.db.query(
         `select count(*)::int as claims, count(distinct new_owner)::int as owners, count(distinct (pipeline, organization_id, window_key))::int as windows
          from public.window_audit where new_status = 'running' and old_status is distinct from 'running'`,
@@ -135,7 +151,7 @@ describe('concurrency: two schedulers and a backfill on one database', () => {
       expect(findSecrets(logs, secretsOf(world))).toEqual([]);
       console.log(
         `concurrency: 3 processes (2 schedule + 1 backfill --force); ${claims.rows[0].claims} claims of ` +
-          `${claims.rows[0].windows} windows by ${claims.rows[0].owners} lease owners; ${contested.rows[0].n} windows ` +
+          `${claims.rows[0].windows} windows by ${claims.rows[0].owners} job attempts; ${contested.rows[0].n} windows ` +
           `claimed by more than one process over time (never at once); ${retried} conflict retries; ` +
           `${result.rowsExpected} rows equal to the truth`,
       );

@@ -1,5 +1,5 @@
 /**
- * Crash campaign: a backfill in a child process (`node --import tsx src/cli.ts backfill …`) is
+ * Crash campaign: a backfill in a child process (`node --import tsx pipelines/cli.ts backfill …`) is
  * killed with SIGKILL at seeded random moments — during start-up, migrations, report search,
  * downloads, COPY, merge or commit — and restarted each time. At the end the warehouse equals the
  * simulator's ground truth, no window is left `running`, nothing is duplicated and etl.rejects holds
@@ -7,9 +7,9 @@
  *
  * Kills: CYBS_CRASH_KILLS (default 10; 40 with CYBS_LONG_TESTS=1); seed: CYBS_CRASH_SEED (default 7).
  * Each restart uses --force, so every attempt re-loads windows that earlier attempts committed: a
- * kill in the middle of a re-load must leave the committed version intact. The lease is the
- * default one (15 minutes): a restart must take the killed process's windows at once because
- * their holder is gone, not because their lease ran out.
+ * kill in the middle of a re-load must leave the committed version intact. A restart takes the
+ * killed process's windows once pg-boss has handed their jobs on (their heartbeats lapsed): the
+ * killed attempt's claim can no longer commit.
  */
 import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -115,7 +115,7 @@ describe('crash campaign (SIGKILL at random moments, restart)', () => {
     const past = new Date(Date.now() - DEAD_PROCESS_GRACE_MS - 1000);
     for (const name of leftBehind) await utimes(join(tmp, name), past, past);
 
-    // One more run: nothing is held by a killed process (its lease lock went with it), so it loads
+    // One more run: the killed processes' jobs are handed to it once their heartbeats lapse, so it loads
     // whatever the kills left and skips nothing.
     const final = backfill(false);
     const finalExit = await final.exited;
@@ -135,11 +135,7 @@ describe('crash campaign (SIGKILL at random moments, restart)', () => {
     expect(result.mismatches).toEqual([]);
     expect(result.rowsExpected).toBeGreaterThan(500);
     expect(await duplicateRows(world.db)).toBe(0);
-    const states = await world.db.query(
-      `select status, count(*)::int as n,
-              count(*) filter (where lease_expires_at is not null and lease_expires_at < now())::int as expired
-         from etl.windows group by status`,
-    );
+    const states = await world.db.query(`select status, count(*)::int as n from etl.windows group by status`);
     for (const row of states.rows) {
       expect(['loaded', 'no_data']).toContain(row.status);
     }

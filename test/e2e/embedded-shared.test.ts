@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { netFundingsDaemonYaml } from '../helpers/e2e.js';
-import { startSimulator } from '../../src/simulator/start-simulator.js';
-import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
+import type { SimulatorHandle } from '../../packages/simulator/src/server/start-simulator.js';
 import { warehouseTempDir } from '../helpers/temp-dir.js';
 
 const SAMPLE = join(
@@ -33,7 +33,7 @@ interface Proc {
 }
 
 function cybsEtl(args: string[], env: Record<string, string> = {}): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'pipelines/cli.ts', ...args], {
     env: { ...process.env, DATABASE_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -9,8 +9,8 @@
  */
 import { Migrator, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, SqlFileMigrationProvider } from '../../src/load/migrate.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
+import { migrateToLatest, SqlFileMigrationProvider } from '../../src/warehouse/migrate.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createE2eWorld, E2E_NOW } from '../helpers/e2e.js';
 import type { E2eWorld } from '../helpers/e2e.js';

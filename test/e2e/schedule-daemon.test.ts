@@ -1,7 +1,8 @@
 /**
- * Issue 7: `cybs-etl schedule` in two processes against one database. Each cron fire is run by
- * exactly one of them (the PostgreSQL run coordinator); /healthz and /metrics answer; SIGTERM stops
- * both cleanly with exit code 0 and no window left running.
+ * Issues 7 and 29: `cybs-etl schedule` in two processes against one database, both firing the same
+ * pipeline at the same cron times. Each fire's windows are enqueued once (the window queue's
+ * singleton keys collapse the two instances' plans) and loaded once; /healthz and /metrics answer;
+ * SIGTERM stops both cleanly with exit code 0 and no window left running.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -11,8 +12,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { netFundingsDaemonYaml } from '../helpers/e2e.js';
-import { startSimulator } from '../../src/simulator/start-simulator.js';
-import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
+import type { SimulatorHandle } from '../../packages/simulator/src/server/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 
@@ -27,7 +28,7 @@ interface Daemon {
 function startDaemon(config: string, env: Record<string, string>): Daemon {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli.ts', '--config', config, 'schedule', '--no-catch-up', '--port', '0'],
+    ['--import', 'tsx', 'pipelines/cli.ts', '--config', config, 'schedule', '--no-catch-up', '--port', '0'],
     {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -100,13 +101,15 @@ describe('cybs-etl schedule with two instances', () => {
       tasks: [{ pipeline: 'net_fundings', status: expect.any(String) }],
     });
 
-    // Let several fires pass (every 3 seconds).
+    // Let several fires pass (every 3 seconds), some of them fired by both instances.
+    const slot = `floor(extract(epoch from started_at) / 3)`;
     const deadline = Date.now() + 45_000;
     for (;;) {
-      const fires = await client.query(
-        `select count(*)::int as n from etl.schedule_fires where completed_at is not null`,
+      const shared = await client.query(
+        `select count(*)::int as n from (select ${slot} from etl.runs
+          where command = 'schedule' and status = 'succeeded' group by 1 having count(distinct pid) = 2) s`,
       );
-      if (fires.rows[0].n >= 3 || Date.now() > deadline) break;
+      if (shared.rows[0].n >= 3 || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 500));
     }
     const metrics = await (await fetch(`http://127.0.0.1:${port2}/metrics`)).text();
@@ -117,18 +120,41 @@ describe('cybs-etl schedule with two instances', () => {
     expect(codes).toEqual([0, 0]);
     for (const d of daemons) expect(d.stdout).toContain('stopped cleanly');
 
+    // Fires both instances planned: one cron time (3-second slot) with a pass of each.
     const fires = (
-      await client.query(`select fire_key, owner, completed_at from etl.schedule_fires order by fire_key`)
+      await client.query(
+        `select ${slot} as slot, count(distinct pid)::int as instances from etl.runs
+          where command = 'schedule' group by 1 order by 1`,
+      )
     ).rows;
-    expect(fires.length).toBeGreaterThanOrEqual(3);
-    // Every fire was claimed by one instance only (fire_key is the primary key) and ran as one run.
-    const runs = (
-      await client.query(`select id, status, trigger from etl.runs where command = 'schedule' order by id`)
+    expect(fires.filter((f) => f.instances === 2).length).toBeGreaterThanOrEqual(3);
+    // Every window: one job per fire at most (the two instances' plans made one), never two of a
+    // window at once, and as many claims of the window (loads) as it had jobs.
+    const windows = (
+      await client.query(
+        `select w.window_key, w.attempts, w.status,
+                count(j.id)::int as jobs,
+                count(distinct ${slot.replace('started_at', 'j.created_on')})::int as job_slots,
+                bool_or(exists (select 1 from pgboss.job k
+                                 where k.name = j.name and k.singleton_key = j.singleton_key and k.id <> j.id
+                                   and k.created_on < coalesce(j.completed_on, now())
+                                   and j.created_on < coalesce(k.completed_on, now()))) as overlapping
+           from etl.windows w
+           join pgboss.job j on j.name = 'cybs_etl_windows'
+                            and j.singleton_key = w.pipeline || '|' || w.organization_id || '|' || w.window_key
+          group by 1, 2, 3 order by 1`,
+      )
     ).rows;
-    const completed = fires.filter((f) => f.completed_at !== null).length;
-    expect(runs.length).toBeGreaterThanOrEqual(completed);
-    expect(runs.length).toBeLessThanOrEqual(fires.length);
-    expect(new Set(fires.map((f) => f.fire_key)).size).toBe(fires.length);
+    expect(windows.length).toBeGreaterThan(0);
+    for (const w of windows) {
+      expect(w, JSON.stringify(w)).toMatchObject({ overlapping: false, attempts: w.jobs });
+      expect(w.jobs).toBe(w.job_slots);
+      expect(w.jobs).toBeLessThanOrEqual(fires.length);
+    }
+    const jobStates = await client.query(
+      `select state::text, count(*)::int as n from pgboss.job where name = 'cybs_etl_windows' group by 1`,
+    );
+    expect(jobStates.rows.map((r) => r.state)).toEqual(['completed']);
     const running = await client.query(`select count(*)::int as n from etl.windows where status = 'running'`);
     expect(running.rows[0].n).toBe(0);
     const loaded = await client.query(

@@ -199,7 +199,7 @@ describe('the status page', { timeout: 240_000 }, () => {
       [
         '--import',
         'tsx',
-        'src/cli.ts',
+        'pipelines/cli.ts',
         '--config',
         world.configPath,
         'schedule',

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../src/simulator/start-simulator.js';
-import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
+import type { SimulatorHandle } from '../../packages/simulator/src/server/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { E2E_NOW, onlyPipelines, simulatorEnv } from '../helpers/e2e.js';
@@ -124,7 +124,7 @@ describe('backfill in a terminal', () => {
         `cd ${quote(repoRoot)}`,
         [
           quote(process.execPath),
-          '--import tsx src/cli.ts',
+          '--import tsx pipelines/cli.ts',
           `--config ${quote(join(dir, 'config.yaml'))}`,
           `--now ${E2E_NOW}`,
           `backfill --from ${from} --to ${to} --force`,

@@ -1,8 +1,8 @@
 /**
  * Workers on many machines, played by processes: a planner (`backfill --detach`) enqueues a range,
  * three `cybs-etl worker` processes load it from the queue in the warehouse, and one of them is
- * SIGKILLed with a window in flight. Its job's heartbeat lapses, another worker takes the window
- * over (the dead worker's lease lock went with its connection), and the warehouse ends equal to the
+ * SIGKILLed with a window in flight. Its job's heartbeat lapses, pg-boss hands the job to another
+ * worker, whose attempt takes the window over, and the warehouse ends equal to the
  * simulator's ground truth: every window loaded once, no row twice, no job dead-lettered. The
  * credential's limit (api.maxConcurrentWindows) holds across the workers, as the simulator counts
  * the concurrent requests of the key.
@@ -88,13 +88,13 @@ describe('workers on a shared queue (three processes, one killed mid-window)', (
         await new Promise((r) => setTimeout(r, 50));
       }
       world.sim.requestConcurrency({ reset: true });
-      // Kill a worker while it holds a window (its lease owner names its pid).
+      // Kill a worker while it holds a window (its job attempt's claim names its pid).
       let victim: CliProcess | undefined;
       while (!victim) {
         const owners = await query<{ owner: string }>(
-          `select lease_owner as owner from etl.windows where status = 'running' and lease_owner is not null`,
+          `select claim as owner from etl.windows where status = 'running' and claim is not null`,
         );
-        victim = workers.find((w) => owners.some((o) => o.owner.includes(`:${w.child.pid}:`)));
+        victim = workers.find((w) => owners.some((o) => o.owner.endsWith(`:${w.child.pid}`)));
         if (Date.now() > deadline) throw new Error('no worker ever held a window');
         if (!victim) await new Promise((r) => setTimeout(r, 20));
       }

@@ -1,5 +1,5 @@
 /**
- * The CLI in a child process (`node --import tsx src/cli.ts …`, or the built bundle as the bin runs
+ * The CLI in a child process (`node --import tsx pipelines/cli.ts …`, or the built bundle as the bin runs
  * it), for tests that kill it, run several at once, or read everything it writes (stdout and the
  * JSON log lines on stderr).
  */
@@ -28,7 +28,7 @@ export function spawnCli(
 ): CliProcess {
   const entry = options.bundle
     ? [...NODE_RUNTIME_FLAGS, options.bundle]
-    : ['--import', 'tsx', path.join(repoRoot, 'src', 'cli.ts')];
+    : ['--import', 'tsx', path.join(repoRoot, 'pipelines', 'cli.ts')];
   const child = spawn(process.execPath, [...entry, ...args], {
     cwd: options.cwd ?? repoRoot,
     env: {

@@ -1,4 +1,4 @@
-import { runCli } from '../../src/cli.js';
+import { runCli } from '../../pipelines/cli.js';
 
 export interface CliResult {
   code: number;

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { LoadWindowOptions } from '../../src/load/load-window.js';
+import type { LoadWindowOptions } from '../../src/load/window/load-window.js';
 import type {
   LoadBatch,
   LoadRecord,

@@ -10,8 +10,11 @@ import pg from 'pg';
 import { stringify } from 'yaml';
 import { PIPELINES } from '../../pipelines/index.js';
 import { addDays } from '../../src/time/time-zones.js';
-import { startSimulator } from '../../src/simulator/start-simulator.js';
-import type { SimulatorHandle, SimulatorOptions } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
+import type {
+  SimulatorHandle,
+  SimulatorOptions,
+} from '../../packages/simulator/src/server/start-simulator.js';
 import { cli } from './cli.js';
 import type { CliResult } from './cli.js';
 import { createTestDatabase } from './db.js';

@@ -10,7 +10,7 @@
  *   });
  *   expect(result.mismatches).toEqual([]);
  *
- * What is compared (see src/simulator/ground-truth.ts for the shape of the truth):
+ * What is compared (see packages/simulator/src/data/ground-truth.ts for the shape of the truth):
  *
  *  - Report files: every DAILY report of the truth whose definition has a compared pipeline
  *    (default: the pipelines enabled out of the box), or with `reportNames` the reports of the named
@@ -39,8 +39,8 @@
  * unless nothing is expected in them.
  */
 import { findField } from '../../src/catalog/index.js';
-import type { GroundTruth, AmountSums } from '../../src/simulator/ground-truth.js';
-import { reportDefinition } from '../../src/simulator/report-layouts.js';
+import type { GroundTruth, AmountSums } from '../../packages/simulator/src/data/ground-truth.js';
+import { reportDefinition } from '../../packages/simulator/src/render/report-layouts.js';
 import { ON_DEMAND_PIPELINES, PIPELINES, REPORT_PIPELINES } from '../../pipelines/index.js';
 
 export interface Queryable {

@@ -4,8 +4,8 @@
  * Prints one JSON line: { case, outcome: 'ok' | 'error', code, message, records, rejects, peakRssMB }.
  * Inputs are generated as streams, never held whole in memory by the generator.
  */
-import { openCsvReport } from '../../src/parse/csv-report.js';
-import { openXmlReport } from '../../src/parse/xml-report.js';
+import { openCsvReport } from '../../src/parse/csv/csv-report.js';
+import { openXmlReport } from '../../src/parse/xml/xml-report.js';
 import type { RecordSource } from '../../src/parse/records.js';
 import { isCybsError } from '../../src/errors.js';
 import { applyV8RuntimeFlags } from '../../src/runtime-flags.js';
@@ -13,7 +13,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createReportingClient } from '../../src/api/reporting-client.js';
 import { configSchema } from '../../src/config/schema.js';
-import { parseOnDemandResponse } from '../../src/parse/on-demand.js';
+import { parseOnDemandResponse } from '../../src/parse/json/on-demand.js';
 
 // As the CLI does at start-up (src/runtime-flags.ts).
 applyV8RuntimeFlags();

@@ -8,7 +8,7 @@ import {
   sourceIndexName,
 } from '../../src/load/ddl.js';
 import type { TableDecl } from '../../src/load/table-spec.js';
-import type { Db } from '../../src/load/warehouse.js';
+import type { Db } from '../../src/warehouse/warehouse.js';
 
 export interface IndexShape {
   name: string;

@@ -5,8 +5,8 @@
  *
  * usage: node --import tsx test/helpers/load-crash-child.ts <postgres-url | embedded-data-dir> <rows>
  */
-import { loadWindow } from '../../src/load/load-window.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
+import { loadWindow } from '../../src/load/window/load-window.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
 import { crashWindowOptions } from './crash-window.js';
 
 const [target, rowsArg] = process.argv.slice(2);

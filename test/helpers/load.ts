@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { migrateToLatest } from '../../src/load/migrate.js';
+import { migrateToLatest } from '../../src/warehouse/migrate.js';
 import type {
   LoadBatch,
   LoadRecord,
@@ -10,8 +10,8 @@ import type {
   SourceColumn,
 } from '../../src/load/table-spec.js';
 import type { LoadValue } from '../../src/copy-text/bodies.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
-import type { Db, Warehouse } from '../../src/load/warehouse.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
+import type { Db, Warehouse } from '../../src/warehouse/warehouse.js';
 import { createTestDatabase } from './db.js';
 import { warehouseTempDir } from './temp-dir.js';
 

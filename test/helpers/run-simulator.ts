@@ -4,8 +4,8 @@
  * Prints the same "export CYBS_BASE_URL=…" line as `cybs-etl simulator`, then runs until SIGTERM.
  * The options may carry `subscriptions` (PUT report-subscriptions bodies) instead of the defaults.
  */
-import { startSimulator } from '../../src/simulator/start-simulator.js';
-import type { SimulatorOptions } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
+import type { SimulatorOptions } from '../../packages/simulator/src/server/start-simulator.js';
 
 const options = JSON.parse(process.argv[2] ?? '{}') as SimulatorOptions;
 const sim = await startSimulator(options);

@@ -29,7 +29,7 @@ export async function spawnSimulator(
     ? [options.compiledCli, '--log-level', 'warn', 'simulator']
     : options.script
       ? ['--import', 'tsx', path.join(repoRoot, 'test', 'helpers', 'run-simulator.ts')]
-      : ['--import', 'tsx', path.join(repoRoot, 'src', 'cli.ts'), '--log-level', 'warn', 'simulator'];
+      : ['--import', 'tsx', path.join(repoRoot, 'pipelines', 'cli.ts'), '--log-level', 'warn', 'simulator'];
   const child = spawn(process.execPath, [...NODE_RUNTIME_FLAGS, ...entry, ...args], {
     cwd: repoRoot,
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', ...NODE_RUNTIME_ENV, ...env },

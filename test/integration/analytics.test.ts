@@ -15,7 +15,7 @@ import { parse as parseYaml } from 'yaml';
 import { EXAMPLE_QUERIES } from '../../src/analytics/docs.js';
 import { analyticsViews } from '../../src/analytics/install.js';
 import { checkCounts } from '../../src/analytics/run-checks.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
 import { cli } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';

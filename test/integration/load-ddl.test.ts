@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTable, readTableColumns, tableDdl, tableIndexDdl } from '../../src/load/ddl.js';
 import type { TableDecl } from '../../src/load/table-spec.js';
-import type { Warehouse } from '../../src/load/warehouse.js';
+import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { declaredIndexes, indexesOf } from '../helpers/indexes.js';
 import { warehouseBackends } from '../helpers/load.js';
 

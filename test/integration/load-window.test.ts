@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CybsError } from '../../src/errors.js';
-import { loadWindow } from '../../src/load/load-window.js';
-import type { LoadWindowOptions, LoadWindowResult } from '../../src/load/load-window.js';
+import { loadWindow } from '../../src/load/window/load-window.js';
+import type { LoadWindowOptions, LoadWindowResult } from '../../src/load/window/load-window.js';
 import type { SourceColumn, TableDecl } from '../../src/load/table-spec.js';
 import type { LoadValue } from '../../src/copy-text/bodies.js';
-import type { Db, Warehouse } from '../../src/load/warehouse.js';
+import type { Db, Warehouse } from '../../src/warehouse/warehouse.js';
 import { count, generatedSource, warehouseBackends } from '../helpers/load.js';
 import type { SourceItem } from '../helpers/load.js';
 

@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest } from '../../src/load/migrate.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
+import { migrateToLatest } from '../../src/warehouse/migrate.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 

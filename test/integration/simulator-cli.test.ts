@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/cli.js';
-import { signedFetch } from '../helpers/cybs-sign.js';
+import { signedFetch } from '../../packages/simulator/test/helpers/cybs-sign.js';
 import { spawnSimulator } from '../helpers/simulator-process.js';
 import type { SimulatorProcess } from '../helpers/simulator-process.js';
 

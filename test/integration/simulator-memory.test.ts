@@ -4,7 +4,7 @@
  * CYBS_BIG_TESTS=1 runs the full 1,000,000 rows.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signedFetch } from '../helpers/cybs-sign.js';
+import { signedFetch } from '../../packages/simulator/test/helpers/cybs-sign.js';
 import { compileCli } from '../helpers/compiled-cli.js';
 import { rssOf, spawnSimulator } from '../helpers/simulator-process.js';
 import type { SimulatorProcess } from '../helpers/simulator-process.js';

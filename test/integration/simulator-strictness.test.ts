@@ -9,10 +9,10 @@ import type { ApiEvent } from '../../src/api/transport.js';
 import type { Credentials } from '../../src/config/env.js';
 import { configSchema } from '../../src/config/schema.js';
 import { fetchOnDemandPages } from '../../src/extract/on-demand-pages.js';
-import { startSimulator } from '../../src/simulator/start-simulator.js';
-import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
-import { signedFetch } from '../helpers/cybs-sign.js';
-import type { SignCredentials } from '../helpers/cybs-sign.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
+import type { SimulatorHandle } from '../../packages/simulator/src/server/start-simulator.js';
+import { signedFetch } from '../../packages/simulator/test/helpers/cybs-sign.js';
+import type { SignCredentials } from '../../packages/simulator/test/helpers/cybs-sign.js';
 
 const NOW = Date.parse('2024-03-10T12:00:00Z');
 const WINDOW = 'startTime=2024-03-04T00:00:00Z&endTime=2024-03-05T00:00:00Z';

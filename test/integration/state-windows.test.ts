@@ -1,8 +1,9 @@
+import type { EtlDb } from '../../src/warehouse/database.js';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest } from '../../src/load/migrate.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
-import type { Warehouse } from '../../src/load/warehouse.js';
+import { migrateToLatest } from '../../src/warehouse/migrate.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
+import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import {
   closeAbandonedRuns,
   finishRun,
@@ -16,8 +17,7 @@ import {
   ensureWindows,
   failWindow,
   getWindow,
-  LEASE_LOCK_SPACE,
-  releaseLeases,
+  releaseClaim,
   releaseNotReady,
 } from '../../src/state/windows.js';
 import { createTestDatabase } from '../helpers/db.js';
@@ -28,10 +28,11 @@ describe('run and window state on PostgreSQL', () => {
   let warehouse: Warehouse;
   const ref = { pipeline: 'p', organizationId: 'org1', windowKey: '2026-11-20' };
   const window = { ...ref, start: new Date('2026-11-20T00:00:00Z'), end: new Date('2026-11-21T00:00:00Z') };
-  const claim = (owner: string, claimable = ['pending', 'failed'] as const) =>
-    claimWindow(warehouse.db, ref, { owner, leaseSeconds: 60, runId: null, claimable });
-  /** An owner as a running process is one: holding its lease lock until `release` (its end). */
-  const live = (owner: string) => warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner);
+  const claim = (attempt: string, claimable = ['pending', 'failed'] as const) =>
+    claimWindow(warehouse.db, ref, { claim: attempt, runId: null, claimable });
+  /** A process as a running one is: holding its run lock until `release` (its end). */
+  const live = (key: string) => warehouse.holdAdvisoryLock(RUN_LOCK_SPACE, key);
+  const loaded = { status: 'loaded', rowsLoaded: 1, rowsRejected: 0, counts: {}, sourceRef: null } as const;
 
   beforeAll(async () => {
     database = await createTestDatabase('state');
@@ -80,12 +81,12 @@ describe('run and window state on PostgreSQL', () => {
     await finishRun(warehouse.db, imported, { status: 'succeeded' });
   });
 
-  it('takes its lease lock again when the server ends the connection holding it', async () => {
+  it('takes its advisory lock again when the server ends the connection holding it', async () => {
     const release = await live('resilient');
     const holders = async () =>
       (
         await sql<{ pid: number }>`select pid from pg_locks where locktype = 'advisory' and granted
-            and classid = ${LEASE_LOCK_SPACE}::int4::oid and objid = hashtext('resilient')::oid`.execute(
+            and classid = ${RUN_LOCK_SPACE}::int4::oid and objid = hashtext('resilient')::oid`.execute(
           warehouse.db,
         )
       ).rows;
@@ -102,44 +103,50 @@ describe('run and window state on PostgreSQL', () => {
     expect(await holders()).toEqual([]);
   });
 
-  it('lets exactly one of many concurrent claimers hold a window', async () => {
+  it('lets exactly one of many concurrent claims on a window commit it: the last one', async () => {
     await ensureWindows(warehouse.db, [window]);
     await ensureWindows(warehouse.db, [window]);
-    const owners = await Promise.all(Array.from({ length: 8 }, (_, i) => live(`owner-${i}`)));
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(`owner-${i}`)));
-    for (const release of owners) await release();
-    expect(results.filter(Boolean)).toHaveLength(1);
-    const holder = results.find(Boolean)!;
+    const attempts = Array.from({ length: 8 }, (_, i) => `job-${i}/0`);
+    const claims = await Promise.all(attempts.map((a) => claim(a)));
+    expect(claims.every(Boolean)).toBe(true);
+    const holder = (await getWindow(warehouse.db, ref))!;
     expect(holder.status).toBe('running');
-    expect(holder.attempts).toBe(1);
-    await releaseNotReady(warehouse.db, ref, holder.leaseOwner!, 'report RUNNING');
-    const w = await getWindow(warehouse.db, ref);
-    expect(w).toMatchObject({ status: 'pending', lastErrorCode: 'NOT_READY', leaseOwner: null });
-    expect(w!.notReadySince).toBeInstanceOf(Date);
+    expect(holder.attempts).toBe(8);
+    // Each attempt tries to commit the window in a transaction of its own: one commits.
+    const commits = await Promise.allSettled(
+      attempts.map((a) =>
+        (warehouse.db as EtlDb).transaction().execute((trx) => completeWindow(trx, ref, a, loaded)),
+      ),
+    );
+    const committed = attempts.filter((_, i) => commits[i]!.status === 'fulfilled');
+    expect(committed).toEqual([holder.claim]);
+    for (const c of commits.filter((x) => x.status === 'rejected'))
+      expect(String((c as PromiseRejectedResult).reason)).toMatch(/no longer claimed by this job attempt/);
+    expect(await getWindow(warehouse.db, ref)).toMatchObject({ status: 'loaded', claim: null });
   });
 
-  it('reclaims a running window whose lease expired (its loader hung)', async () => {
-    const hung = await live('hung');
-    const alive = await live('alive');
-    expect(await claim('hung')).toBeDefined();
-    expect(await claim('alive')).toBeUndefined();
-    await sql`update etl.windows set lease_expires_at = now() - interval '1 second'`.execute(warehouse.db);
-    const taken = await claim('alive');
-    expect(taken?.leaseOwner).toBe('alive');
-    // The owner it was taken from cannot complete it: its load transaction rolls back.
-    await expect(
-      completeWindow(warehouse.db, ref, 'hung', {
-        status: 'loaded',
-        rowsLoaded: 1,
-        rowsRejected: 0,
-        counts: {},
-        sourceRef: null,
-      }),
-    ).rejects.toThrow(/no longer leased to this process/);
+  it('releases a not-ready window, and hands a running window to the next attempt of its job, which alone can complete it', async () => {
+    await warehouse.db.updateTable('etl.windows').set({ status: 'pending' }).execute();
+    const first = await claim('job/0');
+    expect(first).toMatchObject({ status: 'running', claim: 'job/0' });
+    await releaseNotReady(warehouse.db, ref, 'job/0', 'report RUNNING');
+    const w = await getWindow(warehouse.db, ref);
+    expect(w).toMatchObject({ status: 'pending', lastErrorCode: 'NOT_READY', claim: null });
+    expect(w!.notReadySince).toBeInstanceOf(Date);
+
+    expect(await claim('job/1')).toBeDefined();
+    // The attempt's worker died; pg-boss handed the job on: its next attempt takes the window over.
+    const taken = await claim('job/2');
+    expect(taken).toMatchObject({ claim: 'job/2', status: 'running' });
+    // The attempt it was taken from cannot complete it: its load transaction rolls back.
+    await expect(completeWindow(warehouse.db, ref, 'job/1', loaded)).rejects.toThrow(
+      /no longer claimed by this job attempt/,
+    );
+    // Nor record a failure or give it back.
+    await failWindow(warehouse.db, ref, 'job/1', { code: 'E', message: 'late' });
+    await releaseClaim(warehouse.db, ref, 'job/1');
     expect((await getWindow(warehouse.db, ref))!.status).toBe('running');
-    await hung();
-    await alive();
-    await completeWindow(warehouse.db, ref, 'alive', {
+    await completeWindow(warehouse.db, ref, 'job/2', {
       status: 'loaded',
       rowsLoaded: 10,
       rowsRejected: 1,
@@ -150,25 +157,8 @@ describe('run and window state on PostgreSQL', () => {
       status: 'loaded',
       rowsLoaded: 10,
       notReadySince: null,
+      claim: null,
     });
-  });
-
-  it('takes over at once, whatever its lease, a window whose holder is gone (killed: its lock released)', async () => {
-    const other = { ...ref, windowKey: '2026-11-25' };
-    await ensureWindows(warehouse.db, [
-      { ...other, start: new Date('2026-11-25T00:00:00Z'), end: new Date('2026-11-26T00:00:00Z') },
-    ]);
-    const claimOther = (owner: string) =>
-      claimWindow(warehouse.db, other, { owner, leaseSeconds: 900, runId: null, claimable: ['pending'] });
-    const killed = await live('killed');
-    const next = await live('next');
-    expect(await claimOther('killed')).toBeDefined();
-    expect(await claimOther('next')).toBeUndefined(); // a live holder keeps its window
-    await killed();
-    const taken = await claimOther('next');
-    expect(taken).toMatchObject({ leaseOwner: 'next', status: 'running', attempts: 2 });
-    expect(taken!.leaseExpiresAt!.getTime()).toBeGreaterThan(Date.now() + 800_000);
-    await next();
   });
 
   it('keeps a loaded window loaded when a re-load fails or is interrupted', async () => {
@@ -180,8 +170,8 @@ describe('run and window state on PostgreSQL', () => {
       lastErrorCode: 'API_HTTP_STATUS',
     });
     expect(await claim('y', ['loaded'] as never)).toBeDefined();
-    expect(await releaseLeases(warehouse.db, 'y')).toBe(1);
-    expect((await getWindow(warehouse.db, ref))!.status).toBe('loaded');
+    await releaseClaim(warehouse.db, ref, 'y');
+    expect(await getWindow(warehouse.db, ref)).toMatchObject({ status: 'loaded', claim: null });
   });
 
   it('marks a never-loaded window failed', async () => {
@@ -189,12 +179,7 @@ describe('run and window state on PostgreSQL', () => {
     await ensureWindows(warehouse.db, [
       { ...other, start: window.end, end: new Date('2026-11-22T00:00:00Z') },
     ]);
-    await claimWindow(warehouse.db, other, {
-      owner: 'z',
-      leaseSeconds: 60,
-      runId: null,
-      claimable: ['pending'],
-    });
+    await claimWindow(warehouse.db, other, { claim: 'z', runId: null, claimable: ['pending'] });
     await failWindow(warehouse.db, other, 'z', { code: 'E', message: 'boom' });
     expect(await getWindow(warehouse.db, other)).toMatchObject({
       status: 'failed',

@@ -6,8 +6,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../src/simulator/start-simulator.js';
-import type { SimulatorHandle } from '../../src/simulator/start-simulator.js';
+import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
+import type { SimulatorHandle } from '../../packages/simulator/src/server/start-simulator.js';
 import { cli } from '../helpers/cli.js';
 import { spawnCli } from '../helpers/cli-process.js';
 

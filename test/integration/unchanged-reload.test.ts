@@ -7,11 +7,11 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadWindow } from '../../src/load/load-window.js';
-import type { LoadedState, LoadWindowResult } from '../../src/load/load-window.js';
+import { loadWindow } from '../../src/load/window/load-window.js';
+import type { LoadedState, LoadWindowResult } from '../../src/load/window/load-window.js';
 import type { SourceColumn, TableDecl } from '../../src/load/table-spec.js';
 import type { LoadValue } from '../../src/copy-text/bodies.js';
-import type { Warehouse } from '../../src/load/warehouse.js';
+import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { generatedSource, warehouseBackends } from '../helpers/load.js';
 import type { SourceItem } from '../helpers/load.js';
 

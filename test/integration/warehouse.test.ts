@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadWindow } from '../../src/load/load-window.js';
-import { migrateToLatest } from '../../src/load/migrate.js';
+import { loadWindow } from '../../src/load/window/load-window.js';
+import { migrateToLatest } from '../../src/warehouse/migrate.js';
 import type { TableDecl } from '../../src/load/table-spec.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
-import type { Warehouse } from '../../src/load/warehouse.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
+import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { generatedSource } from '../helpers/load.js';
@@ -145,6 +145,7 @@ describe.each(backends)('migrations of tables made before them on %s', (_name, o
       '0004_source_keys',
       '0005_unavailable_no_data_to_pending',
       '0006_analytics',
+      '0007_windows_claimed_by_jobs',
       '0009_alert_incidents',
     ]);
     const indexes = await sql<{ name: string }>`

@@ -3,22 +3,23 @@
  * load each window once within the per-credential limit, failures are retried and then dead-lettered,
  * and a stopping worker gives its unfinished windows back to the queue.
  */
+import type { EtlDb } from '../../src/warehouse/database.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load-config.js';
-import { migrateToLatest } from '../../src/load/migrate.js';
-import { openWarehouse } from '../../src/load/warehouse.js';
-import type { Warehouse } from '../../src/load/warehouse.js';
+import { migrateToLatest } from '../../src/warehouse/migrate.js';
+import { openWarehouse } from '../../src/warehouse/warehouse.js';
+import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
-import { leaseOwner, planJobs } from '../../src/pipeline/run-pipelines.js';
+import { planJobs } from '../../src/pipeline/run-pipelines.js';
 import type { WindowExecutor } from '../../src/pipeline/run-pipelines.js';
-import { toJobData } from '../../src/queue/window-jobs.js';
+import { jobClaim, toJobData } from '../../src/queue/window-jobs.js';
 import { queueLine, readQueueCounts } from '../../src/queue/queue-status.js';
 import { openWindowQueue, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE } from '../../src/queue/window-queue.js';
 import type { WindowQueue } from '../../src/queue/window-queue.js';
 import { startWindowWorker } from '../../src/queue/window-worker.js';
 import type { WindowWorker } from '../../src/queue/window-worker.js';
-import { completeWindow, LEASE_LOCK_SPACE, listWindows, releaseLeases } from '../../src/state/windows.js';
+import { completeWindow, listWindows } from '../../src/state/windows.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { standInPipelines } from '../helpers/stand-in-pipelines.js';
@@ -72,8 +73,6 @@ describe('the window queue (pg-boss)', () => {
     load: (key: string) => Promise<void>,
     options: { concurrency?: number; perCredential?: number } = {},
   ): Promise<WindowWorker> => {
-    const owner = leaseOwner();
-    const release = await warehouse.holdAdvisoryLock(LEASE_LOCK_SPACE, owner);
     const execute: WindowExecutor = async (task) => {
       const ref = {
         pipeline: task.pipeline.name,
@@ -82,13 +81,19 @@ describe('the window queue (pg-boss)', () => {
       };
       await load(`${ref.organizationId}/${ref.windowKey}`);
       if (task.signal.aborted) throw new Error('aborted');
-      await completeWindow(warehouse.db, ref, task.owner, {
-        status: 'loaded',
-        rowsLoaded: 1,
-        rowsRejected: 0,
-        counts: {},
-        sourceRef: null,
+      // As the loader does: the window's state and the job's completion in one transaction.
+      const attempt = task.claim;
+      await (warehouse.db as EtlDb).transaction().execute(async (trx) => {
+        await completeWindow(trx, ref, task.claim, {
+          status: 'loaded',
+          rowsLoaded: 1,
+          rowsRejected: 0,
+          counts: {},
+          sourceRef: null,
+        });
+        await task.beforeCommit?.(trx, { kind: 'loaded', rowsLoaded: 1, rowsRejected: 0, unchanged: false });
       });
+      committed.push(attempt);
       return { kind: 'loaded', rowsLoaded: 1, rowsRejected: 0 };
     };
     const w = await startWindowWorker(
@@ -102,23 +107,12 @@ describe('the window queue (pg-boss)', () => {
         now,
       },
       {
-        owner,
-        leaseSeconds: 60,
         concurrency: options.concurrency ?? 3,
         perCredential: options.perCredential ?? 8,
         pollingSeconds: 0.5,
       },
     );
-    return {
-      get inFlight() {
-        return w.inFlight;
-      },
-      async stop(ms) {
-        await w.stop(ms);
-        await releaseLeases(warehouse.db, owner);
-        await release();
-      },
-    };
+    return w;
   };
 
   beforeAll(async () => {
@@ -127,7 +121,10 @@ describe('the window queue (pg-boss)', () => {
     await migrateToLatest(warehouse.db);
     await open(true);
   });
+  /** The claims (job attempts) whose window transaction committed. */
+  let committed: string[] = [];
   beforeEach(async () => {
+    committed = [];
     await queues[0]!.boss.deleteAllJobs();
     await warehouse.db.deleteFrom('etl.windows').execute();
   });
@@ -152,7 +149,11 @@ describe('the window queue (pg-boss)', () => {
       deadLettered: 0,
     });
     // Again later: still queued, nothing added.
-    expect(await a.enqueue(jobs)).toEqual({ added: 0, alreadyQueued: 10 });
+    const again = await a.enqueue(jobs);
+    expect([again.added, again.alreadyQueued]).toEqual([0, 10]);
+    // Each planner follows the one job of each window.
+    expect(again.ids).toEqual(fromA.ids);
+    expect(fromB.ids).toEqual(fromA.ids);
   });
 
   it('three workers load every window once, never more than the credential allows at once', async () => {
@@ -243,5 +244,54 @@ describe('the window queue (pg-boss)', () => {
       'org2:pending',
     ]);
     expect((await jobStates()).sort()).toEqual([`${WINDOW_QUEUE}:completed`, `${WINDOW_QUEUE}:retry`]);
+  });
+
+  /** Start one window's job on worker A, whose load waits until `resume`; then take its job from it. */
+  const jobTakenFromA = async () => {
+    const queue = queues[0]!;
+    const [job] = (await planned()).filter(
+      (j) => j.window.windowKey === '2026-11-11' && j.organizationId === 'org1',
+    );
+    const { ids } = await queue.enqueue([job!]);
+    let resume!: () => void;
+    const held = new Promise<void>((r) => (resume = r));
+    let calls = 0;
+    const a = await worker(queue, async () => {
+      if (++calls === 1) await held;
+    });
+    await until(async () => a.inFlight === 1);
+    // What pg-boss's supervisor does to a job whose worker stopped sending heartbeats.
+    await queue.boss.fail(WINDOW_QUEUE, { id: ids[0]!, retryCount: 0 }, { message: 'heartbeat lost' });
+    return { a, resume, id: ids[0]! };
+  };
+
+  it('an attempt whose job was handed to another worker cannot commit: the window is loaded once, by the new attempt', async () => {
+    const { a, resume, id } = await jobTakenFromA();
+    const b = await worker(await open(), async () => {});
+    await until(async () => (await jobStates()).includes(`${WINDOW_QUEUE}:completed`));
+    resume();
+    await until(async () => a.inFlight === 0);
+    await a.stop(1000);
+    await b.stop(1000);
+    expect(committed).toEqual([jobClaim({ id, retryCount: 1 })]);
+    const [window] = await listWindows(warehouse.db, { organizationId: 'org1' });
+    expect([window!.status, window!.attempts, window!.claim]).toEqual(['loaded', 2, null]);
+    expect(await jobStates()).toEqual([`${WINDOW_QUEUE}:completed`]);
+  });
+
+  it("rolls a window's load back when its job is no longer the attempt's, though the window still is", async () => {
+    const { a, resume, id } = await jobTakenFromA();
+    resume();
+    await until(async () => a.inFlight === 0);
+    // A's window transaction wrote the window's state, then found its job gone: all rolled back.
+    expect(committed).toEqual([]);
+    const [failed] = await listWindows(warehouse.db, { organizationId: 'org1' });
+    expect([failed!.status, failed!.lastErrorCode]).toEqual(['failed', 'JOB_LOST']);
+    // The job's next attempt loads it.
+    await until(async () => (await jobStates()).includes(`${WINDOW_QUEUE}:completed`));
+    await a.stop(1000);
+    expect(committed).toEqual([jobClaim({ id, retryCount: 1 })]);
+    const [window] = await listWindows(warehouse.db, { organizationId: 'org1' });
+    expect(window!.status).toBe('loaded');
   });
 });

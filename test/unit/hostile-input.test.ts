@@ -15,11 +15,11 @@ import type { ReportingClient } from '../../src/api/reporting-client.js';
 import { ON_DEMAND_ENDPOINTS } from '../../src/catalog/index.js';
 import { isCybsError } from '../../src/errors.js';
 import { fetchOnDemandPages } from '../../src/extract/on-demand-pages.js';
-import { openCsvReport } from '../../src/parse/csv-report.js';
-import { parseOnDemandResponse } from '../../src/parse/on-demand.js';
+import { openCsvReport } from '../../src/parse/csv/csv-report.js';
+import { parseOnDemandResponse } from '../../src/parse/json/on-demand.js';
 import type { RecordSource } from '../../src/parse/records.js';
-import { openXmlReport } from '../../src/parse/xml-report.js';
-import { XmlRecordScanner } from '../../src/parse/xml-scanner.js';
+import { openXmlReport } from '../../src/parse/xml/xml-report.js';
+import { XmlRecordScanner } from '../../src/parse/xml/xml-scanner.js';
 import { repoRoot } from '../helpers/simulator-process.js';
 import { NODE_RUNTIME_ENV, NODE_RUNTIME_FLAGS } from '../../src/runtime-flags.js';
 

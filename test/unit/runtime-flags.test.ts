@@ -13,7 +13,7 @@ const env = Object.entries(NODE_RUNTIME_ENV).map(([k, v]) => `${k}=${v}`);
 
 describe('the runtime flags and environment', () => {
   it('are on the bin’s shebang, within the 127 characters older Linux kernels read', () => {
-    const shebang = read('src/bin.ts').split('\n')[0]!;
+    const shebang = read('pipelines/bin.ts').split('\n')[0]!;
     expect(shebang).toBe(`#!/usr/bin/env -S ${[...env, 'node', ...NODE_RUNTIME_FLAGS].join(' ')}`);
     expect(shebang.length).toBeLessThanOrEqual(127);
   });

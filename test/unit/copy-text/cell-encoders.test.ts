@@ -8,7 +8,7 @@ import {
   typeFamily,
   validatingEncoder,
 } from '../../../src/copy-text/cell-encoders.js';
-import { copyTextField } from '../../../src/load/fast-csv.js';
+import { copyTextField } from '../../../src/parse/csv/raw-csv-report.js';
 
 /** What PostgreSQL's COPY text reader does with a cell (the subset of escapes we produce). */
 function decode(cell: string): string | null {

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/api/errors.js';
 import type { ReportingClient } from '../../../src/api/reporting-client.js';
 import { fetchOnDemandBodies, fetchOnDemandPages } from '../../../src/extract/on-demand-pages.js';
-import type { ScannedPage } from '../../../src/parse/on-demand-scan.js';
+import type { ScannedPage } from '../../../src/parse/json/on-demand-page-scanner.js';
 
 const window = { start: new Date('2024-03-01T00:00:00Z'), end: new Date('2024-03-02T00:00:00Z') };
 

@@ -20,7 +20,7 @@ import {
 import {
   CLASSIC_REPORTS,
   REPORT_DEFINITIONS as SIMULATED_DEFINITIONS,
-} from '../../../src/simulator/report-layouts.js';
+} from '../../../packages/simulator/src/render/report-layouts.js';
 import type { ExpectedReport } from '../../../src/extract/report-identity.js';
 import { samplesDir } from '../parse/helpers.js';
 

@@ -1,9 +1,9 @@
 import { createReadStream, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openCsvReport } from '../../../src/parse/csv-report.js';
-import { openXmlReport } from '../../../src/parse/xml-report.js';
-import { parseOnDemandResponse } from '../../../src/parse/on-demand.js';
+import { openCsvReport } from '../../../src/parse/csv/csv-report.js';
+import { openXmlReport } from '../../../src/parse/xml/xml-report.js';
+import { parseOnDemandResponse } from '../../../src/parse/json/on-demand.js';
 import type { OnDemandEndpoint } from '../../../src/catalog/index.js';
 import { collect, rowsOf, samplesDir } from './helpers.js';
 

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openCsvReport } from '../../../src/parse/csv-report.js';
+import { openCsvReport } from '../../../src/parse/csv/csv-report.js';
 import {
   ReportDecoder,
   Utf8Guard,

@@ -1,0 +1,48 @@
+/**
+ * The state one window's load carries from table to table (WindowContext) and what each table's
+ * load knows of a source column (StagedColumn).
+ */
+import type { CellEncoder } from '../../copy-text/cell-encoders.js';
+import { CybsError, errorMessage } from '../../errors.js';
+import { LOAD_ERROR_CODES } from '../../warehouse/database-errors.js';
+import type { Warehouse, WarehouseSession } from '../../warehouse/warehouse.js';
+import type { RejectWriter } from './rejects.js';
+import type { LoadWindowOptions } from './types.js';
+
+export interface WindowContext {
+  options: LoadWindowOptions;
+  session: WarehouseSession;
+  kind: Warehouse['kind'];
+  rejects: RejectWriter;
+  rowsLoaded: number;
+  /** An error raised while producing COPY data (source failure, reject cap): it wins over the database's. */
+  abort: unknown;
+  /** The 32-bit ids (decimal) of the (sub)transactions this load wrote rows with (see LoadedState.writers). */
+  writers: Set<string>;
+  /** With LoadWindowOptions.state: the snapshot taken as the load began (pg_snapshot text). */
+  snapshot: string;
+  /** Each source's number in etl.sources (decimal), taken as the load began (takeSourceKeys). */
+  sourceKeys: Map<string, string>;
+  /**
+   * The index statements of the tables this transaction created, deferred until their first rows
+   * are in (buildDeferredIndexes), by `schema.name`.
+   */
+  deferredIndexes: Map<string, string[]>;
+}
+
+export interface StagedColumn {
+  /** Source (and table) column name. */
+  name: string;
+  sourceType: string;
+  tableType: string;
+  encoder: CellEncoder;
+}
+
+export function sourceError(error: unknown, table: string, source: string): CybsError {
+  if (error instanceof CybsError) return error;
+  return new CybsError(
+    LOAD_ERROR_CODES.sourceFailed,
+    `Reading source ${source} for ${table} failed: ${errorMessage(error)}. Nothing of the window was committed.`,
+    { stage: 'load', cause: error, context: { table, source } },
+  );
+}

@@ -1,0 +1,203 @@
+import { CybsError } from '../../errors.js';
+import { toLoadError } from '../../warehouse/database-errors.js';
+import type { Warehouse } from '../../warehouse/warehouse.js';
+import { validateTableDecl } from '../ddl.js';
+import type { TableDecl } from '../table-spec.js';
+import type { WindowContext } from './context.js';
+import { loadLive } from './live-copy.js';
+import { loadTarget } from './load-target.js';
+import { deleteItemsLeftBehind } from './merge.js';
+import { buildDeferredIndexes } from './prepare-target.js';
+import { RejectWriter, checkRejects } from './rejects.js';
+import { confirmUnchanged, loadedState, unchangedSince } from './reload-check.js';
+import { takeSourceKeys } from './source-keys.js';
+import { DEFAULT_REJECT_THRESHOLD } from './types.js';
+import type { LoadWindowOptions, LoadWindowResult, TableLoadResult } from './types.js';
+import { sql } from 'kysely';
+
+/**
+ * Exactly-once load of one window into one or more cybs.* tables, in ONE transaction on one
+ * session:
+ *
+ *   advisory lock (pipeline, organization, window) → [a re-load of the very sources the window's
+ *   last load read, into tables that still hold what it left (`state`, unchangedSince): the
+ *   window's state only → COMMIT] → delete the window's previous rejects →
+ *   for each target: create the table / add columns (recorded in etl.schema_changes) →
+ *   a first load (the table has no rows of the source yet) on PostgreSQL: one COPY straight into
+ *   the table, lineage values appended, in a savepoint (a key already there or twice: rolled
+ *   back, and on as a re-load) — otherwise:
+ *   COPY into a TEMP staging table typed like the target →
+ *   one INSERT … SELECT … ON CONFLICT … DO UPDATE … WHERE … IS DISTINCT FROM … (DISTINCT ON the
+ *   key only when the source holds a key twice) → DELETE the source's rows that vanished (when it
+ *   owns more rows than it staged) → reject threshold → [what the load left, `state`] →
+ *   beforeCommit → COMMIT.
+ *
+ * Ownership: a row belongs to the source that last wrote it (`_source`). A source that shares a
+ * natural key with an earlier one takes the row over; deleting vanished rows only touches rows
+ * whose `_source` is the source being loaded, so re-loading day 1 never deletes a row that day 2
+ * now owns. Columns of the table that a source does not carry are left as they are on update
+ * (NULL on insert).
+ *
+ * Type drift: when a source column's declared type belongs to another family than the existing
+ * table column's (a `numeric` column now fed from a `text` header), each value is checked in
+ * JavaScript against the column's type before COPY; a value that does not fit rejects its record
+ * (`LOAD_TYPE_MISMATCH`). Columns are never retyped. Values of matching types are trusted (the
+ * parser typed them); if PostgreSQL still refuses one, the window fails with `LOAD_COPY_REJECTED`
+ * naming the table, column and record.
+ */
+
+/**
+ * Load one window into its target tables, all in one transaction. Throws a CybsError when the
+ * window fails; then nothing of it is committed (no rows, no rejects, no schema change, nothing
+ * `beforeCommit` wrote).
+ */
+export async function loadWindow(
+  warehouse: Warehouse,
+  options: LoadWindowOptions,
+): Promise<LoadWindowResult> {
+  validateOptions(options);
+  const log = options.logger?.child({
+    pipeline: options.window.pipeline,
+    organizationId: options.window.organizationId,
+    windowKey: options.window.windowKey,
+  });
+  try {
+    const result = await warehouse.session((session) =>
+      session.db.transaction().execute(async (trx) => {
+        const { pipeline, organizationId, windowKey } = options.window;
+        const lockKey = JSON.stringify(['cybs-etl:window', pipeline, organizationId, windowKey]);
+        await sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`.execute(trx);
+        const ctx: WindowContext = {
+          options,
+          session,
+          kind: warehouse.kind,
+          rejects: new RejectWriter(session, options),
+          rowsLoaded: 0,
+          abort: undefined,
+          writers: new Set(),
+          snapshot: '',
+          sourceKeys: await takeSourceKeys(
+            trx,
+            organizationId,
+            options.live ? [options.live.source] : options.targets.map((t) => t.source.source),
+          ),
+          deferredIndexes: new Map(),
+        };
+        const previous = options.state?.previous;
+        if (options.state) {
+          const taken = await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(trx);
+          ctx.snapshot = taken.rows[0]!.s;
+        }
+        if (options.state?.skipIfUnchanged && previous && !options.live) {
+          if (await unchangedSince(ctx, trx, options.targets, previous)) {
+            const unchanged = await confirmUnchanged(ctx, trx, options.targets, previous);
+            if (options.beforeCommit) await options.beforeCommit(trx, unchanged);
+            return unchanged;
+          }
+        }
+        // The window's rejects are replaced by this load's (a re-run must not double them).
+        await sql`delete from etl.rejects
+                   where pipeline = ${pipeline} and organization_id = ${organizationId}
+                     and window_key = ${windowKey}`.execute(trx);
+        const tables: TableLoadResult[] = [];
+        /** The table and source of each of `tables`. */
+        const loaded: { decl: TableDecl; source: string }[] = [];
+        let targets = options.targets;
+        if (options.live) {
+          const live = options.live;
+          const loadedLive = await loadLive(ctx, trx, live);
+          if (Array.isArray(loadedLive)) {
+            for (const tableResult of loadedLive) log?.debug({ ...tableResult }, 'table merged');
+            tables.push(...loadedLive);
+            loaded.push(...live.tables.map((t) => ({ decl: t.table, source: live.source })));
+            targets = [];
+          } else {
+            targets = loadedLive();
+          }
+        }
+        for (const [index, target] of targets.entries()) {
+          const tableResult = await loadTarget(ctx, trx, target, index);
+          tableResult.deleted += await deleteItemsLeftBehind(trx, target, targets, options);
+          tables.push(tableResult);
+          loaded.push({ decl: target.table, source: target.source.source });
+          log?.debug({ ...tableResult }, 'table merged');
+        }
+        await ctx.rejects.flush();
+        checkRejects(ctx, true);
+        await buildDeferredIndexes(ctx, trx);
+        const windowResult: LoadWindowResult = {
+          tables,
+          rowsLoaded: ctx.rowsLoaded,
+          rowsRejected: ctx.rejects.count,
+        };
+        if (options.state) {
+          const state = await loadedState(ctx, trx, tables, loaded);
+          if (state) windowResult.state = state;
+        }
+        if (options.beforeCommit) await options.beforeCommit(trx, windowResult);
+        return windowResult;
+      }),
+    );
+    log?.debug(
+      { rowsLoaded: result.rowsLoaded, rowsRejected: result.rowsRejected, tables: result.tables },
+      'window loaded',
+    );
+    return result;
+  } catch (error) {
+    const loadError = toLoadError(error, { ...options.window });
+    // A fetch that failed inside the load (an on-demand window, LoadWindowOptions.live) is the
+    // caller's to report; the rollback itself is then only a detail.
+    if (loadError.stage === 'load')
+      log?.warn({ err: loadError, code: loadError.code }, 'window load rolled back');
+    else log?.debug({ code: loadError.code, stage: loadError.stage }, 'window load rolled back');
+    throw loadError;
+  }
+}
+
+export function validateOptions(options: LoadWindowOptions): void {
+  const threshold = options.rejectThreshold ?? DEFAULT_REJECT_THRESHOLD;
+  if (!(threshold >= 0 && threshold <= 1)) {
+    throw new CybsError(
+      'LOAD_INVALID_OPTIONS',
+      `rejectThreshold must be between 0 and 1, not ${threshold}.`,
+      {
+        stage: 'load',
+      },
+    );
+  }
+  if (options.maxRejects !== undefined && !(options.maxRejects >= 0)) {
+    throw new CybsError('LOAD_INVALID_OPTIONS', `maxRejects must be 0 or more, not ${options.maxRejects}.`, {
+      stage: 'load',
+    });
+  }
+  const tables = options.live ? options.live.tables : options.targets;
+  if (tables.length === 0) {
+    throw new CybsError('LOAD_INVALID_OPTIONS', 'A window load needs at least one target table.', {
+      stage: 'load',
+    });
+  }
+  const names = tables.map((t) => `${t.table.schema}.${t.table.name}`);
+  if (new Set(names).size !== names.length) {
+    throw new CybsError(
+      'LOAD_INVALID_OPTIONS',
+      `A table appears twice in one window load: ${names.join(', ')}.`,
+      {
+        stage: 'load',
+      },
+    );
+  }
+  for (const target of tables) validateTableDecl(target.table);
+}
+
+export type {
+  LiveFeed,
+  LiveLines,
+  LiveLoad,
+  LoadedState,
+  LoadWindowOptions,
+  LoadWindowResult,
+  LoadWindowTarget,
+  TableLoadResult,
+} from './types.js';
+export { DEFAULT_REJECT_THRESHOLD } from './types.js';
+export { tablesUnchangedSinceLoad } from './reload-check.js';

@@ -1,0 +1,1296 @@
+/**
+ * The fast load path of XML report files on PostgreSQL: one hand-written pass over the text turns
+ * each record element straight into a COPY text line (src/load/window/raw-text-copy.ts) that goes into the
+ * typed staging table, PostgreSQL casting while it copies. Non-text values are only checked to be
+ * in their canonical form (one regex each); no per-record parser call, no typed values, no
+ * per-value objects.
+ *
+ * It yields exactly what the per-row path (openXmlReport → toLoadSource → loadWindow) yields, or
+ * refuses (`LOAD_FAST_PATH_REFUSED`) and the caller loads the file through the per-row path. It
+ * reads only the plain layout CyberSource writes, and refuses everything else rather than risk a
+ * difference:
+ *  - prolog: an optional BOM, whitespace, one `<?xml …?>` declaration and a DOCTYPE that only
+ *    names its DTD (Transaction Detail files; skipped, never read: one with an internal subset
+ *    refuses); no comment or processing instruction anywhere;
+ *  - elements enclosing the records (`<Requests>`, `<Batches><Batch BatchID=…>`): attributes read
+ *    exactly as the per-row scanner reads them (inherited as `Element.Attribute`), without
+ *    namespace declarations or prefixed attributes (all elements are of the root's namespace);
+ *  - a record (`<Request a="…">`, not self-closing) holds leaves (`<Name>text</Name>`, `<Name/>`),
+ *    groups of leaves (`<Group><Field>…</Field></Group>`) and groups of such groups
+ *    (`<PaymentMethod><Card><AccountSuffix>`), without attributes on them but the label of a
+ *    merchant-defined field (`<field1 name="mdd1">`, left out as on the per-row path), without
+ *    any name twice in one parent (repeated elements become a JSON column on the per-row path),
+ *    without namespace prefixes, CDATA, comments, or text beside child elements;
+ *  - the items of a repeated group with a child table (`childTables`: `<ApplicationReplies>
+ *    <ApplicationReply Name="ics_auth"><RCode>…`, `<LineItems><LineItem Number="0">…`): each item
+ *    a COPY text line of the child table's declared columns (the record's RequestID attribute,
+ *    the item's number, its attributes and leaves, every one a column the table declares), spooled
+ *    while the records are read; an empty container (`<LineItems/>`, only whitespace inside) has
+ *    no items and is no column; a repeated group without a child table refuses;
+ *  - values: no carriage return, tab or line break in attributes, no carriage return in text, no
+ *    leading or trailing whitespace, only the five XML entities and character references (no NUL);
+ *  - well-formed: end tags match, nothing after the root, the file ends after it;
+ *  - every non-text value in the form that the catalog's coercer and PostgreSQL read identically
+ *    (`canonicalCopyValue`): anything else may be a reject, which only the per-row path words.
+ * Column names are resolved through the same catalog rules, in the same order, as on the per-row
+ * path (record attributes, children in document order, then inherited attributes). The columns
+ * must be known before COPY starts: they are taken from the records before the first one is
+ * emitted, and a column first seen later refuses with {@link NEW_COLUMN_REASON}; the caller then
+ * opens the file again with `discoverColumns` (one extra pass that only collects columns).
+ */
+import {
+  PG_TYPES,
+  findField,
+  findReportDefinition,
+  guessReportDefinition,
+  resolveHeader,
+} from '../../catalog/index.js';
+import type { PgType } from '../../catalog/index.js';
+import {
+  XML_LABEL_ATTRIBUTES,
+  XML_RECORD_ATTRIBUTE_FIELDS,
+  XML_REPEATED_GROUPS,
+  repeatedGroupOf,
+} from '../../catalog/child-tables.js';
+import type { XmlRepeatedGroup, XmlRepeatedGroupName } from '../../catalog/child-tables.js';
+import { refuseFastPath } from '../../copy-text/fast-path-refusal.js';
+import { canonicalCopyValue } from '../../copy-text/canonical.js';
+import type { RawCopyTextBody } from '../../copy-text/bodies.js';
+import { ColumnSet } from '../records.js';
+import type { ColumnSpec, ReportMetadata } from '../records.js';
+import {
+  duplicateAttribute,
+  isXmlChar,
+  localName,
+  parseAttributes,
+  referenceProblem,
+} from './xml-scanner.js';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { resolveXmlColumn, xmlReportMetadata } from './xml-report.js';
+import { ReportDecoder } from '../text-encoding.js';
+
+export const NEW_COLUMN_REASON = 'a record has a column the records before it did not have';
+
+/** The record key the items of a repeated group carry. */
+const REQUEST_ID = 'Request.RequestID';
+
+export interface RawXmlReport {
+  metadata: ReportMetadata;
+  columns: ColumnSpec[];
+  unknownColumns: ColumnSpec[];
+  body: RawCopyTextBody;
+  /**
+   * The items of each repeated group with a child table (`childTables`), as COPY text lines of
+   * that table's columns, then the record number: written to their spool while `body` is read,
+   * complete once it is exhausted (and only then are `columns` and `body` of a child final).
+   */
+  children: RawXmlChild[];
+}
+
+/** A child table's declared columns and where the fast path spools its lines. */
+export interface FastXmlChildTable {
+  group: XmlRepeatedGroupName;
+  columns: readonly ChildColumn[];
+  /** A new file for each read of the report (a read may be abandoned half-way). */
+  spoolPath: () => string;
+}
+
+export interface ChildColumn {
+  name: string;
+  pgType: string;
+  description?: string;
+}
+
+export interface RawXmlChild {
+  group: XmlRepeatedGroupName;
+  /** The child table's columns the items had (as the per-row path finds them), in declared order. */
+  columns(): ChildColumn[];
+  /** The items' lines (of `columns()`, then the record number), read from the spool. */
+  body(): RawCopyTextBody;
+}
+
+export interface OpenRawXmlOptions {
+  fileName: string;
+  report?: string;
+  recordElement?: string;
+  /** Read the whole file once first to collect every column (when a column appears late). */
+  discoverColumns?: boolean;
+  /** The repeated groups whose items go to child tables (others refuse, as the per-row path keeps them). */
+  childTables?: readonly FastXmlChildTable[];
+}
+
+type Chunks = AsyncIterable<Uint8Array | string>;
+
+/** Raised inside the scanner; turned into a fast-path refusal. */
+class Refusal extends Error {}
+
+const refuse = (reason: string): never => {
+  throw new Refusal(reason);
+};
+
+/** One COPY text chunk is cut after this many characters. */
+const CHUNK_CHARS = 64 * 1024;
+/** A record (or a token outside records) longer than this refuses (the per-row path judges it). */
+const MAX_PENDING_CHARS = 8 * 1024 * 1024;
+
+interface LeafSlot {
+  name: string;
+  index: number;
+  /** The leaf that followed this one last time (records repeat one layout: a guess, checked). */
+  next: LeafSlot | undefined;
+  /** Record number that last filled this path (a path twice in one record = repeated element). */
+  stamp: number;
+}
+
+interface RecordName {
+  name: string;
+  /** The child that followed this one last time, and the group's first leaf (guesses, checked). */
+  next: RecordName | undefined;
+  firstLeaf: LeafSlot | undefined;
+  /** Column of `/<name>` (a leaf or attribute of the record). */
+  leaf: LeafSlot | undefined;
+  /** Leaves of the group `<name>`. */
+  group: Map<string, LeafSlot> | undefined;
+  /** Leaves of the groups one level down (`<sub>/<leaf>`). */
+  subgroups: Map<string, LeafSlot> | undefined;
+  /** Record number that last saw this child element. */
+  stamp: number;
+  /** Record number that last saw this attribute. */
+  attrStamp: number;
+  /** The attribute that followed this one last time (a guess, checked). */
+  nextAttribute: RecordName | undefined;
+  /** As a container: its repeated group with a child table, the label its leaves may have, the item of its repeated group. */
+  items: ItemGroup | undefined;
+  label: string | undefined;
+  repeatedItem: string | undefined;
+  /** The first leaf of each group one level down last time (`<sub>` → its leaf; a guess, checked). */
+  subgroupFirst: Map<string, LeafSlot> | undefined;
+}
+
+/** The state of one repeated group's child table while a report is read. */
+interface ItemGroup {
+  spec: XmlRepeatedGroup;
+  columns: readonly { name: string; pgType: PgType }[];
+  /** Column of an item's leaf or attribute name (-1: not a column of the table: refuse). */
+  byName: Map<string, number>;
+  keyIndex: number;
+  numberIndex: number;
+  /** Columns some item had (the per-row path's columns are the ones it meets). */
+  seen: boolean[];
+  /** Values of the items of the record being read. */
+  pending: (string | undefined)[][];
+  /** Lines not yet written to the spool. */
+  lines: string[];
+  count: number;
+  /** An item's leaves and attributes in the order the last item had them (guesses, checked). */
+  order: { name: string; index: number; attribute: boolean }[];
+}
+
+interface Container {
+  name: string;
+  inherited: readonly (readonly [string, string])[];
+  /** Columns of `inherited`, resolved at the first record inside (so in the per-row path's order). */
+  resolved: { index: number; value: string }[] | undefined;
+}
+
+const isSpace = (c: number): boolean => c === 32 || c === 10 || c === 13 || c === 9;
+/** A name character the fast path accepts (letters, digits, `_`, `-`, `.`; no `:`). */
+const isNameChar = (c: number): boolean =>
+  (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 45 || c === 46;
+const isNameStart = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95;
+
+/**
+ * Whether `name` is at `at` in `b`: `b.startsWith(name, at)`, compared code by code (a builtin
+ * call per element name is a noticeable share of a scan).
+ */
+function matchesAt(b: string, name: string, at: number): boolean {
+  const n = name.length;
+  if (at + n > b.length) return false;
+  for (let k = 0; k < n; k++) if (b.charCodeAt(at + k) !== name.charCodeAt(k)) return false;
+  return true;
+}
+
+/** The index after the end tag `</name>` whose `<` is at `at` (known to be followed by `/`); refuses any other end tag. */
+function afterEndTag(b: string, name: string, at: number): number {
+  if (!matchesAt(b, name, at + 2) || b.charCodeAt(at + 2 + name.length) !== 62)
+    refuse('an end tag that does not match');
+  return at + 3 + name.length;
+}
+
+/** Whether the whole name `name` starts at `at` (followed by `>` or `/`, the only ends accepted). */
+function isNameAt(b: string, name: string, at: number): boolean {
+  if (!matchesAt(b, name, at)) return false;
+  const c = b.charCodeAt(at + name.length);
+  return c === 62 || c === 47;
+}
+
+const ENTITY = /&(?:#([0-9]{1,7})|#x([0-9a-fA-F]{1,6})|(amp|lt|gt|quot|apos));/y;
+const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+
+/** Decode a value holding `&`: only the five XML entities and character references (no NUL). */
+function decodeEntities(text: string): string {
+  let out = '';
+  let from = 0;
+  for (let amp = text.indexOf('&'); amp >= 0; amp = text.indexOf('&', from)) {
+    out += text.slice(from, amp);
+    ENTITY.lastIndex = amp;
+    const m = ENTITY.exec(text);
+    if (m === null) return refuse('an entity other than the five XML ones');
+    if (m[3] !== undefined) out += NAMED[m[3]]!;
+    else {
+      const code = m[1] !== undefined ? Number(m[1]) : parseInt(m[2]!, 16);
+      // One XML does not allow is the per-row path's reject.
+      if (!isXmlChar(code) || code === 13 || code === 9) return refuse('an unusual character reference');
+      out += String.fromCodePoint(code);
+    }
+    from = ENTITY.lastIndex;
+  }
+  return out + text.slice(from);
+}
+
+/** The names a record's own attribute or leaf `name` may have in the catalog, in order (as on the per-row path). */
+function recordCandidates(recordName: string, name: string): string[] {
+  const alias = XML_RECORD_ATTRIBUTE_FIELDS[name];
+  return alias === undefined ? [`${recordName}.${name}`] : [alias, `${recordName}.${name}`];
+}
+
+/** What makes a value need a closer look (one test instead of several scans). */
+const ATTRIBUTE_SPECIAL = /[\n\r\t<&]/;
+const COPY_ESCAPES = /[\\\n\r\t]/g;
+const COPY_ESCAPE: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** A text value as a COPY text field. */
+function copyField(value: string): string {
+  // A loop over the codes, not a regex test: values are short, and a call per value costs more.
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c === 92 || c === 10 || c === 13 || c === 9)
+      return value.replace(COPY_ESCAPES, (x) => COPY_ESCAPE[x]!);
+  }
+  return value;
+}
+
+/**
+ * A COPY text line: the fields of `values` (of columns `columns`; empty is NULL), then `n`; a
+ * refusal `reason` for a value the per-row path must type or reject. `fields` is scratch space.
+ */
+function copyLine(
+  columns: readonly { pgType: PgType }[],
+  values: readonly (string | undefined)[],
+  fields: string[],
+  n: number,
+  reason: string,
+): string {
+  const width = columns.length;
+  fields.length = width;
+  for (let i = 0; i < width; i++) {
+    const value = values[i];
+    if (value === undefined || value === '') fields[i] = '\\N';
+    else {
+      const type = columns[i]!.pgType;
+      if (type === 'text') fields[i] = copyField(value);
+      else {
+        const canonical = canonicalCopyValue(type, value);
+        if (canonical === undefined) return refuse(reason);
+        fields[i] = canonical;
+      }
+    }
+  }
+  return width === 0 ? `${n}\n` : `${fields.join('\t')}\t${n}\n`;
+}
+
+/** A leaf's text as the per-row path reads it, or a refusal when it might read it otherwise. */
+function leafValue(raw: string): string {
+  const n = raw.length;
+  if (n === 0) return raw;
+  if (isSpace(raw.charCodeAt(0)) || isSpace(raw.charCodeAt(n - 1)))
+    refuse('a value with surrounding whitespace');
+  let special = false;
+  for (let i = 0; i < n; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 13 || c === 38) {
+      special = true;
+      break;
+    }
+  }
+  if (!special) return raw;
+  if (raw.includes('\r')) refuse('a carriage return in a value');
+  return decodeEntities(raw);
+}
+
+function attributeValue(raw: string): string {
+  if (!ATTRIBUTE_SPECIAL.test(raw)) return raw;
+  if (raw.includes('\n') || raw.includes('\r') || raw.includes('\t') || raw.includes('<'))
+    refuse('a line break, tab or < in an attribute value');
+  return decodeEntities(raw);
+}
+
+/**
+ * The scanner over the decoded text. `run(chunks, emit)` reads the whole document; with `emit`
+ * false it only collects columns. Column state (set, paths) survives between runs.
+ */
+class FastXmlScanner {
+  readonly set = new ColumnSet();
+  private readonly pathColumns = new Map<string, number>();
+  private readonly names = new Map<string, RecordName>();
+  private resolveOptions: { report?: string } = {};
+  metadata: ReportMetadata | undefined;
+  /** Columns may still be added (discovery, or before the first record is emitted). */
+  private growing = true;
+
+  // Per-document state.
+  private buf = '';
+  private pos = 0;
+  private ended = false;
+  private stack: Container[] = [];
+  private rootSeen = false;
+  private rootClosed = false;
+  private declAllowed = true;
+  recordCount = 0;
+  /** Records seen over all passes (the stamps of repeated-element checks). */
+  private serial = 0;
+  private values: (string | undefined)[] = [];
+  /** Scratch space of copyLine(). */
+  private readonly fields: string[] = [];
+  /** `</Request>`: where a record ends. */
+  private readonly recordEndTag: string;
+  /** The record's first child last time (a guess, checked). */
+  private firstChild: RecordName | undefined;
+  /** The record's first attribute last time (a guess, checked). */
+  private firstAttribute: RecordName | undefined;
+  /** Where the leaf leafAt() read last ends. */
+  private leafEnd = 0;
+  /** Repeated groups with a child table, by container element. */
+  readonly itemGroups = new Map<string, ItemGroup>();
+
+  constructor(
+    private readonly fileName: string,
+    private readonly recordElement: string,
+    private readonly givenDefinition: string | undefined,
+    childTables: readonly FastXmlChildTable[] = [],
+  ) {
+    this.recordEndTag = `</${recordElement}>`;
+    for (const child of childTables) {
+      const spec = XML_REPEATED_GROUPS.find((g) => g.name === child.group)!;
+      const columns = child.columns.map((c) => {
+        if (!(PG_TYPES as readonly string[]).includes(c.pgType))
+          refuse(`child column ${c.name} has type ${c.pgType}`);
+        return { name: c.name, pgType: c.pgType as PgType };
+      });
+      const indexOf = (name: string) => columns.findIndex((c) => c.name === name);
+      const numberColumn =
+        spec.numberField === undefined ? spec.numberColumn : findField(spec.numberField)!.column;
+      this.itemGroups.set(spec.container, {
+        spec,
+        columns,
+        byName: new Map(),
+        keyIndex: indexOf(findField(REQUEST_ID)!.column),
+        numberIndex: indexOf(numberColumn),
+        seen: columns.map(() => false),
+        pending: [],
+        lines: [],
+        count: 0,
+        order: [],
+      });
+    }
+  }
+
+  /** Lines of the child tables' items since the last call, by group. */
+  takeItemLines(): Map<XmlRepeatedGroupName, string[]> {
+    const out = new Map<XmlRepeatedGroupName, string[]>();
+    for (const group of this.itemGroups.values()) {
+      out.set(group.spec.name, group.lines);
+      group.lines = [];
+    }
+    return out;
+  }
+
+  reset(): void {
+    for (const group of this.itemGroups.values()) {
+      group.seen.fill(false);
+      group.pending = [];
+      group.lines = [];
+      group.count = 0;
+    }
+    this.buf = '';
+    this.pos = 0;
+    this.ended = false;
+    this.stack = [];
+    this.rootSeen = false;
+    this.rootClosed = false;
+    this.declAllowed = true;
+    this.recordCount = 0;
+  }
+
+  /** Stop adding columns: a column first seen from now on refuses. */
+  freeze(): void {
+    this.growing = false;
+  }
+
+  push(text: string): void {
+    this.buf = this.pos >= this.buf.length ? text : this.buf.slice(this.pos) + text;
+    this.pos = 0;
+  }
+
+  end(): void {
+    this.ended = true;
+  }
+
+  private columnOf(pathKey: string, candidates: readonly string[], fallback: string): number {
+    let index = this.pathColumns.get(pathKey);
+    if (index !== undefined) return index;
+    if (!this.growing) refuse(NEW_COLUMN_REASON);
+    const { field, name } = resolveXmlColumn(candidates, fallback, this.resolveOptions);
+    index = this.set.add(field, name, true);
+    this.pathColumns.set(pathKey, index);
+    return index;
+  }
+
+  private startMetadata(rootAttributes: [string, string][]): void {
+    const metadata = xmlReportMetadata(rootAttributes, this.fileName);
+    const definition = this.givenDefinition ?? guessReportDefinition(metadata.reportName)?.name;
+    metadata.reportDefinition = definition;
+    this.resolveOptions = definition === undefined ? {} : { report: definition };
+    this.metadata = metadata;
+  }
+
+  private skipSpace(p: number): number {
+    const b = this.buf;
+    while (p < b.length && isSpace(b.charCodeAt(p))) p++;
+    return p;
+  }
+
+  /** The end of a name starting at `p` (refuses a name the fast path does not read). */
+  private nameEnd(p: number): number {
+    const b = this.buf;
+    if (!isNameStart(b.charCodeAt(p))) refuse('an unusual element name');
+    let q = p + 1;
+    while (q < b.length && isNameChar(b.charCodeAt(q))) q++;
+    return q;
+  }
+
+  /**
+   * Scan what the buffer holds; `out` gets COPY lines (when emitting). Returns when more text is
+   * needed (or at the end of the document).
+   */
+  scan(out: string[] | undefined): void {
+    const b = this.buf;
+    for (;;) {
+      const p = this.skipSpace(this.pos);
+      if (p >= b.length) {
+        this.pos = p;
+        if (this.ended) this.finish();
+        return;
+      }
+      if (b.charCodeAt(p) !== 60 /* < */) {
+        if (p === 0 && b.charCodeAt(0) === 0xfeff && !this.rootSeen && this.declAllowed) {
+          this.pos = 1;
+          continue;
+        }
+        refuse('text outside a record');
+      }
+      if (this.rootClosed) refuse('content after the root element');
+      const c1 = p + 1 < b.length ? b.charCodeAt(p + 1) : -1;
+      if (c1 === -1) return this.more(p);
+      if (c1 === 63 /* ? */) {
+        if (!this.declAllowed || !b.startsWith('<?xml', p)) refuse('a processing instruction');
+        const end = b.indexOf('?>', p);
+        if (end < 0) return this.more(p);
+        if (!isSpace(b.charCodeAt(p + 5))) refuse('a processing instruction');
+        this.declAllowed = false;
+        this.pos = end + 2;
+        continue;
+      }
+      this.declAllowed = false;
+      if (c1 === 33 /* ! */) {
+        // A DOCTYPE before the root naming its DTD (Transaction Detail files): skipped, never read.
+        // One with an internal subset (entity declarations) is left to the per-row path.
+        if (this.rootSeen || !b.startsWith('<!DOCTYPE', p)) refuse('a comment, CDATA section or DOCTYPE');
+        const gt = b.indexOf('>', p);
+        if (gt < 0) return this.more(p);
+        const declaration = b.slice(p, gt);
+        if (declaration.includes('[') || declaration.includes('<', 1))
+          refuse('a DOCTYPE with an internal subset');
+        this.pos = gt + 1;
+        continue;
+      }
+      if (c1 === 47 /* / */) {
+        const gt = b.indexOf('>', p);
+        if (gt < 0) return this.more(p);
+        const name = b.slice(p + 2, gt);
+        const open = this.stack.pop();
+        if (open === undefined || open.name !== name) refuse('an end tag that does not match');
+        if (this.stack.length === 0) this.rootClosed = true;
+        this.pos = gt + 1;
+        continue;
+      }
+      // A start tag of the root, an enclosing element, or a record.
+      const nameEnd = this.nameEnd(p + 1);
+      if (nameEnd >= b.length) return this.more(p);
+      const recordElement = this.recordElement;
+      if (
+        this.stack.length > 0 &&
+        nameEnd - p - 1 === recordElement.length &&
+        matchesAt(b, recordElement, p + 1)
+      ) {
+        const close = b.indexOf(this.recordEndTag, nameEnd);
+        if (close < 0) return this.more(p);
+        this.record(nameEnd, close, out);
+        this.pos = close + this.recordEndTag.length;
+        continue;
+      }
+      const name = b.slice(p + 1, nameEnd);
+      const after = b.charCodeAt(nameEnd);
+      if (!isSpace(after) && after !== 62 && after !== 47) refuse('an unusual element name');
+      const gt = this.tagEnd(nameEnd);
+      if (gt < 0) return this.more(p);
+      if (b.charCodeAt(gt - 1) === 47) refuse('a self-closing element outside records');
+      const tag = b.slice(nameEnd, gt);
+      // What the per-row path judges: a reference XML does not allow (it fails the file), and
+      // namespaces below the root (whose elements may not be the report's).
+      if (referenceProblem(tag) !== undefined || duplicateAttribute(name, `${name}${tag}`) !== undefined)
+        refuse('an unusual reference or an attribute twice');
+      const attributes = parseAttributes(tag);
+      if (this.rootSeen && attributes.some(([k]) => k === 'xmlns' || k.includes(':')))
+        refuse('a namespace declaration or prefixed attribute below the root');
+      if (!this.rootSeen) {
+        this.rootSeen = true;
+        this.startMetadata(attributes);
+        this.stack.push({ name, inherited: [], resolved: [] });
+      } else {
+        const parent = this.stack[this.stack.length - 1]!;
+        const own = attributes.filter(([k]) => k !== 'xmlns' && !k.startsWith('xmlns:'));
+        const inherited =
+          own.length === 0
+            ? parent.inherited
+            : [...parent.inherited, ...own.map(([k, v]) => [`${name}.${localName(k)}`, v] as const)];
+        this.stack.push({ name, inherited, resolved: undefined });
+      }
+      this.pos = gt + 1;
+    }
+  }
+
+  /** Index of the `>` ending a start tag whose name ends at `p` (quotes respected), or -1. */
+  private tagEnd(p: number): number {
+    const b = this.buf;
+    let quote = 0;
+    for (let i = p; i < b.length; i++) {
+      const c = b.charCodeAt(i);
+      if (quote !== 0) {
+        if (c === quote) quote = 0;
+      } else if (c === 34 || c === 39) quote = c;
+      else if (c === 62) return i;
+      else if (c === 60) refuse('a < inside a tag');
+    }
+    return -1;
+  }
+
+  private more(at: number): void {
+    if (this.ended) refuse('the document ends inside a tag or record');
+    if (this.buf.length - at > MAX_PENDING_CHARS) refuse('a record or tag larger than 8 Mi characters');
+    this.pos = at;
+  }
+
+  private finish(): void {
+    if (!this.rootSeen || !this.rootClosed) refuse('the document ends before its root element is closed');
+    if (this.recordCount === 0) refuse('no records');
+  }
+
+  /** One record, from `<` at `start` to its end tag at `close`. */
+  private record(nameEnd: number, close: number, out: string[] | undefined): void {
+    const b = this.buf;
+    const n = ++this.recordCount;
+    const stamp = ++this.serial;
+    const values = this.values;
+    for (let i = 0; i < values.length; i++) values[i] = undefined;
+    const recordName = this.recordElement;
+    let requestId: string | undefined;
+    // Attributes of the record.
+    let p = nameEnd;
+    let guessAttribute = this.firstAttribute;
+    let previousAttribute: RecordName | undefined;
+    for (;;) {
+      const q = this.skipSpace(p);
+      const c = b.charCodeAt(q);
+      if (c === 62 /* > */) {
+        p = q + 1;
+        break;
+      }
+      if (q === p || q >= close) refuse('an unusual record start tag');
+      // The attribute that came here in the previous record, if it is the same name; else look it up.
+      let slot: RecordName;
+      let e: number;
+      if (
+        guessAttribute !== undefined &&
+        matchesAt(b, guessAttribute.name, q) &&
+        b.charCodeAt(q + guessAttribute.name.length) === 61
+      ) {
+        slot = guessAttribute;
+        e = q + slot.name.length;
+      } else {
+        e = this.nameEnd(q);
+        slot = this.recordNameOf(b.slice(q, e));
+      }
+      if (previousAttribute === undefined) this.firstAttribute = slot;
+      else previousAttribute.nextAttribute = slot;
+      previousAttribute = slot;
+      guessAttribute = slot.nextAttribute;
+      const attr = slot.name;
+      if (attr === 'xmlns') refuse('a namespace declaration on a record');
+      if (b.charCodeAt(e) !== 61 /* = */) refuse('an unusual attribute');
+      const quote = b.charCodeAt(e + 1);
+      if (quote !== 34 && quote !== 39) refuse('an unusual attribute');
+      const vEnd = b.indexOf(quote === 34 ? '"' : "'", e + 2);
+      if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
+      const value = attributeValue(b.slice(e + 2, vEnd));
+      if (attr === 'RequestID') requestId = value;
+      if (slot.attrStamp === stamp) refuse('an attribute twice');
+      slot.attrStamp = stamp;
+      slot.leaf ??= {
+        index: this.columnOf(`/${attr}`, recordCandidates(recordName, attr), `${recordName}.${attr}`),
+        name: attr,
+        next: undefined,
+        stamp: 0,
+      };
+      const index = slot.leaf.index;
+      if (values[index] === undefined) values[index] = value;
+      p = vEnd + 1;
+    }
+    // Children: leaves and groups of leaves.
+    let guess = this.firstChild;
+    let previous: RecordName | undefined;
+    for (;;) {
+      p = this.skipSpace(p);
+      if (p === close) break;
+      if (b.charCodeAt(p) !== 60 || p > close) refuse('text beside the elements of a record');
+      // The child that came here in the previous record, if it is the same name; else look it up.
+      let slot: RecordName;
+      let e: number;
+      if (guess !== undefined && isNameAt(b, guess.name, p + 1)) {
+        slot = guess;
+        e = p + 1 + guess.name.length;
+      } else {
+        e = this.nameEnd(p + 1);
+        slot = this.recordNameOf(b.slice(p + 1, e));
+      }
+      if (previous === undefined) this.firstChild = slot;
+      else previous.next = slot;
+      previous = slot;
+      guess = slot.next;
+      const name = slot.name;
+      if (slot.stamp === stamp) refuse('a repeated element');
+      slot.stamp = stamp;
+      const c = b.charCodeAt(e);
+      // The container of a repeated group with a child table: its items, none when it is empty.
+      const items = slot.items;
+      if (c === 47 /* / */) {
+        if (b.charCodeAt(e + 1) !== 62) refuse('an unusual empty element');
+        if (items === undefined) this.putRecordLeaf(slot, name, '');
+        p = e + 2;
+        continue;
+      }
+      if (c !== 62) refuse('attributes on an element inside a record');
+      const lt = b.indexOf('<', e + 1);
+      if (lt < 0 || lt > close) refuse('an unclosed element inside a record');
+      if (b.charCodeAt(lt + 1) === 47 && items === undefined) {
+        // A leaf: `<name>text</name>`.
+        const after = afterEndTag(b, name, lt);
+        this.putRecordLeaf(slot, name, leafValue(b.slice(e + 1, lt)));
+        p = after;
+        continue;
+      }
+      // A group: only whitespace before its first child.
+      for (let i = e + 1; i < lt; i++) if (!isSpace(b.charCodeAt(i))) refuse('text beside child elements');
+      p = items === undefined ? this.group(slot, name, lt, close, stamp) : this.items(items, lt, close);
+    }
+    for (const group of this.itemGroups.values()) {
+      if (group.pending.length === 0) continue;
+      if (requestId === undefined || requestId === '')
+        return refuse('items of a record without a RequestID attribute');
+      if (out !== undefined) for (const item of group.pending) this.itemLine(group, item, requestId, n);
+      group.pending = [];
+    }
+    // Attributes of the enclosing elements, after the record's own (as on the per-row path).
+    const container = this.stack[this.stack.length - 1]!;
+    if (container.resolved === undefined) {
+      container.resolved = container.inherited.map(([k, v]) => ({
+        index: this.columnOf(`^${k}`, [k], k),
+        value: v,
+      }));
+    }
+    for (const { index, value } of container.resolved) if (values[index] === undefined) values[index] = value;
+    if (out === undefined) return;
+    out.push(
+      copyLine(this.set.columns, values, this.fields, n, 'a value the per-row path must type or reject'),
+    );
+  }
+
+  /**
+   * The children of group `<name>` (its first child's `<` at `p`): leaves, the label attribute
+   * the layout allows on them (`<field1 name="mdd1">`, left out), and groups of leaves one level
+   * down (`<PaymentMethod><Card><AccountSuffix>`); the index after `</name>`.
+   */
+  private group(slot: RecordName, name: string, p: number, close: number, stamp: number): number {
+    const b = this.buf;
+    const leaves = (slot.group ??= new Map());
+    const label = slot.label;
+    const repeatedItem = slot.repeatedItem;
+    let guess = slot.firstLeaf;
+    let previous: LeafSlot | undefined;
+    for (;;) {
+      p = this.skipSpace(p);
+      if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
+      if (b.charCodeAt(p + 1) === 47) {
+        return afterEndTag(b, name, p);
+      }
+      let entry: LeafSlot | undefined;
+      let e: number;
+      // (A leaf with a label attribute, `<field1 name="mdd1">`, is guessed too.)
+      if (
+        guess !== undefined &&
+        matchesAt(b, guess.name, p + 1) &&
+        !isNameChar(b.charCodeAt(p + 1 + guess.name.length))
+      ) {
+        entry = guess;
+        e = p + 1 + guess.name.length;
+      } else {
+        e = this.nameEnd(p + 1);
+        const leafName = b.slice(p + 1, e);
+        if (repeatedItem === leafName) refuse('a repeated group (its items go to a child table)');
+        entry = leaves.get(leafName);
+        if (entry === undefined) {
+          // A group one level down, not a leaf: its leaves are columns, it is not one.
+          const start = b.charCodeAt(e) === 62 ? b.indexOf('<', e + 1) : -1;
+          if (start >= 0 && start < close && b.charCodeAt(start + 1) !== 47) {
+            for (let i = e + 1; i < start; i++)
+              if (!isSpace(b.charCodeAt(i))) refuse('text beside child elements');
+            p = this.subgroup(slot, name, leafName, start, close, stamp);
+            previous = undefined;
+            guess = undefined;
+            continue;
+          }
+          entry = {
+            name: leafName,
+            index: this.columnOf(
+              `/${name}/${leafName}`,
+              [`${name}.${leafName}`, `${name}.${leafName}`],
+              `${name}.${leafName}`,
+            ),
+            next: undefined,
+            stamp: 0,
+          };
+          leaves.set(leafName, entry);
+        }
+      }
+      if (previous === undefined) slot.firstLeaf = entry;
+      else previous.next = entry;
+      previous = entry;
+      guess = entry.next;
+      const leaf = entry.name;
+      if (entry.stamp === stamp) refuse('a repeated element');
+      entry.stamp = stamp;
+      const c = b.charCodeAt(e);
+      if (c !== 62 && c !== 47)
+        e = this.labelEnd(e, label ?? refuse('attributes on an element inside a record'), close);
+      const value = this.leafAt(leaf, e, close, 'elements nested deeper than a group');
+      p = this.leafEnd;
+      if (this.values[entry.index] === undefined) this.values[entry.index] = value;
+    }
+  }
+
+  /**
+   * The value of leaf `<name>` whose start tag ends at `e` (`/>` or `>`, then text and `</name>`)
+   * and the index after it; `deeper` is the refusal when an element comes instead of the text.
+   */
+  private leafAt(name: string, e: number, close: number, deeper: string): string {
+    const b = this.buf;
+    const c = b.charCodeAt(e);
+    if (c === 47) {
+      if (b.charCodeAt(e + 1) !== 62) refuse('an unusual empty element');
+      this.leafEnd = e + 2;
+      return '';
+    }
+    if (c !== 62) refuse('attributes on an element inside a record');
+    const lt = b.indexOf('<', e + 1);
+    if (lt < 0 || lt > close || b.charCodeAt(lt + 1) !== 47) refuse(deeper);
+    const value = lt === e + 1 ? '' : leafValue(b.slice(e + 1, lt));
+    this.leafEnd = afterEndTag(b, name, lt);
+    return value;
+  }
+
+  /** After the label attribute `label` of a leaf whose name ends at `e`: the index of its `>` or `/>`. */
+  private labelEnd(e: number, label: string, close: number): number {
+    const b = this.buf;
+    const q = this.skipSpace(e);
+    if (q === e) refuse('attributes on an element inside a record');
+    const ae = this.nameEnd(q);
+    if (ae - q !== label.length || !matchesAt(b, label, q) || b.charCodeAt(ae) !== 61)
+      refuse('attributes on an element inside a record');
+    const quote = b.charCodeAt(ae + 1);
+    if (quote !== 34 && quote !== 39) refuse('an unusual attribute');
+    const vEnd = b.indexOf(quote === 34 ? '"' : "'", ae + 2);
+    if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
+    const r = this.skipSpace(vEnd + 1);
+    const c = b.charCodeAt(r);
+    if (c !== 62 && c !== 47) refuse('attributes on an element inside a record');
+    return r;
+  }
+
+  /** The leaves of `<sub>` inside `<name>` (its first child's `<` at `p`); the index after `</sub>`. */
+  private subgroup(
+    slot: RecordName,
+    name: string,
+    sub: string,
+    p: number,
+    close: number,
+    stamp: number,
+  ): number {
+    const b = this.buf;
+    const leaves = (slot.subgroups ??= new Map());
+    const firsts = (slot.subgroupFirst ??= new Map());
+    let guess = firsts.get(sub);
+    let previous: LeafSlot | undefined;
+    for (;;) {
+      p = this.skipSpace(p);
+      if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
+      if (b.charCodeAt(p + 1) === 47) return afterEndTag(b, sub, p);
+      // The leaf that came here last time, if it is the same name; else look it up.
+      let e: number;
+      let leafName: string;
+      let entry: LeafSlot | undefined;
+      if (guess !== undefined && isNameAt(b, guess.name, p + 1)) {
+        entry = guess;
+        leafName = guess.name;
+        e = p + 1 + leafName.length;
+      } else {
+        e = this.nameEnd(p + 1);
+        leafName = b.slice(p + 1, e);
+        entry = leaves.get(`${sub}/${leafName}`);
+      }
+      if (entry === undefined) {
+        entry = {
+          name: leafName,
+          index: this.columnOf(
+            `/${name}/${sub}/${leafName}`,
+            [`${name}/${sub}/${leafName}`, `${sub}.${leafName}`],
+            `${name}.${sub}.${leafName}`,
+          ),
+          next: undefined,
+          stamp: 0,
+        };
+        leaves.set(`${sub}/${leafName}`, entry);
+      }
+      if (previous === undefined) firsts.set(sub, entry);
+      else previous.next = entry;
+      previous = entry;
+      guess = entry.next;
+      if (entry.stamp === stamp) refuse('a repeated element');
+      entry.stamp = stamp;
+      const value = this.leafAt(leafName, e, close, 'elements nested deeper than two groups');
+      p = this.leafEnd;
+      if (this.values[entry.index] === undefined) this.values[entry.index] = value;
+    }
+  }
+
+  /**
+   * The items of a repeated group with a child table (`<ApplicationReplies>`, its first child's
+   * `<` at `p`): each `<ApplicationReply Name="…">` with leaves becomes pending values of a row of
+   * the child table (the record's request id is added when the record ends); the index after the
+   * container's end tag.
+   */
+  private items(group: ItemGroup, p: number, close: number): number {
+    const b = this.buf;
+    const { container, item, numberAttribute } = group.spec;
+    if (group.pending.length > 0) refuse('a repeated element');
+    for (;;) {
+      p = this.skipSpace(p);
+      if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
+      if (b.charCodeAt(p + 1) === 47) return afterEndTag(b, container, p);
+      const e = p + 1 + item.length;
+      if (!matchesAt(b, item, p + 1) || isNameChar(b.charCodeAt(e))) {
+        this.nameEnd(p + 1);
+        refuse(`an element other than ${item} in ${container}`);
+      }
+      // The item's attributes and leaves in the order the last item had them (guesses, checked).
+      const order = group.order;
+      let k = 0;
+      const values: (string | undefined)[] = new Array<string | undefined>(group.columns.length);
+      const position = group.pending.length;
+      values[group.numberIndex] = numberAttribute === undefined ? String(position + 1) : String(position);
+      // Attributes.
+      let q = e;
+      let selfClosing = false;
+      for (;;) {
+        const r = this.skipSpace(q);
+        const c = b.charCodeAt(r);
+        if (c === 62) {
+          q = r + 1;
+          break;
+        }
+        if (c === 47 && b.charCodeAt(r + 1) === 62) {
+          q = r + 2;
+          selfClosing = true;
+          break;
+        }
+        if (r === q || r >= close) refuse('an unusual item start tag');
+        const guess = order[k];
+        let ae: number;
+        let attr: string;
+        let index: number;
+        if (
+          guess !== undefined &&
+          guess.attribute &&
+          matchesAt(b, guess.name, r) &&
+          b.charCodeAt(r + guess.name.length) === 61
+        ) {
+          attr = guess.name;
+          ae = r + attr.length;
+          index = guess.index;
+        } else {
+          ae = this.nameEnd(r);
+          attr = b.slice(r, ae);
+          index = -1;
+        }
+        if (b.charCodeAt(ae) !== 61) refuse('an unusual attribute');
+        const quote = b.charCodeAt(ae + 1);
+        if (quote !== 34 && quote !== 39) refuse('an unusual attribute');
+        const vEnd = b.indexOf(quote === 34 ? '"' : "'", ae + 2);
+        if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
+        const value = attributeValue(b.slice(ae + 2, vEnd));
+        if (index < 0) {
+          index = attr === numberAttribute ? group.numberIndex : this.itemColumn(group, attr);
+          order[k] = { name: attr, index, attribute: true };
+        }
+        k++;
+        if (attr !== numberAttribute && values[index] !== undefined) refuse('an attribute twice');
+        values[index] = value;
+        q = vEnd + 1;
+      }
+      group.pending.push(values);
+      if (selfClosing) {
+        p = q;
+        continue;
+      }
+      // Leaves.
+      for (;;) {
+        q = this.skipSpace(q);
+        if (q >= close || b.charCodeAt(q) !== 60) refuse('text beside child elements');
+        if (b.charCodeAt(q + 1) === 47) {
+          q = afterEndTag(b, item, q);
+          break;
+        }
+        const guess = order[k];
+        let le: number;
+        let leaf: string;
+        let index: number;
+        if (guess !== undefined && !guess.attribute && isNameAt(b, guess.name, q + 1)) {
+          leaf = guess.name;
+          le = q + 1 + leaf.length;
+          index = guess.index;
+        } else {
+          le = this.nameEnd(q + 1);
+          leaf = b.slice(q + 1, le);
+          index = this.itemColumn(group, leaf);
+          order[k] = { name: leaf, index, attribute: false };
+        }
+        k++;
+        if (values[index] !== undefined && index !== group.numberIndex) refuse('a repeated element');
+        const value = this.leafAt(leaf, le, close, 'elements nested deeper than an item');
+        values[index] ??= value;
+        q = this.leafEnd;
+      }
+      p = q;
+    }
+  }
+
+  /** The child table column of an item's leaf or attribute `name`, resolved as the per-row path does. */
+  private itemColumn(group: ItemGroup, name: string): number {
+    let index = group.byName.get(name);
+    if (index === undefined) {
+      const resolved = resolveHeader(`${group.spec.group}.${name}`, this.resolveOptions);
+      index = resolved.kind === 'catalog' ? group.columns.findIndex((c) => c.name === resolved.column) : -1;
+      if (index === group.keyIndex || index === group.numberIndex) index = -1;
+      group.byName.set(name, index);
+    }
+    if (index < 0) refuse(`an item field its child table does not declare (${group.spec.item}/${name})`);
+    return index;
+  }
+
+  /** One item's COPY text line: the child table's columns, then the record number. */
+  private itemLine(
+    group: ItemGroup,
+    values: (string | undefined)[],
+    requestId: string,
+    recordNumber: number,
+  ): void {
+    values[group.keyIndex] = requestId;
+    for (let i = 0; i < values.length; i++) if (values[i] !== undefined) group.seen[i] = true;
+    group.lines.push(
+      copyLine(
+        group.columns,
+        values,
+        this.fields,
+        recordNumber,
+        'an item value the per-row path must type or reject',
+      ),
+    );
+    group.count++;
+  }
+
+  private recordNameOf(name: string): RecordName {
+    let slot = this.names.get(name);
+    if (slot === undefined) {
+      slot = {
+        name,
+        next: undefined,
+        firstLeaf: undefined,
+        leaf: undefined,
+        group: undefined,
+        subgroups: undefined,
+        stamp: 0,
+        attrStamp: 0,
+        nextAttribute: undefined,
+        items: this.itemGroups.get(name),
+        label: XML_LABEL_ATTRIBUTES[name],
+        repeatedItem: repeatedGroupOf(name)?.item,
+        subgroupFirst: undefined,
+      };
+      this.names.set(name, slot);
+    }
+    return slot;
+  }
+
+  private putRecordLeaf(slot: RecordName, name: string, value: string): void {
+    const recordName = this.recordElement;
+    slot.leaf ??= {
+      index: this.columnOf(`/${name}`, recordCandidates(recordName, name), `${recordName}.${name}`),
+      name,
+      next: undefined,
+      stamp: 0,
+    };
+    if (this.values[slot.leaf.index] === undefined) this.values[slot.leaf.index] = value;
+  }
+}
+
+/**
+ * Open an XML report for the fast path. `open` gives the file's chunks (called once, or twice with
+ * `discoverColumns`). Reads up to the first record to learn the metadata and columns; throws a
+ * refusal when the head is unusual (the caller falls back).
+ */
+export async function openRawXmlReport(
+  open: () => Chunks,
+  options: OpenRawXmlOptions,
+): Promise<RawXmlReport> {
+  const given = options.report === undefined ? undefined : findReportDefinition(options.report);
+  const recordElement = options.recordElement ?? given?.xmlRecordElement ?? 'Request';
+  const scanner = new FastXmlScanner(options.fileName, recordElement, given?.name, options.childTables);
+  const guard = <T>(fn: () => T): T => {
+    try {
+      return fn();
+    } catch (error) {
+      if (error instanceof Refusal)
+        throw refuseFastPath(`the XML file is outside the plain layout (${error.message})`);
+      throw error;
+    }
+  };
+
+  async function* text(chunks: Chunks): AsyncGenerator<string> {
+    // UTF-8, or UTF-16 told by its first bytes (text-encoding.ts).
+    const decoder = new ReportDecoder(options.fileName);
+    for await (const chunk of chunks)
+      yield typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+    const last = decoder.decode();
+    if (last !== '') yield last;
+  }
+
+  if (options.discoverColumns === true) {
+    for await (const t of text(open())) {
+      guard(() => {
+        scanner.push(t);
+        scanner.scan(undefined);
+      });
+    }
+    guard(() => {
+      scanner.end();
+      scanner.scan(undefined);
+    });
+    scanner.reset();
+  }
+
+  // The child tables' lines go to their spools as the records are read.
+  const spools = (options.childTables ?? []).map((child) => {
+    const path = child.spoolPath();
+    const out = createWriteStream(path, { encoding: 'utf8' });
+    const spool = { child, path, out, complete: false, error: undefined as Error | undefined };
+    // A failed write, or one still in flight when a read that broke off destroys the spool, is
+    // the spool's error (thrown where its lines are written or completed), never an unhandled event.
+    out.on('error', (error) => (spool.error ??= error));
+    return spool;
+  });
+  const writeItems = async (): Promise<void> => {
+    const lines = scanner.takeItemLines();
+    for (const spool of spools) {
+      const some = lines.get(spool.child.group);
+      if (some === undefined || some.length === 0) continue;
+      if (spool.error !== undefined) throw spool.error;
+      if (!spool.out.write(some.join(''))) await once(spool.out, 'drain');
+    }
+  };
+  const closeSpools = async (complete: boolean): Promise<void> => {
+    for (const spool of spools) {
+      if (complete && spool.error !== undefined) throw spool.error;
+      if (spool.out.closed) continue;
+      const closed = new Promise<void>((resolve) => spool.out.once('close', () => resolve()));
+      if (complete) spool.out.end();
+      else spool.out.destroy();
+      await closed;
+      if (complete && spool.error !== undefined) throw spool.error;
+      spool.complete = complete;
+    }
+  };
+
+  // Read until the first record is complete (metadata, and the columns of that record).
+  const iterator = text(open())[Symbol.asyncIterator]();
+  let pending: string[] = [];
+  let done = false;
+  while (scanner.recordCount === 0 && !done) {
+    const next = await iterator.next();
+    if (next.done === true) {
+      done = true;
+      guard(() => {
+        scanner.end();
+        scanner.scan(pending);
+      });
+    } else {
+      guard(() => {
+        scanner.push(next.value);
+        scanner.scan(pending);
+      });
+    }
+  }
+  if (scanner.metadata === undefined) throw refuseFastPath('the XML file has no root element');
+  scanner.freeze();
+  // The lines of the records read so far were cut to the columns known at each record: redo them.
+  // (Only the first chunk's records; all of them have every column now, so re-scan the chunk.)
+  const firstLines = pending;
+  pending = [];
+
+  let records = 0;
+  async function* chunks(): AsyncGenerator<string> {
+    try {
+      // Records of the first chunk may have fewer fields than the final column count: pad them.
+      const width = scanner.set.columns.length;
+      const head: string[] = [];
+      for (const line of firstLines) {
+        let fields = 1;
+        for (let i = line.indexOf('\t'); i >= 0; i = line.indexOf('\t', i + 1)) fields++;
+        const missing = width + 1 - fields;
+        if (missing <= 0) head.push(line);
+        else {
+          const cut = line.lastIndexOf('\t');
+          head.push(`${line.slice(0, cut)}${'\t\\N'.repeat(missing)}${line.slice(cut)}`);
+        }
+      }
+      records += head.length;
+      await writeItems();
+      if (head.length > 0) yield head.join('');
+      let out: string[] = [];
+      let chars = 0;
+      const flush = (): string => {
+        const s = out.join('');
+        out = [];
+        chars = 0;
+        return s;
+      };
+      while (!done) {
+        const next = await iterator.next();
+        if (next.done === true) {
+          done = true;
+          guard(() => {
+            scanner.end();
+            scanner.scan(out);
+          });
+        } else {
+          const before = out.length;
+          guard(() => {
+            scanner.push(next.value);
+            scanner.scan(out);
+          });
+          for (let i = before; i < out.length; i++) chars += out[i]!.length;
+        }
+        await writeItems();
+        if (chars >= CHUNK_CHARS || (done && out.length > 0)) {
+          records += out.length;
+          yield flush();
+        }
+      }
+      if (out.length > 0) {
+        records += out.length;
+        yield flush();
+      }
+      await closeSpools(true);
+    } finally {
+      if (!done) await iterator.return?.(undefined);
+      await closeSpools(false);
+    }
+  }
+
+  const children = spools.map((spool): RawXmlChild => {
+    const group = [...scanner.itemGroups.values()].find((g) => g.spec.name === spool.child.group)!;
+    const complete = (): void => {
+      if (!spool.complete) throw refuseFastPath('the child table lines were read before the records were');
+    };
+    /** Declared columns the items had: the request id and the item's number always. */
+    const kept = (): number[] =>
+      group.columns.flatMap((_, i) =>
+        group.seen[i] === true || i === group.keyIndex || i === group.numberIndex ? [i] : [],
+      );
+    return {
+      group: spool.child.group,
+      columns: () => {
+        complete();
+        return kept().map((i) => spool.child.columns[i]!);
+      },
+      body: () => {
+        complete();
+        const keep = kept();
+        return {
+          chunks: readSpool(spool.path, keep.length === group.columns.length ? undefined : keep),
+          records: () => group.count,
+        };
+      },
+    };
+  });
+
+  return {
+    metadata: scanner.metadata,
+    columns: scanner.set.columns,
+    unknownColumns: scanner.set.unknownColumns,
+    body: { chunks: chunks(), records: () => records },
+    children,
+  };
+}
+
+/** A spool's COPY text lines, whole lines per chunk; with `keep`, only those fields (and the last). */
+async function* readSpool(path: string, keep: readonly number[] | undefined): AsyncGenerator<string> {
+  let rest = '';
+  for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 64 * 1024 })) {
+    const text = rest + (chunk as string);
+    const end = text.lastIndexOf('\n') + 1;
+    rest = text.slice(end);
+    if (end === 0) continue;
+    const whole = text.slice(0, end);
+    if (keep === undefined) {
+      yield whole;
+      continue;
+    }
+    let out = '';
+    for (const line of whole.slice(0, -1).split('\n')) {
+      const fields = line.split('\t');
+      out += `${keep.map((i) => fields[i]).join('\t')}\t${fields[fields.length - 1]}\n`;
+    }
+    yield out;
+  }
+  if (rest !== '') throw refuseFastPath('a child table spool ends inside a line');
+}
