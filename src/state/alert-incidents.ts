@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { AlertEvent } from '../config/schema.js';
+import type { EtlDb } from '../warehouse/database.js';
 import type { Db } from '../warehouse/warehouse.js';
 import type { AlertCondition, OpenIncident } from '../observability/alerts.js';
 import { readStatus } from './status.js';
@@ -101,10 +102,13 @@ export async function readAlertConditions(db: Db, options: ConditionOptions): Pr
 }
 
 /** Open incidents (one-off ones are born resolved, so never open). */
-export async function readOpenIncidents(db: Db): Promise<OpenIncident[]> {
-  const r = await sql<{ id: string; event: AlertEvent; subject: string }>`
-    select id, event, subject from etl.alert_incidents where resolved_at is null`.execute(db);
-  return r.rows.map((i) => ({ id: Number(i.id), event: i.event, subject: i.subject }));
+export async function readOpenIncidents(db: EtlDb): Promise<OpenIncident[]> {
+  const rows = await db
+    .selectFrom('etl.alert_incidents')
+    .select(['id', 'event', 'subject'])
+    .where('resolved_at', 'is', null)
+    .execute();
+  return rows.map((i) => ({ id: Number(i.id), event: i.event, subject: i.subject }));
 }
 
 /** Open an incident; its id when this process opened it, undefined when it exists (open, or a told one-off). */
@@ -126,11 +130,15 @@ export async function openIncident(db: Db, c: AlertCondition): Promise<number | 
 }
 
 /** Resolve an open incident; its opening text when this process resolved it. */
-export async function resolveIncident(db: Db, id: number): Promise<string | undefined> {
-  const r = await sql<{ text: string }>`
-    update etl.alert_incidents set resolved_at = now()
-     where id = ${id} and resolved_at is null returning text`.execute(db);
-  return r.rows[0]?.text;
+export async function resolveIncident(db: EtlDb, id: number): Promise<string | undefined> {
+  const row = await db
+    .updateTable('etl.alert_incidents')
+    .set({ resolved_at: sql`now()` })
+    .where('id', '=', id)
+    .where('resolved_at', 'is', null)
+    .returning('text')
+    .executeTakeFirst();
+  return row?.text;
 }
 
 /** Incidents whose opening or resolution no webhook has received yet (delivery failed last time). */
@@ -164,8 +172,11 @@ export async function readUntoldIncidents(db: Db): Promise<
   }));
 }
 
-export async function markTold(db: Db, id: number, side: 'open' | 'resolved'): Promise<void> {
-  if (side === 'open')
-    await sql`update etl.alert_incidents set notified_open_at = now() where id = ${id}`.execute(db);
-  else await sql`update etl.alert_incidents set notified_resolved_at = now() where id = ${id}`.execute(db);
+export async function markTold(db: EtlDb, id: number, side: 'open' | 'resolved'): Promise<void> {
+  const column = side === 'open' ? 'notified_open_at' : 'notified_resolved_at';
+  await db
+    .updateTable('etl.alert_incidents')
+    .set(column, sql`now()`)
+    .where('id', '=', id)
+    .execute();
 }
