@@ -37,6 +37,7 @@ const COMMANDS: readonly [string, () => Promise<Register>][] = [
   ['migrate', async () => (await import('./commands/migrate.js')).registerMigrateCommand],
   ['sql', async () => (await import('./commands/sql.js')).registerSqlCommand],
   ['check', async () => (await import('./commands/check.js')).registerCheckCommand],
+  ['alerts', async () => (await import('./commands/alerts.js')).registerAlertsCommand],
   ['docs', async () => (await import('./commands/docs.js')).registerDocsCommand],
 ];
 

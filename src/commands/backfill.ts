@@ -96,7 +96,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
             }
             return;
           }
-          progress = createProgressReporter(ctx.io.stderr, rt.logger);
+          progress = createProgressReporter(ctx.io.stderr, rt.logger, undefined, ctx.terminal());
           const summary = await runPass(rt, {
             command: 'backfill',
             trigger: 'cli',

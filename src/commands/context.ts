@@ -8,7 +8,8 @@ import type { Warehouse } from '../warehouse/warehouse.js';
 import { createLogger } from '../observability/logger.js';
 import { unreachableWarehouse } from './explain-error.js';
 import type { Logger } from '../observability/logger.js';
-import type { OutputStream } from '../observability/progress.js';
+import { createTerminalLine } from '../observability/progress.js';
+import type { OutputStream, TerminalLine } from '../observability/progress.js';
 import type { PipelineDef, ReportPipelineDef } from '../pipeline/define-pipeline.js';
 
 export interface CliIo {
@@ -114,13 +115,27 @@ export class CliContext {
         level = 'info';
       }
     }
+    const terminal = this.terminal();
     this.loggerInstance = createLogger({
       level: g.verbose && level === 'info' ? 'debug' : level,
-      pretty: g.pretty || this.io.stderr.isTTY === true,
+      pretty: g.pretty,
       secrets: this.secrets(),
+      ...(terminal ? { terminal } : {}),
     });
     this.logConfigWarnings();
     return this.loggerInstance;
+  }
+
+  private terminalLine?: TerminalLine;
+
+  /**
+   * Standard error when it is a terminal: its bottom line holds the progress bar, and log records
+   * and messages printed while it is shown go above it (writeAbove). Undefined off a terminal.
+   */
+  terminal(): TerminalLine | undefined {
+    if (this.io.stderr.isTTY !== true) return undefined;
+    this.terminalLine ??= createTerminalLine(this.io.stderr);
+    return this.terminalLine;
   }
 
   /** Open the warehouse named by DATABASE_URL, warehouse.url or warehouse.path, migrated to the latest schema. */

@@ -296,6 +296,10 @@ export async function prepareCommand(
   });
   const pipelines = selectPipelines(rt.pipelines, selected);
   const controller = new AbortController();
-  const dispose = interruptOnSignals(controller, (s) => out.write(onSignal(s)));
+  // Above the progress bar when one is shown, so that the message is never cut into it.
+  const terminal = ctx.terminal();
+  const dispose = interruptOnSignals(controller, (s) =>
+    terminal ? terminal.writeAbove(onSignal(s), out) : out.write(onSignal(s)),
+  );
   return { rt, pipelines, controller, dispose };
 }

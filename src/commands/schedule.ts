@@ -8,9 +8,15 @@ import type { CliContext } from './context.js';
 import { splitList } from './run.js';
 import { openQueueWork, runPass } from './run-pass.js';
 import { createRuntime } from './runtime.js';
+import { serveStatusPage } from './status-page.js';
+import { collectProcessMetrics } from '../observability/metrics.js';
+import { evaluateAlertsLogged } from './alerts.js';
 import type { Runtime } from './runtime.js';
 import { SIMULATOR_OPTION } from './service-access.js';
 import { selectPipelines } from '../pipeline/resolve-pipelines.js';
+
+/** How often the daemon evaluates the alerts between passes (a pipeline goes stale without one). */
+const ALERT_INTERVAL_MS = 5 * 60_000;
 
 /**
  * The reconciliation checks' failures after a pass, as the gauge cybs_etl_reconciliation_failures
@@ -63,11 +69,19 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
           ...(opts.pipelines ? { selected: opts.pipelines } : {}),
         });
         const pipelines = selectPipelines(rt.pipelines, opts.pipelines);
+        collectProcessMetrics(rt.metrics);
         for (const [name, reason] of rt.unavailable) rt.logger.error({ pipeline: name }, reason);
         // Every fire plans and enqueues; the daemon works the queue too unless --no-work.
         const work = await openQueueWork(rt, {
           work: opts.work,
           concurrency: rt.config.defaults.globalConcurrency,
+        });
+        const alertDeps = () => ({
+          db: rt.warehouse.db,
+          config: rt.config,
+          env: ctx.io.env,
+          logger: rt.logger,
+          now: new Date(),
         });
         const env = ctx.env();
         const host = env.metricsHost ?? rt.config.schedule.metricsHost;
@@ -97,8 +111,10 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
                 'pass finished',
               );
               await exportCheckCounts(rt);
+              await evaluateAlertsLogged(alertDeps());
             },
             lastPasses: (names) => lastSchedulePasses(rt.warehouse.db, names),
+            statusPage: serveStatusPage(rt.warehouse.db, rt.config),
             refreshGauges: async () => {
               const { pipelines: rows } = await readStatus(rt.warehouse.db, new Date());
               rt.metrics.windowsByStatus.reset();
@@ -126,7 +142,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
           throw listenError(error, address) ?? error;
         });
         ctx.io.stdout.write(
-          `cybs-etl schedule: ${scheduler.tasks.size} pipelines scheduled; /healthz, /readyz and /metrics on port ${scheduler.port} of ${host}. Stop with Ctrl-C or SIGTERM.\n`,
+          `cybs-etl schedule: ${scheduler.tasks.size} pipelines scheduled; the status page (/), /healthz, /readyz and /metrics on port ${scheduler.port} of ${host}. Stop with Ctrl-C or SIGTERM.\n`,
         );
         const stop = (signal: string) => {
           rt.logger.info({ signal }, 'shutdown requested');
@@ -134,7 +150,13 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
         };
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
+        // Staleness comes without a pass: the alerts are evaluated between passes too.
+        const alertTimer =
+          rt.config.alerts.webhooks.length > 0
+            ? setInterval(() => void evaluateAlertsLogged(alertDeps()), ALERT_INTERVAL_MS).unref()
+            : undefined;
         await scheduler.stopped;
+        clearInterval(alertTimer);
         // Windows this daemon is loading finish within the shutdown timeout, else roll back and are requeued.
         await work.stop(rt.config.schedule.shutdownTimeoutMs);
         process.off('SIGINT', stop);

@@ -45,10 +45,16 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
     .command('status')
     .description('show, per pipeline and organization, what is loaded, late and failed, and the last runs')
     .option('--json', 'machine-readable output', false)
-    .action(async (opts: { json: boolean }) => {
+    .option('--html <file>', 'write the status page (as the schedule daemon serves it at /) to this file')
+    .action(async (opts: { json: boolean; html?: string }) => {
       const config = await ctx.config();
       const warehouse = await ctx.warehouse();
       const now = ctx.now();
+      if (opts.html !== undefined) {
+        const { writeStatusPage } = await import('./status-page.js');
+        ctx.io.stdout.write(await writeStatusPage(warehouse.db, config, now, opts.html));
+        return;
+      }
       const { pipelines: read, runs } = await readStatus(warehouse.db, now);
       const queue = await readQueueCounts(warehouse.db);
       const resolved = await configuredPipelines(ctx.pipelines, config, warehouse.db, now);

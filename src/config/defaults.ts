@@ -40,3 +40,14 @@ export const DEFAULT_START_DATE_DAYS_AGO = 7;
  */
 export const DEFAULT_MAX_CATCH_UP_WINDOWS = 1000;
 export const DEFAULT_SCHEMA_CHANGES = 'evolve';
+/**
+ * A pipeline whose newest loaded window ended longer ago than this is stale (status page, alerts):
+ * a daily window is complete some hours after its day ends and loaded at the next scheduled run,
+ * so a healthy daily pipeline's lag stays under about 31 hours.
+ */
+export const DEFAULT_FRESHNESS_HOURS = 48;
+/** A window whose rejected rows are more than this share of its rows raises a rejects alert. */
+export const DEFAULT_ALERT_REJECTS_SHARE = 0.01;
+/** Attempts to deliver one alert to one webhook, with exponential backoff from the first delay. */
+export const DEFAULT_ALERT_ATTEMPTS = 5;
+export const DEFAULT_ALERT_RETRY_DELAY_MS = 1_000;

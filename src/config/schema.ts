@@ -84,6 +84,12 @@ export const pipelineSettingsSchema = z.strictObject({
   concurrency: positiveInt.max(32).optional(),
   pageLimit: z.number().int().min(1).max(2000).optional(),
   schemaChanges: z.enum(SCHEMA_CHANGES).optional(),
+  /** Hours the newest loaded window may have ended ago before the pipeline is stale; default: defaults.freshnessHours. */
+  freshnessHours: z
+    .number()
+    .positive()
+    .max(24 * 366)
+    .optional(),
 });
 export type PipelineSettings = z.infer<typeof pipelineSettingsSchema>;
 
@@ -102,6 +108,50 @@ const analyticsSettingsSchema = z
   .prefault({});
 
 export type AnalyticsSettings = z.infer<typeof analyticsSettingsSchema>;
+
+export const ALERT_EVENTS = ['window_failed', 'pipeline_stale', 'schema_change', 'rejects'] as const;
+export type AlertEvent = (typeof ALERT_EVENTS)[number];
+
+/**
+ * A webhook's URL: http(s), written in config.yaml as is or with `${VARIABLE}` parts that are read
+ * from the environment when an alert is sent (a Slack webhook's path is its secret).
+ */
+const webhookUrl = z.string().superRefine((url, ctx) => {
+  const probe = url.replace(/\$\{[A-Za-z_][A-Za-z0-9_]*\}/g, 'x');
+  // A URL that starts with a variable (the whole URL from the environment) is checked when sent.
+  if (/\$\{/.test(probe) || !(url.startsWith('${') || /^https?:\/\/[^\s/]+/.test(probe))) {
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        'expected an http(s) URL, with any secret part from the environment as ${VARIABLE} (e.g. "${SLACK_WEBHOOK_URL}")',
+    });
+  }
+});
+
+const alertsSettingsSchema = z
+  .strictObject({
+    webhooks: z
+      .array(
+        z.strictObject({
+          url: webhookUrl,
+          /** The events this webhook is told about; all of ALERT_EVENTS when absent. */
+          events: z.array(z.enum(ALERT_EVENTS)).min(1).optional(),
+        }),
+      )
+      .default([]),
+    /** A rejects alert when a window's rejected rows exceed this share of its rows. */
+    rejectsShare: z.number().min(0).max(1).default(D.DEFAULT_ALERT_REJECTS_SHARE),
+    attempts: z.number().int().min(1).max(20).default(D.DEFAULT_ALERT_ATTEMPTS),
+    retryDelayMs: z.number().int().min(0).max(600_000).default(D.DEFAULT_ALERT_RETRY_DELAY_MS),
+  })
+  .prefault({});
+
+export type AlertsSettings = z.infer<typeof alertsSettingsSchema>;
+
+/** The freshness limit of a pipeline, in seconds (pipelines.<name>.freshnessHours, else the default). */
+export function freshnessSeconds(config: Config, pipeline: string): number {
+  return Math.round((config.pipelines[pipeline]?.freshnessHours ?? config.defaults.freshnessHours) * 3600);
+}
 
 export const configSchema = z.strictObject({
   warehouse: z
@@ -169,6 +219,11 @@ export const configSchema = z.strictObject({
       maxCatchUpWindows: z.number().int().min(0).max(1_000_000).default(D.DEFAULT_MAX_CATCH_UP_WINDOWS),
       organizations: z.array(organizationId).min(1).optional(),
       schemaChanges: z.enum(SCHEMA_CHANGES).default(D.DEFAULT_SCHEMA_CHANGES),
+      freshnessHours: z
+        .number()
+        .positive()
+        .max(24 * 366)
+        .default(D.DEFAULT_FRESHNESS_HOURS),
     })
     .prefault({}),
   /** The window queue (pg-boss, in the warehouse) that `worker` processes take windows from. */
@@ -196,6 +251,8 @@ export const configSchema = z.strictObject({
   subscriptions: subscriptionsSchema.optional(),
   /** The cybs_analytics models' pipelines and subscriptions in one switch (src/config/analytics.ts). */
   analytics: analyticsSettingsSchema,
+  /** Webhooks told about failed windows, stale pipelines, schema changes and rejects (src/commands/alerts.ts). */
+  alerts: alertsSettingsSchema,
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -13,6 +13,11 @@ export interface LoggerOptions {
   secrets?: readonly string[];
   /** Where lines go; stderr by default so that stdout stays for command output. */
   destination?: DestinationStream;
+  /**
+   * A terminal whose bottom line may hold a progress bar: records are written above it, pretty and
+   * one line each (pretty and destination are then ignored).
+   */
+  terminal?: { writeAbove(text: string): void };
 }
 
 const REDACT_PATHS = [
@@ -45,8 +50,9 @@ const REDACT_PATHS = [
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const secrets = (options.secrets ?? []).filter((s) => s.length >= 4);
-  const base =
-    options.destination ?? (options.pretty ? prettyStream() : pino.destination({ fd: 2, sync: true }));
+  const base = options.terminal
+    ? terminalStream(options.terminal)
+    : (options.destination ?? (options.pretty ? prettyStream() : pino.destination({ fd: 2, sync: true })));
   const destination: DestinationStream =
     secrets.length === 0
       ? base
@@ -77,6 +83,21 @@ function prettyStream(): DestinationStream {
     translateTime: 'SYS:HH:MM:ss',
     ignore: 'pid,hostname',
   });
+}
+
+/** Records for a person at a terminal: one line each (fields inline), written above the progress bar. */
+function terminalStream(terminal: { writeAbove(text: string): void }): DestinationStream {
+  const pretty = pinoPretty.prettyFactory({
+    colorize: true,
+    singleLine: true,
+    translateTime: 'SYS:HH:MM:ss',
+    ignore: 'pid,hostname',
+  });
+  return {
+    write(line: string) {
+      terminal.writeAbove(pretty(line));
+    },
+  };
 }
 
 /** A logger that drops everything (tests, library use). */

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** The Prometheus metrics of one process (a registry of its own: no global state). */
 export interface Metrics {
@@ -75,6 +75,15 @@ export function createMetrics(): Metrics {
       ...opts,
     }),
   };
+}
+
+/**
+ * Add prom-client's process metrics (CPU, memory, heap, event-loop lag, handles, GC) to the
+ * registry: for a long-running process that serves /metrics (the schedule daemon), not for every
+ * command.
+ */
+export function collectProcessMetrics(metrics: Metrics): void {
+  collectDefaultMetrics({ register: metrics.registry });
 }
 
 /** `/reporting/v3/report-downloads?x=1` → `report-downloads`, for a bounded label set. */

@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import cron from 'node-cron';
 import type { ScheduledTask } from 'node-cron';
 import type { Logger } from '../observability/logger.js';
@@ -37,6 +37,8 @@ export interface SchedulerDeps {
   runPass: RunPass;
   /** Refresh gauges (windows by status, lag) before /metrics answers. */
   refreshGauges?: () => Promise<void>;
+  /** The status page at `/` (read-only HTML). */
+  statusPage?: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
   /** The newest pass of each pipeline in etl.runs: /readyz's query of the warehouse. */
   lastPasses?: (pipelines: readonly string[]) => Promise<ReadonlyMap<string, SchedulePass>>;
 }
@@ -57,7 +59,8 @@ export interface RunningScheduler {
 /**
  * The `cybs-etl schedule` daemon: a node-cron task per pipeline in its time zone, no overlapping
  * passes of one pipeline in an instance (every instance may fire: a pass plans and enqueues its
- * windows, and the window queue's singleton keys make one job of each window), catch-up at start, /healthz (liveness), /readyz (readiness.ts) and Prometheus /metrics. The HTTP
+ * windows, and the window queue's singleton keys make one job of each window), catch-up at start,
+ * the status page at /, /healthz (liveness), /readyz (readiness.ts) and Prometheus /metrics. The HTTP
  * server listens before any task starts, so an address that cannot be used fails the start with
  * nothing left running.
  */
@@ -155,6 +158,15 @@ export async function startScheduler(
           res.end(`metrics unavailable: ${(error as Error).message}\n`);
         }
       })();
+      return;
+    }
+    const path = url.split('?')[0];
+    if (deps.statusPage && (path === '/' || path === '/index.html')) {
+      deps.statusPage(req, res).catch((error: unknown) => {
+        deps.logger.warn({ error: errorMessage(error) }, 'the status page could not be read');
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(`status page unavailable: ${errorMessage(error)}\n`);
+      });
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' });

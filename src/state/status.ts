@@ -87,17 +87,7 @@ export async function readStatus(
     order by pipeline, organization_id, window_start`.execute(db);
   const rejects = await sql<{ pipeline: string; organization_id: string; n: number }>`
     select pipeline, organization_id, count(*)::int as n from etl.rejects group by 1, 2`.execute(db);
-  const runs = await sql<{
-    id: string;
-    command: string;
-    trigger: string;
-    status: string;
-    started_at: Date;
-    finished_at: Date | null;
-    counts: Record<string, unknown>;
-    error: string | null;
-  }>`select id, command, trigger, status, started_at, finished_at, counts, error
-     from etl.runs order by id desc limit 10`.execute(db);
+  const runs = await readLastRuns(db);
 
   const byKey = new Map<string, PipelineOrgStatus>();
   const entry = (pipeline: string, organizationId: string) => {
@@ -143,17 +133,33 @@ export async function readStatus(
         ? a.organizationId.localeCompare(b.organizationId)
         : a.pipeline.localeCompare(b.pipeline),
     ),
-    runs: runs.rows.map((r) => ({
-      id: Number(r.id),
-      command: r.command,
-      trigger: r.trigger,
-      status: r.status,
-      startedAt: new Date(r.started_at),
-      finishedAt: r.finished_at ? new Date(r.finished_at) : null,
-      counts: r.counts,
-      error: r.error,
-    })),
+    runs,
   };
+}
+
+/** The newest runs of etl.runs, newest first. */
+export async function readLastRuns(db: Db, limit = 10): Promise<RunRow[]> {
+  const runs = await sql<{
+    id: string;
+    command: string;
+    trigger: string;
+    status: string;
+    started_at: Date;
+    finished_at: Date | null;
+    counts: Record<string, unknown>;
+    error: string | null;
+  }>`select id, command, trigger, status, started_at, finished_at, counts, error
+     from etl.runs order by id desc limit ${limit}`.execute(db);
+  return runs.rows.map((r) => ({
+    id: Number(r.id),
+    command: r.command,
+    trigger: r.trigger,
+    status: r.status,
+    startedAt: new Date(r.started_at),
+    finishedAt: r.finished_at ? new Date(r.finished_at) : null,
+    counts: r.counts,
+    error: r.error,
+  }));
 }
 
 /**

@@ -4,6 +4,7 @@
  * time, so they are queried with raw `sql` over `Db` (warehouse.ts).
  */
 import type { ColumnType, Kysely } from 'kysely';
+import type { AlertEvent } from '../config/schema.js';
 
 /**
  * Column types: what a select reads, an insert may write (undefined: the column has a default) and
@@ -123,6 +124,20 @@ export interface SourcesTable {
   created_at: Timestamp<true>;
 }
 
+/** etl.alert_incidents: one row per alert condition on a subject, told once open and once resolved. */
+export interface AlertIncidentsTable {
+  id: Int8<true>;
+  event: AlertEvent;
+  subject: string;
+  text: string;
+  details: Json<Record<string, unknown>, true>;
+  opened_at: Timestamp<true>;
+  resolved_at: NullableTimestamp;
+  /** Null: the opening is to be told (again) at the next evaluation. */
+  notified_open_at: NullableTimestamp;
+  notified_resolved_at: NullableTimestamp;
+}
+
 export interface Database {
   'etl.runs': RunsTable;
   'etl.windows': WindowsTable;
@@ -130,6 +145,7 @@ export interface Database {
   'etl.schema_changes': SchemaChangesTable;
   'etl.sources': SourcesTable;
   'etl.pipeline_shapes': PipelineShapesTable;
+  'etl.alert_incidents': AlertIncidentsTable;
 }
 
 /** Kysely over the `etl` tables; a `Db` (warehouse.ts) is one, as the pool's instance is untyped. */

@@ -1,0 +1,368 @@
+import { sql } from 'kysely';
+import type { Db } from '../warehouse/warehouse.js';
+import { readLastRuns } from './status.js';
+import type { RunRow } from './status.js';
+
+/**
+ * What the status page shows, read set-wise from etl.*: a summary per pipeline, and one page of
+ * pipeline × organization rows (problems first) with a calendar strip of their last days. Every
+ * query is an aggregate or bounded by the page, so the page stays fast on thousands of
+ * organizations. Counts follow `status --json` (src/state/status.ts): loaded, no data, failed, not
+ * ready (pending with NOT_READY), rejects (rows of etl.rejects), lag (from the newest settled window
+ * that has ended).
+ */
+
+/** A day's state in a strip; `gap`: a day the pipeline has windows for, this organization none. */
+export const CELL_STATES = ['loaded', 'no_data', 'not_ready', 'failed', 'pending', 'running', 'gap'] as const;
+export type CellState = (typeof CELL_STATES)[number];
+
+export interface StripCell {
+  day: string;
+  state: CellState | 'none';
+  /** The window covering the day, when there is one. */
+  window?: {
+    key: string;
+    status: string;
+    attempts: number;
+    rowsLoaded: number;
+    rowsRejected: number;
+    errorCode: string | null;
+    errorMessage: string | null;
+    updatedAt: Date;
+  };
+}
+
+export interface StatusPageRow {
+  pipeline: string;
+  organizationId: string;
+  loaded: number;
+  noData: number;
+  failed: number;
+  notReady: number;
+  /** Days between the row's first window and the pipeline's newest day that no window covers. */
+  gaps: number;
+  rejects: number;
+  lastLoadedWindow: string | null;
+  lagSeconds: number | null;
+  freshnessSeconds: number;
+  stale: boolean;
+  strip: StripCell[];
+}
+
+export interface PipelineSummary {
+  pipeline: string;
+  organizations: number;
+  loaded: number;
+  noData: number;
+  failed: number;
+  notReady: number;
+  gaps: number;
+  rejects: number;
+  staleOrganizations: number;
+  /** The largest lag of its organizations (never-loaded ones aside). */
+  maxLagSeconds: number | null;
+  freshnessSeconds: number;
+}
+
+export interface SchemaChangeRow {
+  table: string;
+  /** The columns added at once, each with its type. */
+  columns: string;
+  pipeline: string | null;
+  source: string | null;
+  changedAt: Date;
+}
+
+export const PROBLEM_FILTERS = ['all', 'problems', 'failed', 'stale', 'gaps', 'not_ready'] as const;
+export type ProblemFilter = (typeof PROBLEM_FILTERS)[number];
+
+export interface StatusPageQuery {
+  pipeline?: string;
+  /** Organizations whose id contains this text. */
+  organization?: string;
+  problems?: ProblemFilter;
+  /** 1-based. */
+  page?: number;
+  pageSize?: number;
+}
+
+export interface StatusPageData {
+  generatedAt: Date;
+  days: string[];
+  pipelines: PipelineSummary[];
+  rows: StatusPageRow[];
+  query: Required<StatusPageQuery>;
+  /** Rows that match the query, over all pages. */
+  matching: number;
+  runs: RunRow[];
+  schemaChanges: SchemaChangeRow[];
+}
+
+export interface StatusPageOptions {
+  now: Date;
+  /** Freshness limit per pipeline, in seconds (config freshnessHours). */
+  freshnessSeconds: (pipeline: string) => number;
+  /** Days in a strip, ending with the newest day of any window (default 35). */
+  days?: number;
+}
+
+/** A pipeline × organization's counts, as the aggregate query returns them. */
+interface AggregateRow {
+  pipeline: string;
+  organization_id: string;
+  loaded: number;
+  no_data: number;
+  failed: number;
+  not_ready: number;
+  gaps: number;
+  rejects: number;
+  last_key: string | null;
+  last_end: Date | null;
+  freshness: number;
+}
+
+const DATE_KEY = String.raw`^\d{4}-\d\d-\d\d(\.\.\d{4}-\d\d-\d\d)?$`;
+export const DEFAULT_PAGE_SIZE = 50;
+
+export async function readStatusPageData(
+  db: Db,
+  query: StatusPageQuery,
+  options: StatusPageOptions,
+): Promise<StatusPageData> {
+  const q: Required<StatusPageQuery> = {
+    pipeline: query.pipeline ?? '',
+    organization: query.organization ?? '',
+    problems: query.problems ?? 'all',
+    page: Math.max(1, Math.floor(query.page ?? 1)),
+    pageSize: Math.min(500, Math.max(1, Math.floor(query.pageSize ?? DEFAULT_PAGE_SIZE))),
+  };
+  const now = options.now;
+  const pipelineNames = (
+    await sql<{ pipeline: string }>`select distinct pipeline from etl.windows order by 1`.execute(db)
+  ).rows.map((r) => r.pipeline);
+  const freshness = pipelineNames.map((p) => options.freshnessSeconds(p));
+
+  // One row per pipeline × organization with its counts; gaps are counted on the days the window
+  // keys name (a key is a day, or first..last day).
+  const aggregate = sql<AggregateRow>`
+    with w as (
+      select pipeline, organization_id, window_key, status, last_error_code, window_end,
+             case when window_key ~ ${DATE_KEY} then left(window_key, 10)::date end as first_day,
+             case when window_key ~ ${DATE_KEY}
+                  then coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10))::date end as last_day
+        from etl.windows),
+    g as (
+      select pipeline, organization_id,
+             count(*) filter (where status = 'loaded')::int as loaded,
+             count(*) filter (where status = 'no_data')::int as no_data,
+             count(*) filter (where status = 'failed')::int as failed,
+             count(*) filter (where status = 'pending' and last_error_code = 'NOT_READY')::int as not_ready,
+             min(first_day) as first_day,
+             coalesce(sum(last_day - first_day + 1), 0)::int as covered,
+             max(max(last_day)) over (partition by pipeline) as pipeline_last_day
+        from w group by 1, 2),
+    l as (
+      select distinct on (pipeline, organization_id) pipeline, organization_id, window_key, window_end
+        from etl.windows where status in ('loaded', 'no_data') and window_end <= ${now}
+       order by pipeline, organization_id, window_end desc),
+    r as (select pipeline, organization_id, count(*)::int as n from etl.rejects group by 1, 2),
+    f as (select * from unnest(${pipelineNames}::text[], ${freshness}::int[]) as f(pipeline, seconds))
+    select g.pipeline, g.organization_id, g.loaded, g.no_data, g.failed, g.not_ready,
+           greatest(0, coalesce(g.pipeline_last_day - g.first_day + 1 - g.covered, 0))::int as gaps,
+           coalesce(r.n, 0) as rejects, l.window_key as last_key, l.window_end as last_end,
+           f.seconds as freshness
+      from g
+      left join l using (pipeline, organization_id)
+      left join r using (pipeline, organization_id)
+      join f using (pipeline)`;
+  const stale = (lastEnd: Date | null, seconds: number) =>
+    lastEnd === null || now.getTime() - new Date(lastEnd).getTime() > seconds * 1000;
+  const lag = (lastEnd: Date | null) =>
+    lastEnd === null ? null : Math.max(0, Math.round((now.getTime() - new Date(lastEnd).getTime()) / 1000));
+
+  const summaries = await sql<{
+    pipeline: string;
+    organizations: number;
+    loaded: number;
+    no_data: number;
+    failed: number;
+    not_ready: number;
+    gaps: number;
+    rejects: number;
+    stale: number;
+    oldest_end: Date | null;
+    freshness: number;
+  }>`
+    with a as (${aggregate})
+    select pipeline, count(*)::int as organizations, sum(loaded)::int as loaded,
+           sum(no_data)::int as no_data, sum(failed)::int as failed, sum(not_ready)::int as not_ready,
+           sum(gaps)::int as gaps, sum(rejects)::int as rejects,
+           count(*) filter (where last_end is null
+                            or extract(epoch from (${now}::timestamptz - last_end)) > freshness)::int as stale,
+           min(last_end) as oldest_end, min(freshness)::int as freshness
+      from a group by 1 order by 1`.execute(db);
+
+  const problem = {
+    all: sql<boolean>`true`,
+    problems: sql<boolean>`(failed > 0 or not_ready > 0 or gaps > 0 or is_stale)`,
+    failed: sql<boolean>`failed > 0`,
+    stale: sql<boolean>`is_stale`,
+    gaps: sql<boolean>`gaps > 0`,
+    not_ready: sql<boolean>`not_ready > 0`,
+  }[q.problems];
+  const filtered = sql`
+    select *, (last_end is null or extract(epoch from (${now}::timestamptz - last_end)) > freshness) as is_stale
+      from (${aggregate}) a`;
+  const where = sql`where ${problem}
+      and (${q.pipeline} = '' or pipeline = ${q.pipeline})
+      and (${q.organization} = '' or strpos(organization_id, ${q.organization}) > 0)`;
+  const matching = await sql<{ n: number }>`
+    select count(*)::int as n from (${filtered}) x ${where}`.execute(db);
+  const page = await sql<AggregateRow>`
+    select * from (${filtered}) x ${where}
+     order by (failed > 0) desc, is_stale desc, (gaps > 0) desc, (not_ready > 0) desc, pipeline, organization_id
+     limit ${q.pageSize} offset ${(q.page - 1) * q.pageSize}`.execute(db);
+
+  // The strip: the last `days` days up to the newest day of any window.
+  const newest = await sql<{ day: string | null }>`
+    select to_char(max(coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10))::date), 'YYYY-MM-DD') as day
+      from etl.windows where window_key ~ ${DATE_KEY}`.execute(db);
+  // Up to yesterday at least, so that days a stale pipeline has not loaded show as such.
+  const yesterday = shiftDay(now.toISOString().slice(0, 10), -1);
+  const newestDay = newest.rows[0]?.day;
+  const lastDay = newestDay && newestDay > yesterday ? newestDay : yesterday;
+  const dayCount = options.days ?? 35;
+  const days = Array.from({ length: dayCount }, (_, i) => shiftDay(lastDay, i - dayCount + 1));
+  const onPage = sql`(pipeline, organization_id) in (select * from unnest(${page.rows.map((r) => r.pipeline)}::text[], ${page.rows.map((r) => r.organization_id)}::text[]))`;
+  const windows =
+    page.rows.length === 0
+      ? []
+      : (
+          await sql<{
+            pipeline: string;
+            organization_id: string;
+            window_key: string;
+            status: string;
+            last_error_code: string | null;
+            last_error_message: string | null;
+            attempts: number;
+            rows_loaded: string;
+            rows_rejected: string;
+            updated_at: Date;
+            first_day: string;
+            last_day: string;
+          }>`
+            select pipeline, organization_id, window_key, status, last_error_code, last_error_message,
+                   attempts, rows_loaded, rows_rejected, updated_at,
+                   left(window_key, 10) as first_day,
+                   coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10)) as last_day
+              from etl.windows
+             where ${onPage}
+               and window_key ~ ${DATE_KEY}
+               and coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10)) >= ${days[0]!}`.execute(
+            db,
+          )
+        ).rows;
+  const pipelineFirstDay = new Map<string, string>();
+  const firstDays = await sql<{ pipeline: string; organization_id: string; day: string }>`
+    select pipeline, organization_id, to_char(min(left(window_key, 10)::date), 'YYYY-MM-DD') as day
+      from etl.windows
+     where ${onPage} and window_key ~ ${DATE_KEY}
+     group by 1, 2`.execute(db);
+  for (const f of firstDays.rows) pipelineFirstDay.set(`${f.pipeline}\u0000${f.organization_id}`, f.day);
+  const pipelineLastDay = new Map<string, string>();
+  const lastDays = await sql<{ pipeline: string; day: string }>`
+    select pipeline, max(coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10))) as day
+      from etl.windows where window_key ~ ${DATE_KEY} group by 1`.execute(db);
+  for (const l of lastDays.rows) pipelineLastDay.set(l.pipeline, l.day);
+
+  const rows: StatusPageRow[] = page.rows.map((r) => {
+    const key = `${r.pipeline}\u0000${r.organization_id}`;
+    const byDay = new Map<string, StripCell['window']>();
+    for (const w of windows) {
+      if (w.pipeline !== r.pipeline || w.organization_id !== r.organization_id) continue;
+      const cell = {
+        key: w.window_key,
+        status:
+          w.status === 'pending' && w.last_error_code === 'NOT_READY' ? 'not_ready' : (w.status as string),
+        attempts: w.attempts,
+        rowsLoaded: Number(w.rows_loaded),
+        rowsRejected: Number(w.rows_rejected),
+        errorCode: w.last_error_code,
+        errorMessage: w.last_error_message,
+        updatedAt: new Date(w.updated_at),
+      };
+      for (let d = w.first_day; d <= w.last_day; d = shiftDay(d, 1)) byDay.set(d, cell);
+    }
+    const first = pipelineFirstDay.get(key);
+    const last = pipelineLastDay.get(r.pipeline);
+    const strip = days.map((day): StripCell => {
+      const window = byDay.get(day);
+      if (window) return { day, state: window.status as CellState, window };
+      const expected = first !== undefined && last !== undefined && day >= first && day <= last;
+      return { day, state: expected ? 'gap' : 'none' };
+    });
+    const lagSeconds = lag(r.last_end);
+    return {
+      pipeline: r.pipeline,
+      organizationId: r.organization_id,
+      loaded: r.loaded,
+      noData: r.no_data,
+      failed: r.failed,
+      notReady: r.not_ready,
+      gaps: r.gaps,
+      rejects: r.rejects,
+      lastLoadedWindow: r.last_key,
+      lagSeconds,
+      freshnessSeconds: r.freshness,
+      stale: stale(r.last_end, r.freshness),
+      strip,
+    };
+  });
+  // One line per change event: the columns a source added to a table at once.
+  const schemaChanges = await sql<{
+    table_schema: string;
+    table_name: string;
+    columns: string;
+    pipeline: string | null;
+    source: string | null;
+    changed_at: Date;
+  }>`select table_schema, table_name, string_agg(column_name || ' ' || column_type, ', ' order by id) as columns,
+            pipeline, source, changed_at
+       from etl.schema_changes group by table_schema, table_name, pipeline, source, changed_at
+      order by max(id) desc limit 20`.execute(db);
+  const runs = await readLastRuns(db);
+  return {
+    generatedAt: now,
+    days,
+    pipelines: summaries.rows.map((s) => ({
+      pipeline: s.pipeline,
+      organizations: s.organizations,
+      loaded: s.loaded,
+      noData: s.no_data,
+      failed: s.failed,
+      notReady: s.not_ready,
+      gaps: s.gaps,
+      rejects: s.rejects,
+      staleOrganizations: s.stale,
+      maxLagSeconds: lag(s.oldest_end),
+      freshnessSeconds: s.freshness,
+    })),
+    rows,
+    query: q,
+    matching: matching.rows[0]?.n ?? 0,
+    runs,
+    schemaChanges: schemaChanges.rows.map((c) => ({
+      table: `${c.table_schema}.${c.table_name}`,
+      columns: c.columns,
+      pipeline: c.pipeline,
+      source: c.source,
+      changedAt: new Date(c.changed_at),
+    })),
+  };
+}
+
+function shiftDay(day: string, days: number): string {
+  const t = Date.parse(`${day}T00:00:00Z`) + days * 86_400_000;
+  return new Date(t).toISOString().slice(0, 10);
+}
