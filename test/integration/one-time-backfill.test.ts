@@ -70,7 +70,7 @@ describe('backfill with one-time reports', () => {
       DATABASE_URL: database.url,
     };
     // The subscription is created on 2024-06-10 (simulated), then ten days go by.
-    const apply = await cli(['--config', config, 'subscriptions', 'apply'], { env });
+    const apply = await cli(['--config', config, 'subscriptions', 'apply', '--yes'], { env });
     expect(apply.code).toBe(0);
     sim.advance(10 * DAY);
     twin.advance(10 * DAY);

@@ -76,7 +76,7 @@ describe('backfill with one-time reports of 09:00 periods', () => {
     );
     const env = simulatorEnv(sim.portfolioCredentials, sim.baseUrl, database.url);
     // The subscription is created on 2024-06-10 at 12:00 (simulated), then ten days go by.
-    const apply = await cli(['--config', config, 'subscriptions', 'apply'], { env });
+    const apply = await cli(['--config', config, 'subscriptions', 'apply', '--yes'], { env });
     expect(apply.code).toBe(0);
     sim.advance(10 * DAY);
     twin.advance(10 * DAY);

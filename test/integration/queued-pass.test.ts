@@ -2,6 +2,7 @@
  * A pass over the window queue (runQueuedPass), as run, backfill and schedule make it: plan the
  * windows, enqueue them, and wait until their jobs are settled by this process's worker or another's.
  */
+import { sql } from 'kysely';
 import type { EtlDb } from '../../src/warehouse/database.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load-config.js';
@@ -296,6 +297,16 @@ describe('a pass over the window queue', () => {
     const loadedBy: string[] = [];
     // Another machine's worker loads them; this pass has none.
     const elsewhere = await startWorker(other, async (task) => {
+      // org2's job is held until this pass has enqueued (org1's job exists: the pass inserts its
+      // jobs in one statement), so that the pass meets it queued or active, as the case requires,
+      // however fast this worker would otherwise be.
+      if (task.window.organizationId === 'org2')
+        while (
+          Number(
+            (await sql<{ n: string }>`select count(*) as n from pgboss.job`.execute(warehouse.db)).rows[0]!.n,
+          ) < 2
+        )
+          await new Promise((resolve) => setTimeout(resolve, 20));
       loadedBy.push(task.window.organizationId);
       return commitLoaded(task, 1, 'x');
     });
