@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { RawBuilder } from 'kysely';
 import { CybsError } from '../errors.js';
 import { LINEAGE_COLUMNS } from './table-spec.js';
 import type { ColumnDecl, TableDecl } from './table-spec.js';
@@ -277,6 +278,37 @@ export async function readTableColumns(
     return exists.rows[0]?.oid == null ? null : [];
   }
   return result.rows.map((r) => ({ name: r.name, type: r.type }));
+}
+
+/**
+ * A scalar subquery: the columns of the named tables (`schema.name`, quoted as qualifiedName gives
+ * them), as JSON `[[table, column, type], …]` in table then column order; tables that do not exist
+ * give nothing. Used where a statement is sent anyway, to spare a catalog query per table.
+ */
+export function tableColumnsJson(tables: readonly TableDecl[]): RawBuilder<unknown> {
+  const names = tables.map((t) => qualifiedName(t.schema, t.name));
+  return sql`(select coalesce(json_agg(json_build_array(t.name, a.attname, format_type(a.atttypid, a.atttypmod))
+                                       order by t.ord, a.attnum), '[]')
+                from unnest(${names}::text[]) with ordinality as t(name, ord)
+                join pg_catalog.pg_attribute a
+                  on a.attrelid = to_regclass(t.name) and a.attnum > 0 and not a.attisdropped)`;
+}
+
+/** The result of tableColumnsJson, by `schema.name` of the tables given to it. */
+export function tableColumnsOf(
+  tables: readonly TableDecl[],
+  json: unknown,
+): Map<string, readonly ExistingColumn[]> {
+  const byQualified = new Map(tables.map((t) => [qualifiedName(t.schema, t.name), `${t.schema}.${t.name}`]));
+  const columns = new Map<string, ExistingColumn[]>();
+  for (const [qualified, name, type] of json as [string, string, string][]) {
+    const table = byQualified.get(qualified);
+    if (table === undefined) continue;
+    let list = columns.get(table);
+    if (!list) columns.set(table, (list = []));
+    list.push({ name, type });
+  }
+  return columns;
 }
 
 export interface EnsureTableResult {

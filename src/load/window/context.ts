@@ -6,6 +6,7 @@ import type { CellEncoder } from '../../copy-text/cell-encoders.js';
 import { CybsError, errorMessage } from '../../errors.js';
 import { LOAD_ERROR_CODES } from '../../warehouse/database-errors.js';
 import type { Warehouse, WarehouseSession } from '../../warehouse/warehouse.js';
+import type { ExistingColumn } from '../ddl.js';
 import type { RejectWriter } from './rejects.js';
 import type { LoadWindowOptions } from './types.js';
 
@@ -21,6 +22,8 @@ export interface WindowContext {
   writers: Set<string>;
   /** With LoadWindowOptions.state: the snapshot taken as the load began (pg_snapshot text). */
   snapshot: string;
+  /** With LoadWindowOptions.state: this transaction's id (xid8), taken with the snapshot. */
+  xid?: bigint;
   /** Each source's number in etl.sources (decimal), taken as the load began (takeSourceKeys). */
   sourceKeys: Map<string, string>;
   /**
@@ -28,6 +31,11 @@ export interface WindowContext {
    * are in (buildDeferredIndexes), by `schema.name`.
    */
   deferredIndexes: Map<string, string[]>;
+  /**
+   * The columns of the tables this load writes, by `schema.name`: as read when the load began
+   * (tables that existed then), and as the load found or made them once it has prepared a table.
+   */
+  tableColumns: Map<string, readonly ExistingColumn[]>;
 }
 
 export interface StagedColumn {

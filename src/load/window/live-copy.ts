@@ -108,6 +108,8 @@ export async function loadLive(
     if (ctx.abort !== undefined) throw sourceError(ctx.abort, current, live.source);
     if (!refusedByTable(error)) throw toLoadError(error, { table: current, source: live.source });
     await copier.savepoint.rollback();
+    // Columns added inside the savepoint are gone with it: the staging path reads the tables again.
+    for (const { table } of live.tables) ctx.tableColumns.delete(`${table.schema}.${table.name}`);
     ctx.rejects.reset(rejectMark);
     ctx.rowsLoaded = rowsBefore;
     ctx.options.logger?.debug(

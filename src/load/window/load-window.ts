@@ -1,7 +1,7 @@
 import { CybsError } from '../../errors.js';
 import { toLoadError } from '../../warehouse/database-errors.js';
 import type { Warehouse } from '../../warehouse/warehouse.js';
-import { validateTableDecl } from '../ddl.js';
+import { tableColumnsJson, tableColumnsOf, validateTableDecl } from '../ddl.js';
 import type { TableDecl } from '../table-spec.js';
 import type { WindowContext } from './context.js';
 import { loadLive } from './live-copy.js';
@@ -66,7 +66,11 @@ export async function loadWindow(
       session.db.transaction().execute(async (trx) => {
         const { pipeline, organizationId, windowKey } = options.window;
         const lockKey = JSON.stringify(['cybs-etl:window', pipeline, organizationId, windowKey]);
-        await sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`.execute(trx);
+        // The window's lock, and in the same statement its tables' columns (evolveSchema).
+        const decls = (options.live ? options.live.tables : options.targets).map((t) => t.table);
+        const locked = await sql<{ columns: unknown }>`
+          select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))::text as locked,
+                 ${tableColumnsJson(decls)} as columns`.execute(trx);
         const ctx: WindowContext = {
           options,
           session,
@@ -82,11 +86,14 @@ export async function loadWindow(
             options.live ? [options.live.source] : options.targets.map((t) => t.source.source),
           ),
           deferredIndexes: new Map(),
+          tableColumns: tableColumnsOf(decls, locked.rows[0]!.columns),
         };
         const previous = options.state?.previous;
         if (options.state) {
-          const taken = await sql<{ s: string }>`select pg_current_snapshot()::text as s`.execute(trx);
+          const taken = await sql<{ s: string; x: string }>`
+            select pg_current_snapshot()::text as s, pg_current_xact_id()::text as x`.execute(trx);
           ctx.snapshot = taken.rows[0]!.s;
+          ctx.xid = BigInt(taken.rows[0]!.x);
         }
         if (options.state?.skipIfUnchanged && previous && !options.live) {
           if (await unchangedSince(ctx, trx, options.targets, previous)) {

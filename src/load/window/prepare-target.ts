@@ -111,6 +111,14 @@ export async function evolveSchema(
   decl: TableDecl,
   source: LoadSource,
 ): Promise<{ columns: ExistingColumn[]; added: string[] }> {
+  const table = `${decl.schema}.${decl.name}`;
+  // A table that has every column already needs no DDL, nor another look at the catalog.
+  const known = ctx.tableColumns.get(table);
+  if (known) {
+    const have = new Set(known.map((c) => c.name));
+    if ([...decl.columns, ...source.columns].every((c) => have.has(c.name)))
+      return { columns: [...known], added: [] };
+  }
   const ensured = await ensureTable(trx, decl, { deferIndexes: true });
   if (ensured.deferredIndexes)
     ctx.deferredIndexes.set(`${decl.schema}.${decl.name}`, ensured.deferredIndexes);
@@ -174,6 +182,7 @@ export async function evolveSchema(
       'columns added',
     );
   }
+  ctx.tableColumns.set(table, columns);
   return { columns, added: added.map((c) => c.name) };
 }
 

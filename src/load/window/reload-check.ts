@@ -167,7 +167,7 @@ export async function loadedState(
   loaded: readonly { decl: TableDecl; source: string }[],
 ): Promise<LoadedState | undefined> {
   // This transaction's id; its subtransactions' ids come after it, every other writer's before.
-  const top = await currentXid(trx);
+  const top = ctx.xid ?? (await currentXid(trx));
   const base = top - (top % XID_EPOCH);
   const ours = (low: string): bigint => base + BigInt(low) + (base + BigInt(low) < top ? XID_EPOCH : 0n);
   const earlier = (low: string): bigint => base + BigInt(low) - (base + BigInt(low) > top ? XID_EPOCH : 0n);
@@ -191,7 +191,8 @@ export async function loadedState(
         for (const r of visible.rows) writers.add(r.w);
       }
     }
-    const columns = (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
+    const columns =
+      ctx.tableColumns.get(t.table) ?? (await readTableColumns(trx, decl.schema, decl.name)) ?? [];
     state.tables.push({
       table: t.table,
       source,
