@@ -27,6 +27,7 @@ const EXPIRE_SECONDS = 4 * 3600;
  * one at a time across every worker, and each sees the jobs the ones before it claimed.
  */
 const FETCH_LOCK_SPACE = 0x63796271;
+const FETCH_BEGIN = `begin; select pg_advisory_xact_lock(${FETCH_LOCK_SPACE}, hashtext('${WINDOW_QUEUE}'))`;
 
 export interface WindowQueue {
   readonly boss: PgBoss;
@@ -129,11 +130,8 @@ export async function openWindowQueue(
     async fetch(perCredential) {
       const client = await fetchPool.connect();
       try {
-        await client.query('begin');
-        await client.query('select pg_advisory_xact_lock($1, hashtext($2))', [
-          FETCH_LOCK_SPACE,
-          WINDOW_QUEUE,
-        ]);
+        // One round trip: both are constants, sent as one simple query.
+        await client.query(FETCH_BEGIN);
         const [job] = await boss.fetch<WindowJobData>(WINDOW_QUEUE, {
           batchSize: 1,
           groupConcurrency: perCredential,
