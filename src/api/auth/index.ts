@@ -66,7 +66,7 @@ export function createAuthenticator(credentials: Credentials, deps: Authenticato
         merchantId,
         ...portfolio,
         async headersFor(request: SignableRequest) {
-          const token = await signJwtHs256(
+          const token = signJwtHs256(
             buildJwtClaims(identityFor(request), request, now(), uuid()),
             keyId,
             sharedSecret,
@@ -105,7 +105,7 @@ export function createAuthenticator(credentials: Credentials, deps: Authenticato
         ...portfolio,
         async headersFor(request: SignableRequest) {
           const key = await signingKey();
-          const token = await signJwtRs256(
+          const token = signJwtRs256(
             buildJwtClaims(identityFor(request), request, now(), uuid()),
             key.kid,
             key.privateKey,

@@ -116,7 +116,7 @@ describe('jwt with shared secret (HS256, facts §4.3)', () => {
 
   it('produces a compact HS256 token whose signature is HMAC over header.payload with the decoded secret', async () => {
     const claims = buildJwtClaims({ merchantId: 'testrest' }, GET, NOW, 'jti-1');
-    const token = await signJwtHs256(claims, KEY_ID, SECRET);
+    const token = signJwtHs256(claims, KEY_ID, SECRET);
     const [h, p, sig] = token.split('.') as [string, string, string];
     expect(JSON.parse(Buffer.from(h, 'base64url').toString())).toEqual({
       alg: 'HS256',
