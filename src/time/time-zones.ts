@@ -33,8 +33,26 @@ export function isValidTimeZone(timeZone: string): boolean {
   }
 }
 
+/**
+ * Offsets already computed, by zone and instant: planning asks for the same few instants (the
+ * bounds of the same days) once per organization and pipeline, and Intl's formatToParts is slow.
+ */
+const offsets = new Map<string, number>();
+const MAX_OFFSETS = 100_000;
+
 /** Offset of the zone from UTC at an instant, in milliseconds (local = utc + offset). */
 export function zoneOffsetMs(instant: Date, timeZone: string): number {
+  const key = `${timeZone}|${instant.getTime()}`;
+  let offset = offsets.get(key);
+  if (offset === undefined) {
+    offset = computeZoneOffsetMs(instant, timeZone);
+    if (offsets.size >= MAX_OFFSETS) offsets.clear();
+    offsets.set(key, offset);
+  }
+  return offset;
+}
+
+function computeZoneOffsetMs(instant: Date, timeZone: string): number {
   const parts: Record<string, number> = {};
   for (const p of formatter(timeZone).formatToParts(instant)) {
     if (p.type !== 'literal') parts[p.type] = Number(p.value);
