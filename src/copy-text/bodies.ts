@@ -7,7 +7,7 @@ import type { PgType } from '../catalog/index.js';
 /** A typed cell value as the parsers make it and the encoders write it. */
 export type LoadValue = string | number | boolean | null;
 
-/** The data bytes of a CSV file for the loader's raw COPY (see LoadSource.rawCsv). */
+/** The data bytes of a CSV file for the loader's raw COPY (a `csv-bytes` LoadSource). */
 export interface RawCsvBody {
   fileName: string;
   /** Line number of the first data record. */

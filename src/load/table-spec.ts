@@ -93,54 +93,76 @@ export interface SourceColumn {
   unknown?: boolean;
 }
 
-/** The rows of one table from one source (a report file, all pages of an on-demand section). */
-export interface LoadSource {
+/**
+ * The rows of one table from one source (a report file, all pages of an on-demand section), in
+ * one of four forms; the loader has one strategy per kind (src/load/window/strategy.ts).
+ */
+export type LoadSource = RecordsSource | CsvBytesSource | CopyLinesSource | SpooledSource;
+
+/** What every kind of source has. */
+export interface LoadSourceBase {
   /** Lineage key, stable when the same data is fetched again. */
   source: string;
   columns: SourceColumn[];
+}
+
+/** Typed records, batch by batch: the per-row path (every value encoded and checked in JavaScript). */
+export interface RecordsSource extends LoadSourceBase {
+  kind: 'records';
   batches: AsyncIterable<LoadBatch>;
-  /**
-   * The data bytes of a CSV file for the fast path (src/parse/csv/raw-csv-report.ts): when set, `batches` is
-   * not read and the bytes go straight to COPY; the load throws LOAD_FAST_PATH_REFUSED (rolling
-   * back the window) when the file needs the per-row path.
-   */
-  rawCsv?: RawCsvBody;
+}
+
+/**
+ * The data bytes of a CSV file (the fast path, src/parse/csv/raw-csv-report.ts): they go straight to
+ * COPY, checked by the scanner on their way; the load throws LOAD_FAST_PATH_REFUSED (rolling back
+ * the window) when the file needs the per-row path.
+ */
+export interface CsvBytesSource extends LoadSourceBase {
+  kind: 'csv-bytes';
+  body: RawCsvBody;
   /**
    * The same bytes again, from the start: a first load copies them straight into the table and,
    * when a key turns out to be there already or twice, reads them again into the staging table.
    */
-  reopenRawCsv?: () => Promise<RawCsvBody>;
+  reopen: () => Promise<RawCsvBody>;
   /**
-   * The per-row path for the records of `rawCsv` its scanner set aside (a value not in canonical
+   * The per-row path for the records of `body` its scanner set aside (a value not in canonical
    * form, an empty key): their typed records and rejects, as the per-row path gives them.
    */
-  perRowRecords?: (records: SetAsideRecord[]) => AsyncIterable<LoadBatch>;
-  /**
-   * Ready COPY text lines of raw values (the fast XML path, src/load/window/raw-text-copy.ts): as for
-   * `rawCsv`, `batches` is not read, and the load throws LOAD_FAST_PATH_REFUSED when it cannot judge.
-   */
-  rawCopyText?: RawCopyTextBody;
-  /**
-   * The same lines again, from the start (as `reopenRawCsv`): a first load copies `rawCopyText`
-   * straight into the table and, when a key is there already or twice, stages them instead.
-   */
-  reopenRawCopyText?: () => Promise<RawCopyTextBody>;
-  /**
-   * The same records already encoded as COPY text (src/pipeline/copy-text-spool.ts). Used on
-   * PostgreSQL when every column's table type is of the source type's family (no value needs
-   * checking); otherwise the loader reads `batches`, which then holds every record.
-   */
-  copyText?: CopyTextRows;
+  perRowRecords: (records: SetAsideRecord[]) => AsyncIterable<LoadBatch>;
 }
 
-/** Records pre-encoded as COPY text lines: data cells in `columns` order, then `_source_row`. */
-export interface CopyTextRows {
-  /** The records that still need the per-row path (and the parser's rejects). */
-  batches: AsyncIterable<LoadBatch>;
-  /** The other records, in files of lines of the first `columns` source columns. */
+/**
+ * Ready COPY text lines of raw values (the fast XML path, src/load/window/raw-text-copy.ts): as for
+ * `csv-bytes`, the load throws LOAD_FAST_PATH_REFUSED when it cannot judge them.
+ */
+export interface CopyLinesSource extends LoadSourceBase {
+  kind: 'copy-lines';
+  body: RawCopyTextBody;
+  /**
+   * The same lines again, from the start: a first load copies `body` straight into the table and,
+   * when a key is there already or twice, stages them instead.
+   */
+  reopen: () => Promise<RawCopyTextBody>;
+}
+
+/**
+ * Records already encoded as COPY text (src/pipeline/copy-text-spool.ts), with the records that
+ * still need the per-row path. The segments are used on PostgreSQL when every column's table type
+ * is of the source type's family (no value needs checking); otherwise the loader reads
+ * `allBatches`, which holds every record.
+ */
+export interface SpooledSource extends LoadSourceBase {
+  kind: 'spooled';
+  /** The pre-encoded records, in files of lines of the first `columns` source columns. */
   segments: CopyTextSegment[];
+  /** The records that still need the per-row path (and the parser's rejects). */
+  perRowBatches: AsyncIterable<LoadBatch>;
+  /** Every record as typed batches (the segments' lines decoded, and the per-row ones). */
+  allBatches: AsyncIterable<LoadBatch>;
 }
 
+/** A file of pre-encoded COPY text lines: data cells in `columns` order, then `_source_row`. */
 export interface CopyTextSegment {
   /** Number of data columns of each line (a prefix of the source's columns). */
   columns: number;

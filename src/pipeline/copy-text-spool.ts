@@ -9,8 +9,8 @@ import type {
   LoadBatch,
   LoadRecord,
   LoadReject,
-  LoadSource,
   SourceColumn,
+  SpooledSource,
   TableDecl,
 } from '../load/table-spec.js';
 import type { LoadValue } from '../copy-text/bodies.js';
@@ -37,8 +37,8 @@ const WRITE_CHARS = 1 << 16;
  * Records the loader would reject with the trusted encoders (an empty natural key, a NUL character
  * in a text value) and the parser's rejects are kept apart, as ordinary records, for the loader's
  * per-row path, which rejects them with its own codes and messages. When the loader cannot use the
- * pre-encoded lines (a column whose table type differs from the source's, or the embedded
- * warehouse), `batches` decodes them back into the very values they were encoded from.
+ * pre-encoded lines (a column whose table type differs from the source's), `allBatches` decodes
+ * them back into the very values they were encoded from.
  *
  * Columns are the declared fields and then unknown keys in first-seen order over all pages; a page
  * that brings new keys starts a new segment file whose lines have the longer column list.
@@ -210,20 +210,19 @@ export class CopyTextSpool {
   }
 
   /** The spooled section as a loader source (call after close()). */
-  toLoadSource(source: string): LoadSource {
+  toLoadSource(source: string): SpooledSource {
     const columns = this.columns.length > 0 ? this.columns.map(toSourceColumn) : [...this.fallback];
     const types = columns.map((c) => c.pgType);
     const slow = this.slow;
     const segments = this.segments;
     const perRow = () => slow.toLoadSource(source).batches;
     return {
+      kind: 'spooled',
       source,
       columns,
-      batches: mergeBatches(perRow(), segments, types),
-      copyText: {
-        batches: perRow(),
-        segments: segments.map((s) => s.toSegment()),
-      },
+      segments: segments.map((s) => s.toSegment()),
+      perRowBatches: perRow(),
+      allBatches: mergeBatches(perRow(), segments, types),
     };
   }
 }

@@ -193,7 +193,12 @@ function commitNoData(
   source: string,
   sourceRef: string,
 ): Promise<WindowResult> {
-  const empty = { source, columns: declaredColumns(def.table), batches: noBatches() };
+  const empty = {
+    kind: 'records' as const,
+    source,
+    columns: declaredColumns(def.table),
+    batches: noBatches(),
+  };
   return commitWindow(deps, task, [{ table: def.table, source: empty }], sourceRef, true);
 }
 

@@ -7,7 +7,7 @@ import type { OnDemandPage } from '../extract/on-demand-pages.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
 import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
 import { CybsError } from '../errors.js';
-import type { LoadWindowTarget } from '../load/window/load-window.js';
+import type { SpooledSource, TableDecl } from '../load/table-spec.js';
 import { parseOnDemandResponse, sectionColumns } from '../parse/json/on-demand.js';
 import { OnDemandPageScanner } from '../parse/json/on-demand-page-scanner.js';
 import type { ScanPlan, ScannedPage, ScannedSection } from '../parse/json/on-demand-page-scanner.js';
@@ -354,7 +354,7 @@ export class OnDemandSpools {
   }
 
   /** The spooled sections as load targets (after close()). */
-  targets(): LoadWindowTarget[] {
+  targets(): { table: TableDecl; source: SpooledSource }[] {
     return [...this.spools].map(([name, spool]) => ({
       table: this.def.tables[name]!,
       source: spool.toLoadSource(this.source),

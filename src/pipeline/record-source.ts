@@ -4,7 +4,15 @@ import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import type { LoadBatch, LoadRecord, LoadSource, SourceColumn, TableDecl } from '../load/table-spec.js';
+import type {
+  CopyLinesSource,
+  CsvBytesSource,
+  LoadBatch,
+  LoadRecord,
+  RecordsSource,
+  SourceColumn,
+  TableDecl,
+} from '../load/table-spec.js';
 import type { LoadValue, SetAsideRecord } from '../copy-text/bodies.js';
 import { refuseFastPath } from '../copy-text/fast-path-refusal.js';
 import type { RawCsvReport } from '../parse/csv/raw-csv-report.js';
@@ -47,8 +55,9 @@ export function toLoadSource(
   records: RecordSource,
   source: string,
   columns?: readonly ColumnSpec[],
-): LoadSource {
+): RecordsSource {
   return {
+    kind: 'records',
     source,
     columns: (columns ?? records.columns).map(toSourceColumn),
     batches: (async function* (): AsyncGenerator<LoadBatch> {
@@ -132,10 +141,11 @@ export class RecordSpool {
   }
 
   /** The spooled records as a loader source (call after close()). */
-  toLoadSource(source: string, batchSize = 2000): LoadSource {
+  toLoadSource(source: string, batchSize = 2000): RecordsSource {
     const path = this.path;
     const rejects = this.rejects;
     return {
+      kind: 'records',
       source,
       columns: this.columns.length > 0 ? this.columns.map(toSourceColumn) : this.fallback,
       batches: (async function* (): AsyncGenerator<LoadBatch> {
@@ -170,18 +180,21 @@ export function declaredColumns(table: TableDecl): SourceColumn[] {
   }));
 }
 
-/** A CSV file opened for the fast path as a loader source (its bytes go straight to COPY). */
+/**
+ * A CSV file opened for the fast path as a loader source (its bytes go straight to COPY); `reopen`
+ * opens the file again from its start.
+ */
 export function toRawLoadSource(
   report: RawCsvReport,
   source: string,
-  reopen?: () => Promise<RawCsvReport>,
-): LoadSource {
+  reopen: () => Promise<RawCsvReport>,
+): CsvBytesSource {
   return {
+    kind: 'csv-bytes',
     source,
     columns: report.columns.map(toSourceColumn),
-    batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
-    rawCsv: report.body,
-    ...(reopen ? { reopenRawCsv: async () => (await reopen()).body } : {}),
+    body: report.body,
+    reopen: async () => (await reopen()).body,
     perRowRecords: (aside) => perRowBatches(report, aside, source),
   };
 }
@@ -215,29 +228,28 @@ async function* perRowBatches(
   }
 }
 
-/** An XML file opened for the fast path as a loader source (its records as COPY text lines). */
+/**
+ * An XML file opened for the fast path as a loader source (its records as COPY text lines);
+ * `reopen` reads the file again from its start.
+ */
 export function toRawXmlLoadSource(
   report: RawXmlReport,
   source: string,
-  reopen?: () => Promise<RawXmlReport>,
-): LoadSource {
+  reopen: () => Promise<RawXmlReport>,
+): CopyLinesSource {
   const columns = report.columns.map(toSourceColumn);
   const names = columns.map((c) => c.name).join('\n');
   return {
+    kind: 'copy-lines',
     source,
     columns,
-    batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
-    rawCopyText: report.body,
-    ...(reopen
-      ? {
-          reopenRawCopyText: async () => {
-            const again = await reopen();
-            if (again.columns.map((c) => toSourceColumn(c).name).join('\n') !== names) {
-              throw refuseFastPath('the XML file gave other columns when read again');
-            }
-            return again.body;
-          },
-        }
-      : {}),
+    body: report.body,
+    reopen: async () => {
+      const again = await reopen();
+      if (again.columns.map((c) => toSourceColumn(c).name).join('\n') !== names) {
+        throw refuseFastPath('the XML file gave other columns when read again');
+      }
+      return again.body;
+    },
   };
 }

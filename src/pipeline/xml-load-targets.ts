@@ -7,7 +7,7 @@
 import { XML_REPEATED_GROUPS } from '../catalog/child-tables.js';
 import type { XmlRepeatedGroupName } from '../catalog/child-tables.js';
 import type { LoadWindowTarget } from '../load/window/load-window.js';
-import type { LoadBatch, LoadSource, TableDecl } from '../load/table-spec.js';
+import type { LoadBatch, RecordsSource, TableDecl } from '../load/table-spec.js';
 import type { RecordBatch, RecordSource, ReportInput, ReportMetadata } from '../parse/records.js';
 import { REQUEST_ID_FIELD, openXmlReport } from '../parse/xml/xml-report.js';
 import { NEW_COLUMN_REASON } from '../parse/xml/raw-xml-report.js';
@@ -83,6 +83,7 @@ export async function openXmlFileTargets(
     children.push((source) => ({
       table,
       source: {
+        kind: 'records',
         source,
         columns: childColumns.map(toSourceColumn),
         batches: (async function* (): AsyncGenerator<LoadBatch> {
@@ -127,7 +128,8 @@ function collectRequestIds(records: RecordSource, ids: Set<string>): RecordSourc
 
 /** An empty source for `table`: a load of it removes the rows an earlier load of the source left. */
 function emptyTarget(table: TableDecl, source: string): LoadWindowTarget {
-  const empty: LoadSource = {
+  const empty: RecordsSource = {
+    kind: 'records',
     source,
     columns: declaredColumns(table),
     batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
@@ -163,16 +165,17 @@ export async function openRawXmlTargets(
       const current = () => latest.children.find((c) => c.group === child.group)!;
       return {
         table,
+        // Getters: the child's spool is complete only once the loader reaches its table.
         source: {
+          kind: 'copy-lines',
           source,
           get columns() {
             return current().columns();
           },
-          batches: (async function* (): AsyncGenerator<LoadBatch> {})(),
-          get rawCopyText() {
+          get body() {
             return current().body();
           },
-          reopenRawCopyText: () => Promise.resolve(current().body()),
+          reopen: () => Promise.resolve(current().body()),
         },
       };
     }),

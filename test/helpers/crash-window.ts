@@ -88,7 +88,7 @@ export function crashWindowOptions(
     targets: [
       {
         table: CRASH_TABLE,
-        source: { source: 'crash-report-2026-11-20', columns: COLUMNS, batches: batches() },
+        source: { kind: 'records', source: 'crash-report-2026-11-20', columns: COLUMNS, batches: batches() },
       },
     ],
     runId,

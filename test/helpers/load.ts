@@ -6,7 +6,7 @@ import type {
   LoadBatch,
   LoadRecord,
   LoadReject,
-  LoadSource,
+  RecordsSource,
   SourceColumn,
 } from '../../src/load/table-spec.js';
 import type { LoadValue } from '../../src/copy-text/bodies.js';
@@ -56,7 +56,7 @@ export interface GeneratedRow {
 export type SourceItem = GeneratedRow | { reject: LoadReject } | { throw: Error };
 
 /**
- * A LoadSource over generated rows, delivered in batches of `batchSize` by an async generator (as a
+ * A records source over generated rows, delivered in batches of `batchSize` by an async generator (as a
  * parser would). Record numbers default to the 1-based position; raw text is the values joined by commas.
  */
 export function generatedSource(
@@ -64,8 +64,9 @@ export function generatedSource(
   columns: SourceColumn[],
   items: Iterable<SourceItem | LoadValue[]>,
   batchSize = 100,
-): LoadSource {
+): RecordsSource {
   return {
+    kind: 'records',
     source: name,
     columns,
     batches: (async function* (): AsyncGenerator<LoadBatch> {

@@ -279,6 +279,7 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
     });
     let closed = false;
     const empty = {
+      kind: 'records' as const,
       source: 'gone',
       columns: TXN_COLUMNS,
       batches: (async function* () {
@@ -711,6 +712,7 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
     const decl = txnDecl('capped');
     let produced = 0;
     const source = {
+      kind: 'records' as const,
       source: 'c',
       columns: TXN_COLUMNS,
       batches: (async function* () {

@@ -195,7 +195,7 @@ async function spoolPages(
 /**
  * A valid record among those for the per-row path (the spool only puts records there that the
  * loader rejects, but a source may hand it any): on the reference side in `batches`, on the
- * COPY-text side in `copyText.batches`, ahead of the spool's own.
+ * COPY-text side in `perRowBatches`, ahead of the spool's own.
  */
 function withPerRowRecord(
   kind: Kind,
@@ -209,11 +209,12 @@ function withPerRowRecord(
     yield { records: [{ recordNumber, values, raw: values.join(',') }], rejects: [] };
     yield* rest;
   }
-  if (kind === 'json') target.source = { ...target.source, batches: prepend(target.source.batches) };
-  else {
-    const rows = target.source.copyText!;
-    target.source = { ...target.source, copyText: { ...rows, batches: prepend(rows.batches) } };
-  }
+  const { source } = target;
+  if (kind === 'json' && source.kind === 'records') {
+    target.source = { ...source, batches: prepend(source.batches) };
+  } else if (kind !== 'json' && source.kind === 'spooled') {
+    target.source = { ...source, perRowBatches: prepend(source.perRowBatches) };
+  } else throw new Error(`A ${kind} side gave a ${source.kind} source.`);
 }
 
 interface Side {
@@ -237,7 +238,7 @@ async function load(side: Side, load: LoadCase = {}): Promise<LoadWindowResult> 
   const logger = createLogger({ level: 'debug', destination: { write: (line: string) => lines.push(line) } });
   const spools = makeSpools(side.kind, dir, load.source);
   const withPerRow = (targets: ReturnType<Awaited<ReturnType<typeof spoolPages>>>) => {
-    if (side.kind !== 'json') expect(targets.every((t) => t.source.copyText !== undefined)).toBe(true);
+    if (side.kind !== 'json') expect(targets.every((t) => t.source.kind === 'spooled')).toBe(true);
     if (load.perRow) {
       const { section, recordNumber, values } = load.perRow;
       withPerRowRecord(side.kind, targets, section, recordNumber, values);

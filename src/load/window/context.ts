@@ -1,19 +1,19 @@
 /**
- * The state one window's load carries from table to table (WindowContext) and what each table's
- * load knows of a source column (StagedColumn).
+ * The state one window's load carries from table to table (WindowContext), what each table's
+ * load knows of a source column (StagedColumn) and of its target once made ready (TargetCopy).
  */
 import type { CellEncoder } from '../../copy-text/cell-encoders.js';
 import { CybsError, errorMessage } from '../../errors.js';
 import { LOAD_ERROR_CODES } from '../../warehouse/database-errors.js';
-import type { Warehouse, WarehouseSession } from '../../warehouse/warehouse.js';
+import type { Db, WarehouseSession } from '../../warehouse/warehouse.js';
 import type { ExistingColumn } from '../ddl.js';
+import type { TableDecl } from '../table-spec.js';
 import type { RejectWriter } from './rejects.js';
 import type { LoadWindowOptions } from './types.js';
 
 export interface WindowContext {
   options: LoadWindowOptions;
   session: WarehouseSession;
-  kind: Warehouse['kind'];
   rejects: RejectWriter;
   rowsLoaded: number;
   /** An error raised while producing COPY data (source failure, reject cap): it wins over the database's. */
@@ -44,6 +44,18 @@ export interface StagedColumn {
   sourceType: string;
   tableType: string;
   encoder: CellEncoder;
+}
+
+/** A target made ready for its source (prepareTarget): where and how its rows are copied. */
+export interface TargetCopy {
+  ctx: WindowContext;
+  trx: Db;
+  decl: TableDecl;
+  staged: StagedColumn[];
+  /** The target's TEMP staging table (in pg_temp). */
+  stagingName: string;
+  /** Some source column's type is of another family than the table column's: values need checking. */
+  drift: boolean;
 }
 
 export function sourceError(error: unknown, table: string, source: string): CybsError {

@@ -10,11 +10,10 @@ import { isFastPathRefusal, isSourceFailure, refuseFastPath } from '../../copy-t
 import { CybsError, errorMessage } from '../../errors.js';
 import { RAW_CSV_COPY_OPTIONS } from '../../parse/csv/raw-csv-report.js';
 import { LOAD_ERROR_CODES, toLoadError } from '../../warehouse/database-errors.js';
-import type { Db } from '../../warehouse/warehouse.js';
 import { KEY_LINEAGE_COLUMNS, quoteIdent } from '../ddl.js';
 import { LineMap } from '../line-map.js';
-import type { LoadBatch, LoadSource, TableDecl } from '../table-spec.js';
-import type { StagedColumn, WindowContext } from './context.js';
+import type { CsvBytesSource, LoadBatch, SpooledSource, TableDecl } from '../table-spec.js';
+import type { StagedColumn, TargetCopy, WindowContext } from './context.js';
 import { checkRejects } from './rejects.js';
 import { expectCopied } from './savepoint.js';
 
@@ -30,18 +29,17 @@ export const MAX_LINE_MAP_RUNS = 50_000;
 export const VALUE_PREVIEW = 80;
 
 /**
- * Stream the source's batches into the staging table. The COPY is split into segments only when
- * rejects must be written (between segments).
+ * Stream typed records (of the source `source`) into the staging table, encoded and checked row by
+ * row. The COPY is split into segments only when rejects must be written (between segments).
  */
 export async function copySource(
-  ctx: WindowContext,
-  decl: TableDecl,
-  source: LoadSource,
-  staged: StagedColumn[],
-  stagingName: string,
+  copy: TargetCopy,
+  source: string,
+  batches: AsyncIterable<LoadBatch>,
 ): Promise<number> {
+  const { ctx, decl, staged, stagingName } = copy;
   const tableName = `${decl.schema}.${decl.name}`;
-  const iterator = source.batches[Symbol.asyncIterator]();
+  const iterator = batches[Symbol.asyncIterator]();
   const n = staged.length;
   const encoders = staged.map((c) => c.encoder);
   const keyIndexes = decl.naturalKey
@@ -59,7 +57,7 @@ export async function copySource(
   let total = 0;
 
   const reject = (recordNumber: number, raw: string, code: string, message: string) =>
-    rejects.add(tableName, source.source, recordNumber, raw, code, message);
+    rejects.add(tableName, source, recordNumber, raw, code, message);
 
   try {
     while (!done) {
@@ -156,11 +154,11 @@ export async function copySource(
       copied = await ctx.session.copyFrom(statement, segment());
     } catch (error) {
       if (ctx.abort !== undefined) throw ctx.abort;
-      throw copyError(error, tableName, source.source, lineMap);
+      throw copyError(error, tableName, source, lineMap);
     }
     expectCopied(copied, lineMap.lines, `the staging table of ${tableName}`, {
       table: tableName,
-      source: source.source,
+      source,
     });
     await rejects.flush();
     return copied;
@@ -168,20 +166,15 @@ export async function copySource(
 }
 
 /**
- * Records already encoded as COPY text for these very column types (`source.copyText`): the lines
- * are copied into the staging table as they are (the records that need the per-row path went
- * through `copySource` before).
+ * Records already encoded as COPY text for these very column types (a `spooled` source's
+ * segments): the lines are copied into the staging table as they are (the records that need the
+ * per-row path went through `copySource` before).
  */
-export async function copyPreEncoded(
-  ctx: WindowContext,
-  decl: TableDecl,
-  source: LoadSource,
-  staged: StagedColumn[],
-  stagingName: string,
-): Promise<number> {
+export async function copyPreEncoded(copy: TargetCopy, source: SpooledSource): Promise<number> {
+  const { ctx, decl, staged, stagingName } = copy;
   const tableName = `${decl.schema}.${decl.name}`;
   let total = 0;
-  for (const segment of source.copyText!.segments) {
+  for (const segment of source.segments) {
     if (segment.lines === 0) continue;
     const statement = `COPY pg_temp.${quoteIdent(stagingName)} (${[
       ...staged.slice(0, segment.columns).map((c) => c.name),
@@ -216,16 +209,13 @@ export async function copyPreEncoded(
  * the per-row path).
  */
 export async function copyRawCsv(
-  ctx: WindowContext,
-  trx: Db,
-  decl: TableDecl,
-  source: LoadSource,
+  copy: TargetCopy,
+  source: CsvBytesSource,
   body: RawCsvBody,
-  staged: StagedColumn[],
-  stagingName: string,
-  drift: boolean,
 ): Promise<number> {
-  if (drift) throw refuseFastPath('column types differ from the table (values need checking one by one)');
+  const { ctx, decl, staged, stagingName } = copy;
+  if (copy.drift)
+    throw refuseFastPath('column types differ from the table (values need checking one by one)');
   const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
   // The scanner appends each record's line number: the last column, `_source_row`.
   const copied = await copyRawBytes(
@@ -237,11 +227,7 @@ export async function copyRawCsv(
   // The records the scanner set aside are typed or rejected by the per-row path and staged beside.
   const aside = body.setAside();
   if (aside.length === 0) return copied;
-  if (source.perRowRecords === undefined) {
-    throw refuseFastPath(`${aside.length} records need the per-row path`);
-  }
-  const batches = source.perRowRecords(aside);
-  return copied + (await copySource(ctx, decl, { ...source, batches }, staged, stagingName));
+  return copied + (await copySource(copy, source.source, source.perRowRecords(aside)));
 }
 
 /** What the scanner checks in every record: canonical non-text values, non-empty keys. */

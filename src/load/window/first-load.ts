@@ -5,23 +5,20 @@
  */
 import type { RawCopyTextBody, RawCsvBody } from '../../copy-text/bodies.js';
 import { escapeCopyText } from '../../copy-text/cell-encoders.js';
-import { isFastPathRefusal, refuseFastPath } from '../../copy-text/fast-path-refusal.js';
+import { isFastPathRefusal } from '../../copy-text/fast-path-refusal.js';
 import { errorMessage } from '../../errors.js';
 import { RAW_CSV_COPY_OPTIONS, copyTextField } from '../../parse/csv/raw-csv-report.js';
 import type { Db } from '../../warehouse/warehouse.js';
 import { quoteIdent } from '../ddl.js';
 import { assertRawTextCopyable, copyRawTextLines } from './raw-text-copy.js';
-import type { LoadSource, TableDecl } from '../table-spec.js';
-import type { StagedColumn, WindowContext } from './context.js';
+import type { CopyLinesSource, CsvBytesSource, SpooledSource, TableDecl } from '../table-spec.js';
+import type { StagedColumn, TargetCopy, WindowContext } from './context.js';
 import { copyRawBytes, copySource, rawCsvChecks } from './copy-staging.js';
 import { buildDeferredIndexes } from './prepare-target.js';
 import { ofSource, sourceHasRows, sourceKeyOf } from './source-keys.js';
 import { expectCopied, hasSqlState, withSavepoint } from './savepoint.js';
 import type { TableLoadResult } from './types.js';
 import { sql } from 'kysely';
-
-/** Thrown inside a first load's savepoint to roll it back and load through the staging table. */
-const NEEDS_STAGING = new Error('the first load needs the staging table');
 
 /**
  * Note the (sub)transaction that has just written every row of the source in the table (a first
@@ -118,11 +115,11 @@ export async function isFirstLoad(
   ctx: WindowContext,
   trx: Db,
   decl: TableDecl,
-  source: LoadSource,
+  source: string,
 ): Promise<boolean> {
   const table = `${quoteIdent(decl.schema)}.${quoteIdent(decl.name)}`;
   const result = await sql<{ loaded: boolean; defaulted: boolean }>`
-    select ${sourceHasRows(decl, ctx.options.window.organizationId, source.source)} as loaded,
+    select ${sourceHasRows(decl, ctx.options.window.organizationId, source)} as loaded,
            coalesce((select pg_get_expr(d.adbin, d.adrelid)
                        from pg_catalog.pg_attrdef d
                        join pg_catalog.pg_attribute a on a.attrelid = d.adrelid and a.attnum = d.adnum
@@ -141,14 +138,14 @@ export async function copyTextLineage(
   ctx: WindowContext,
   trx: Db,
   decl: TableDecl,
-  source: LoadSource,
+  source: string,
 ): Promise<string | undefined> {
   const org = escapeCopyText(ctx.options.window.organizationId);
-  const src = escapeCopyText(source.source);
+  const src = escapeCopyText(source);
   if (org === undefined || src === undefined) return undefined;
   if (!(await isFirstLoad(ctx, trx, decl, source))) return undefined;
   const runId = ctx.options.runId;
-  return `\t${org}\t${src}\t${runId === null ? '\\N' : String(runId)}\t${sourceKeyOf(ctx, source.source)}`;
+  return `\t${org}\t${src}\t${runId === null ? '\\N' : String(runId)}\t${sourceKeyOf(ctx, source)}`;
 }
 
 /**
@@ -163,16 +160,13 @@ export async function copyTextLineage(
  * Undefined as well, without writing anything, when the table has rows of this source (a re-load).
  */
 export async function copyTextIntoTable(
-  ctx: WindowContext,
-  trx: Db,
-  decl: TableDecl,
-  source: LoadSource,
-  staged: StagedColumn[],
-  stagingName: string,
+  copy: TargetCopy,
+  source: SpooledSource,
   perRow: number,
 ): Promise<number | undefined> {
+  const { ctx, trx, decl, staged, stagingName } = copy;
   const tableName = `${decl.schema}.${decl.name}`;
-  const lineage = await copyTextLineage(ctx, trx, decl, source);
+  const lineage = await copyTextLineage(ctx, trx, decl, source.source);
   if (lineage === undefined) return undefined;
   const outcome = await withSavepoint(
     trx,
@@ -180,7 +174,7 @@ export async function copyTextIntoTable(
     async () => {
       let total = 0;
       if (perRow > 0) total += await insertStaged(ctx, trx, decl, source.source, staged, stagingName);
-      for (const segment of source.copyText!.segments) {
+      for (const segment of source.segments) {
         if (segment.lines === 0) continue;
         const missing = staged.slice(segment.columns).map((c) => c.name);
         const columns = [
@@ -224,15 +218,13 @@ export async function copyTextIntoTable(
  * included (the key columns are NOT NULL), refuses the fast path as in the staging table.
  */
 export async function copyRawTextIntoTable(
-  ctx: WindowContext,
-  trx: Db,
-  decl: TableDecl,
-  source: LoadSource,
+  copy: TargetCopy,
+  source: CopyLinesSource,
   body: RawCopyTextBody,
-  staged: StagedColumn[],
 ): Promise<number | 'conflict' | 'staging'> {
+  const { ctx, trx, decl, staged } = copy;
   assertRawTextCopyable(staged, false);
-  const lineage = await copyTextLineage(ctx, trx, decl, source);
+  const lineage = await copyTextLineage(ctx, trx, decl, source.source);
   if (lineage === undefined) return 'staging';
   const columns = [...staged.map((c) => c.name), '_source_row', ...DIRECT_LINEAGE];
   const outcome = await withSavepoint(
@@ -251,9 +243,6 @@ export async function copyRawTextIntoTable(
     (error) => hasSqlState(error, '23505'),
   );
   if (outcome.done) return body.records();
-  if (source.reopenRawCopyText === undefined) {
-    throw refuseFastPath('the first load needs the staging table, and the file cannot be read again');
-  }
   return 'conflict';
 }
 
@@ -291,25 +280,22 @@ export async function* appendToLines(
 /**
  * A first load on the fast path (no row of the table has this source yet): the bytes go straight
  * into the table with one COPY, as `psql \copy` would, the scanner appending the line number and
- * the lineage values to every record; nothing can have vanished and nothing needs merging. When a
- * key is in the table already (another source's row) or twice in the file, PostgreSQL refuses the
- * COPY (23505); when the scanner set records aside for the per-row path, the rows cannot stay
- * either: the COPY is rolled back to a savepoint and the caller loads through the staging table
- * (`conflict`; a refusal when the bytes cannot be read again). `staging` when the table has rows
- * of this source already (a re-load), or for lineage values COPY text cannot carry (empty), without
- * reading anything.
+ * the lineage values to every record; the records the scanner set aside are typed (or rejected)
+ * by the per-row path, staged and inserted beside; nothing can have vanished and nothing needs
+ * merging. When a key is in the table already (another source's row) or twice in the file,
+ * PostgreSQL refuses the COPY or the insert (23505): all of it is rolled back to a savepoint and
+ * the caller loads the bytes, read again, through the staging table (`conflict`). `staging` when
+ * the table has rows of this source already (a re-load), or for lineage values COPY text cannot
+ * carry (empty), without reading anything.
  */
 export async function copyRawCsvIntoTable(
-  ctx: WindowContext,
-  trx: Db,
-  decl: TableDecl,
-  source: LoadSource,
+  copy: TargetCopy,
+  source: CsvBytesSource,
   body: RawCsvBody,
-  staged: StagedColumn[],
-  stagingName: string,
 ): Promise<number | 'conflict' | 'staging'> {
+  const { ctx, trx, decl, staged } = copy;
   const { organizationId } = ctx.options.window;
-  if (!(await isFirstLoad(ctx, trx, decl, source))) return 'staging';
+  if (!(await isFirstLoad(ctx, trx, decl, source.source))) return 'staging';
   const org = copyTextField(organizationId);
   const src = copyTextField(source.source);
   if (org === undefined || src === undefined) return 'staging';
@@ -337,25 +323,19 @@ export async function copyRawCsvIntoTable(
       );
       const aside = body.setAside();
       if (aside.length > 0) {
-        if (source.perRowRecords === undefined) throw NEEDS_STAGING;
         // The records set aside: typed or rejected by the per-row path, staged, then inserted.
-        const batches = source.perRowRecords(aside);
-        await copySource(ctx, decl, { ...source, batches }, staged, stagingName);
-        copied += await insertStaged(ctx, trx, decl, source.source, staged, stagingName);
+        await copySource(copy, source.source, source.perRowRecords(aside));
+        copied += await insertStaged(ctx, trx, decl, source.source, staged, copy.stagingName);
       }
       await buildDeferredIndexes(ctx, trx, decl);
       await noteWriter(ctx, trx, decl, source.source);
       return copied;
     },
-    (error) => error === NEEDS_STAGING || hasSqlState(error, '23505', true),
+    (error) => hasSqlState(error, '23505', true),
   );
   if (outcome.done) return outcome.value;
-  // A key met in the table or twice in the file, or records set aside that only the staging path
-  // can take: the staging table does what this cannot (merge, de-duplicate); what was staged and
-  // rejected here is rolled back and forgotten.
+  // A key met in the table or twice in the file: the staging table does what this cannot (merge,
+  // de-duplicate); what was staged and rejected here is rolled back and forgotten.
   ctx.rejects.reset(rejects);
-  if (source.reopenRawCsv === undefined) {
-    throw refuseFastPath('the first load needs the staging table, and the file cannot be read again');
-  }
   return 'conflict';
 }

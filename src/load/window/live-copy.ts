@@ -6,7 +6,6 @@ import { refuseFastPath } from '../../copy-text/fast-path-refusal.js';
 import { errorMessage } from '../../errors.js';
 import { toLoadError } from '../../warehouse/database-errors.js';
 import type { Db } from '../../warehouse/warehouse.js';
-import type { LoadBatch, LoadSource } from '../table-spec.js';
 import { sourceError } from './context.js';
 import type { WindowContext } from './context.js';
 import { copySource } from './copy-staging.js';
@@ -66,16 +65,15 @@ export async function loadLive(
       const rejectedBefore = ctx.rejects.count;
       const { staged, drift, added, stagingName } = await prepareTarget(ctx, trx, target, index);
       const { source } = target;
-      if (drift.length > 0 || source.copyText === undefined) {
+      // Only a spooled source's other records can join the lines copied while paging.
+      if (drift.length > 0 || source.kind !== 'spooled') {
         throw refuseFastPath('the source needs the staging path');
       }
       let rows = copied[index]!.rows;
       const perRow = await copySource(
-        ctx,
-        target.table,
-        { ...source, batches: source.copyText.batches },
-        staged,
-        stagingName,
+        { ctx, trx, decl: target.table, staged, stagingName, drift: false },
+        source.source,
+        source.perRowBatches,
       );
       if (perRow > 0) rows += await insertStaged(ctx, trx, target.table, source.source, staged, stagingName);
       const result = firstLoadResult(
@@ -120,8 +118,6 @@ export async function loadLive(
   }
 }
 
-export async function* noBatches(): AsyncGenerator<LoadBatch> {}
-
 export interface LiveCopy {
   /** Opened before the first COPY; released or rolled back by loadLive once the window is fetched. */
   savepoint: Savepoint;
@@ -154,10 +150,10 @@ export async function startLiveCopy(
   const copies: { statement: string; suffix: Buffer; tableName: string; feed: LiveFeed; added: string[] }[] =
     [];
   for (const [index, { table: decl, columns, feed }] of live.tables.entries()) {
-    const source: LoadSource = { source: live.source, columns, batches: noBatches() };
+    const source = { source: live.source, columns };
     const { staged, drift, added } = await prepareTarget(ctx, trx, { table: decl, source }, index, false);
     if (drift.length > 0) return undefined;
-    const lineage = await copyTextLineage(ctx, trx, decl, source);
+    const lineage = await copyTextLineage(ctx, trx, decl, live.source);
     if (lineage === undefined) return undefined;
     const names = [...staged.map((c) => c.name), '_source_row', ...DIRECT_LINEAGE];
     copies.push({

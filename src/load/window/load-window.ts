@@ -74,7 +74,6 @@ export async function loadWindow(
         const ctx: WindowContext = {
           options,
           session,
-          kind: warehouse.kind,
           rejects: new RejectWriter(session, options),
           rowsLoaded: 0,
           abort: undefined,

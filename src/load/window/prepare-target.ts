@@ -18,9 +18,8 @@ import {
 } from '../ddl.js';
 import type { ExistingColumn } from '../ddl.js';
 import { LINEAGE_COLUMNS } from '../table-spec.js';
-import type { ColumnDecl, LoadSource, TableDecl } from '../table-spec.js';
+import type { ColumnDecl, LoadSourceBase, TableDecl } from '../table-spec.js';
 import type { StagedColumn, WindowContext } from './context.js';
-import type { LoadWindowTarget } from './types.js';
 import { sql } from 'kysely';
 
 export interface PreparedTarget {
@@ -43,7 +42,7 @@ export interface PreparedTarget {
 export async function prepareTarget(
   ctx: WindowContext,
   trx: Db,
-  target: LoadWindowTarget,
+  target: { table: TableDecl; source: LoadSourceBase },
   index: number,
   staging = true,
 ): Promise<PreparedTarget> {
@@ -76,7 +75,7 @@ export async function prepareTarget(
 
 export const LINEAGE_NAMES = new Set(LINEAGE_COLUMNS.map((c) => c.name));
 
-export function validateSource(decl: TableDecl, source: LoadSource): void {
+export function validateSource(decl: TableDecl, source: LoadSourceBase): void {
   const where = `source ${source.source} for ${decl.schema}.${decl.name}`;
   const invalid = (message: string) =>
     new CybsError(LOAD_ERROR_CODES.invalidSource, `${where}: ${message}`, {
@@ -109,7 +108,7 @@ export async function evolveSchema(
   ctx: WindowContext,
   trx: Db,
   decl: TableDecl,
-  source: LoadSource,
+  source: LoadSourceBase,
 ): Promise<{ columns: ExistingColumn[]; added: string[] }> {
   const table = `${decl.schema}.${decl.name}`;
   // A table that has every column already needs no DDL, nor another look at the catalog.

@@ -16,24 +16,16 @@ import type { RawCopyTextBody } from '../../copy-text/bodies.js';
 import { isFastPathRefusal, isSourceFailure, refuseFastPath } from '../../copy-text/fast-path-refusal.js';
 import { errorMessage } from '../../errors.js';
 import { KEY_LINEAGE_COLUMNS, quoteIdent } from '../ddl.js';
-import type { TableDecl } from '../table-spec.js';
+import type { TargetCopy } from './context.js';
 import { expectCopied } from './savepoint.js';
-import type { Db, Warehouse, WarehouseSession } from '../../warehouse/warehouse.js';
+import type { WarehouseSession } from '../../warehouse/warehouse.js';
 
-/** COPY `body` into the typed staging table `stagingName`; the rows staged. */
-export async function copyRawText(
-  kind: Warehouse['kind'],
-  session: WarehouseSession,
-  trx: Db,
-  decl: TableDecl,
-  body: RawCopyTextBody,
-  staged: readonly { name: string; sourceType: string }[],
-  stagingName: string,
-  drift: boolean,
-): Promise<number> {
-  assertRawTextCopyable(staged, drift);
+/** COPY `body` into the target's typed staging table; the rows staged. */
+export async function copyRawText(copy: TargetCopy, body: RawCopyTextBody): Promise<number> {
+  const { ctx, trx, decl, staged, stagingName } = copy;
+  assertRawTextCopyable(staged, copy.drift);
   await copyRawTextLines(
-    session,
+    ctx.session,
     `COPY pg_temp.${quoteIdent(stagingName)} (${[...staged.map((c) => c.name), '_source_row']
       .map(quoteIdent)
       .join(', ')}) FROM STDIN`,

@@ -70,9 +70,7 @@ async function spool(pages: readonly Buffer[], scan: boolean): Promise<Spooled> 
     digest: spools.digest().sha256,
     columns: targets.map((t) => t.source.columns.map((c) => `${c.name}:${c.pgType}`)),
     records: targets.map((t) =>
-      (t.source.copyText?.segments ?? []).flatMap((s) =>
-        Array.from({ length: s.lines }, (_, k) => s.recordAt(k + 1)),
-      ),
+      t.source.segments.flatMap((s) => Array.from({ length: s.lines }, (_, k) => s.recordAt(k + 1))),
     ),
     answered,
   };
