@@ -106,7 +106,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
         const problems = rows.flatMap((r) => [
           ...r.failed.map(
             (f) =>
-              `  failed     ${r.pipeline} ${r.organizationId} ${f.windowKey} (attempts ${f.attempts}, failures in a row ${f.failures}): ${f.code}: ${f.message}`,
+              `  failed     ${r.pipeline} ${r.organizationId} ${f.windowKey} (attempts ${f.attempts}, failed jobs in a row ${f.failures}): ${f.code}: ${f.message}`,
           ),
           ...r.notReady.map(
             (n) =>

@@ -64,7 +64,7 @@ export interface FailedWindow {
   code: string | null;
   message: string | null;
   attempts: number;
-  /** Failed attempts in a row (the backoff's step), and when a run may retry it. */
+  /** Jobs that failed for good in a row, their queue retries spent (the backoff's step), and when a pass may enqueue it again. */
   failures: number;
   retryAfter: Date | null;
 }
@@ -207,7 +207,7 @@ export function attentionItems(all: readonly Completeness[]): AttentionItem[] {
         kind: 'failed',
         ...ref,
         windows: f.windowKey,
-        text: `${f.windowKey} failed (attempts ${f.attempts}, failures in a row ${f.failures}${retry}): ${f.code ?? '?'}: ${f.message ?? ''}`,
+        text: `${f.windowKey} failed (attempts ${f.attempts}, failed jobs in a row ${f.failures}${retry}): ${f.code ?? '?'}: ${f.message ?? ''}`,
       });
     }
     if (c.behind > 0)

@@ -35,7 +35,7 @@ export interface WindowRow extends WindowRef {
   updatedAt: Date;
   /** What the last load read and left (src/pipeline/fingerprint.ts), as stored; null when none. */
   fingerprint: unknown;
-  /** Failed attempts since the window last loaded (the backoff's step). */
+  /** Jobs of the window that failed for good (their queue retries spent) since it last loaded: the backoff's step. */
   failures: number;
   failedAt: Date | null;
   /** A failed window is planned again from this time on (null: at the next pass). */
@@ -240,9 +240,10 @@ export async function releaseNotReady(
 }
 
 /**
- * How long a window that failed `failures` times in a row waits before a pass plans it again: the
- * first failure none (the next pass retries it), then 1, 2, 4, 8 and 16 hours, then a day, so a
- * window that keeps failing is still tried every day without hammering the service every pass.
+ * How long a window whose jobs failed `failures` times in a row (each after the queue's retries)
+ * waits before a pass plans it again: after the first failed job none (the next pass enqueues it
+ * again), then 1, 2, 4, 8 and 16 hours, then a day, so a window that keeps failing is still tried
+ * every day without hammering the service every pass.
  */
 export const RETRY_BACKOFF_SECONDS = [0, 3_600, 7_200, 14_400, 28_800, 57_600, 86_400] as const;
 
@@ -257,25 +258,30 @@ const NEXT_RETRY_DELAY = sql`make_interval(secs => (array[${sql.raw(
 )}])[least(failures + 1, ${RETRY_BACKOFF_SECONDS.length})])`;
 
 /**
- * Record a failure. A window that was loaded before keeps its rows and its `loaded` status when a
- * re-load fails (nothing of the failed attempt committed); the error is kept for `status`. The
- * failure count grows and sets when the window may be retried (retryDelaySeconds).
+ * Record a failed attempt. A window that was loaded before keeps its rows and its `loaded` status
+ * when a re-load fails (nothing of the failed attempt committed); the error is kept for `status`.
+ * `jobSpent`: the attempt was its job's last (the queue retries it no more): the window's count of
+ * failed jobs in a row (`failures`) grows and sets when a pass may plan it again
+ * (retryDelaySeconds). An attempt whose job the queue retries leaves both as they are: the job's
+ * own retries come first, the planner's backoff after them.
  */
 export async function failWindow(
   db: EtlDb,
   ref: WindowRef,
   claim: string,
   error: { code: string; message: string },
+  options: { jobSpent?: boolean } = {},
 ): Promise<void> {
+  const spent = options.jobSpent ?? true;
   await db
     .updateTable('etl.windows')
     .set({
       status: sql`case when status_before_claim in ('loaded', 'no_data') then status_before_claim else 'failed' end`,
       last_error_code: error.code,
       last_error_message: error.message.slice(0, 2000),
-      failures: sql`failures + 1`,
+      failures: spent ? sql`failures + 1` : sql`failures`,
       failed_at: sql`now()`,
-      retry_after: sql`now() + ${NEXT_RETRY_DELAY}`,
+      retry_after: spent ? sql`now() + ${NEXT_RETRY_DELAY}` : sql`retry_after`,
       claim: null,
       updated_at: sql`now()`,
     })
