@@ -54,9 +54,28 @@ function isWindow(ref: WindowRef) {
     ]);
 }
 
-export function toWindowRow(r: Selectable<WindowsTable>): WindowRow {
+/** The columns of etl.windows that planning and completeness read (readWindowStates). */
+export const WINDOW_STATE_COLUMNS = [
+  'pipeline',
+  'organization_id',
+  'window_key',
+  'window_start',
+  'window_end',
+  'status',
+  'attempts',
+  'failures',
+  'last_error_code',
+  'last_error_message',
+  'not_ready_since',
+  'retry_after',
+  'loaded_at',
+] as const;
+
+/** The fields of a row that WINDOW_STATE_COLUMNS hold. */
+export function toWindowStateFields(
+  r: Pick<Selectable<WindowsTable>, (typeof WINDOW_STATE_COLUMNS)[number]>,
+) {
   return {
-    id: Number(r.id),
     pipeline: r.pipeline,
     organizationId: r.organization_id,
     windowKey: r.window_key,
@@ -64,19 +83,26 @@ export function toWindowRow(r: Selectable<WindowsTable>): WindowRow {
     end: new Date(r.window_end),
     status: r.status,
     attempts: Number(r.attempts),
-    rowsLoaded: Number(r.rows_loaded),
-    rowsRejected: Number(r.rows_rejected),
-    sourceRef: r.source_ref,
+    failures: Number(r.failures ?? 0),
     lastErrorCode: r.last_error_code,
     lastErrorMessage: r.last_error_message,
     notReadySince: r.not_ready_since ? new Date(r.not_ready_since) : null,
-    claim: r.claim ?? null,
+    retryAfter: r.retry_after ? new Date(r.retry_after) : null,
     loadedAt: r.loaded_at ? new Date(r.loaded_at) : null,
+  };
+}
+
+export function toWindowRow(r: Selectable<WindowsTable>): WindowRow {
+  return {
+    ...toWindowStateFields(r),
+    id: Number(r.id),
+    rowsLoaded: Number(r.rows_loaded),
+    rowsRejected: Number(r.rows_rejected),
+    sourceRef: r.source_ref,
+    claim: r.claim ?? null,
     updatedAt: new Date(r.updated_at),
     fingerprint: r.fingerprint ?? null,
-    failures: Number(r.failures ?? 0),
     failedAt: r.failed_at ? new Date(r.failed_at) : null,
-    retryAfter: r.retry_after ? new Date(r.retry_after) : null,
     counts: (r.counts as Record<string, number> | null) ?? {},
     runId: r.run_id == null ? null : Number(r.run_id),
   };
