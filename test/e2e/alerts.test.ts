@@ -67,20 +67,8 @@ describe('alerts to a webhook', { timeout: 180_000 }, () => {
     expect(requests).toBe(0);
     world.sim.setFaults('download:500');
     // In a child process, so that its log (stderr) is read too.
-    const child = spawnCli(
-      [
-        '--config',
-        world.configPath,
-        '--now',
-        E2E_NOW,
-        'backfill',
-        '--from',
-        '2024-03-03',
-        '--to',
-        '2024-03-03',
-      ],
-      world.env,
-    );
+    const day = ['--from', '2024-03-03', '--to', '2024-03-03'];
+    const child = spawnCli(['--config', world.configPath, '--now', E2E_NOW, 'backfill', ...day], world.env);
     const exit = await child.exited;
     world.sim.setFaults([]);
     const first = { code: exit.code, stdout: child.stdout(), stderr: child.stderr() };
@@ -107,7 +95,7 @@ describe('alerts to a webhook', { timeout: 180_000 }, () => {
     expect(received).toHaveLength(1);
 
     // Loaded by a backfill: the resolution, once, told at its end.
-    expect((await world.run(['backfill', '--from', '2024-03-03', '--to', '2024-03-03'])).code).toBe(0);
+    expect((await world.run(['backfill', ...day])).code).toBe(0);
     expect(received).toHaveLength(2);
     expect(received[1]!.body).toMatchObject({
       event: 'window_failed',
