@@ -17,6 +17,7 @@ import {
   resolveIncident,
 } from '../state/alert-incidents.js';
 import type { CliContext } from './context.js';
+import type { Runtime } from './runtime.js';
 
 export interface AlertDeps {
   db: Db;
@@ -98,6 +99,20 @@ export async function evaluateAlertsLogged(deps: AlertDeps): Promise<void> {
   } catch (error) {
     deps.logger.warn({ error: (error as Error).message }, 'alerts were not evaluated');
   }
+}
+
+/** The evaluation at the end of a run or backfill, with its runtime's warehouse, config, logger and clock. */
+export async function evaluateAlertsAfterPass(
+  rt: Pick<Runtime, 'warehouse' | 'config' | 'logger' | 'now'>,
+  env: Record<string, string | undefined>,
+): Promise<void> {
+  await evaluateAlertsLogged({
+    db: rt.warehouse.db,
+    config: rt.config,
+    env,
+    logger: rt.logger,
+    now: rt.now(),
+  });
 }
 
 export function registerAlertsCommand(program: Command, ctx: CliContext): void {

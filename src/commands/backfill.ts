@@ -110,6 +110,9 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
           });
           progress.stop();
           out.write(formatSummary(summary, (performance.now() - started) / 1000));
+          // As after a run: the webhooks hear of the windows it failed, and of those it resolved.
+          const { evaluateAlertsAfterPass } = await import('./alerts.js');
+          await evaluateAlertsAfterPass(rt, ctx.io.env);
           if (summary.windows.failed > 0 || summary.interrupted) ctx.exitCode = 1;
         } finally {
           progress?.stop();

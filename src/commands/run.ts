@@ -31,14 +31,8 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
           signal: controller.signal,
         });
         out.write(formatSummary(summary, (performance.now() - started) / 1000));
-        const { evaluateAlertsLogged } = await import('./alerts.js');
-        await evaluateAlertsLogged({
-          db: rt.warehouse.db,
-          config: rt.config,
-          env: ctx.io.env,
-          logger: rt.logger,
-          now: rt.now(),
-        });
+        const { evaluateAlertsAfterPass } = await import('./alerts.js');
+        await evaluateAlertsAfterPass(rt, ctx.io.env);
         if (rt.simulator) await writeLedgerSummary(rt, out);
         out.write(whereTheDataIs(rt.warehouse.kind, rt.warehouse.location));
         if (summary.windows.failed > 0 || summary.interrupted) ctx.exitCode = 1;

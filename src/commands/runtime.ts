@@ -19,6 +19,7 @@ import { subscriptionRequest } from '../subscriptions/declared-subscriptions.js'
 import { scheduleOfSubscription } from '../time/report-periods.js';
 import type { CliContext } from './context.js';
 import { chooseService, connectService } from './service-access.js';
+import type { ServiceAccess } from './service-access.js';
 import { CREDENTIAL_VARIABLES } from '../config/env.js';
 import { organizationsWithoutPrefix } from '../state/status.js';
 import { CybsError } from '../errors.js';
@@ -149,11 +150,16 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
     organizationParam,
     executor,
     now: () => ctx.now(),
-    credentialGroup: credentialGroup({
-      merchantId: credentials.portfolioId ?? credentials.merchantId,
-      keyId: credentials.keyId ?? credentials.keyAlias ?? credentials.p12Path ?? '',
-    }),
+    credentialGroup: credentialGroupOf(credentials),
   };
+}
+
+/** The window queue's group of an API credential: its jobs share the credential's concurrency limit. */
+export function credentialGroupOf(credentials: ServiceAccess['credentials']): string {
+  return credentialGroup({
+    merchantId: credentials.portfolioId ?? credentials.merchantId,
+    keyId: credentials.keyId ?? credentials.keyAlias ?? credentials.p12Path ?? '',
+  });
 }
 
 /**

@@ -114,7 +114,7 @@ export function registerScheduleCommand(program: Command, ctx: CliContext): void
               await evaluateAlertsLogged(alertDeps());
             },
             lastPasses: (names) => lastSchedulePasses(rt.warehouse.db, names),
-            statusPage: serveStatusPage(rt.warehouse.db, rt.config),
+            statusPage: serveStatusPage(rt.warehouse.db, rt.config, rt.pipelines),
             refreshGauges: async () => {
               const { pipelines: rows } = await readStatus(rt.warehouse.db, new Date());
               rt.metrics.windowsByStatus.reset();

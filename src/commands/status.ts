@@ -52,7 +52,8 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
       const now = ctx.now();
       if (opts.html !== undefined) {
         const { writeStatusPage } = await import('./status-page.js');
-        ctx.io.stdout.write(await writeStatusPage(warehouse.db, config, now, opts.html));
+        const pipelines = await configuredPipelines(ctx.pipelines, config, warehouse.db, now);
+        ctx.io.stdout.write(await writeStatusPage(warehouse.db, config, pipelines, now, opts.html));
         return;
       }
       const { pipelines: read, runs } = await readStatus(warehouse.db, now);
@@ -106,7 +107,7 @@ export function registerStatusCommand(program: Command, ctx: CliContext): void {
         const problems = rows.flatMap((r) => [
           ...r.failed.map(
             (f) =>
-              `  failed     ${r.pipeline} ${r.organizationId} ${f.windowKey} (attempts ${f.attempts}, failures in a row ${f.failures}): ${f.code}: ${f.message}`,
+              `  failed     ${r.pipeline} ${r.organizationId} ${f.windowKey} (attempts ${f.attempts}, failed jobs in a row ${f.failures}): ${f.code}: ${f.message}`,
           ),
           ...r.notReady.map(
             (n) =>

@@ -17,10 +17,13 @@ import { formatSummary, prepareCommand, runPass } from './run-pass.js';
 import { splitList } from './run.js';
 import { isoDay } from './backfill.js';
 import { formatTable } from './sql.js';
+import { readWindowJob, workerOfJob } from '../queue/queue-status.js';
+import { enqueueFailedWindows, retryEnqueuedText } from './windows-retry.js';
 
 /**
  * `cybs-etl windows`: the state of each window (etl.windows) to look at and act on, instead of
- * editing the table by hand: list, show, retry (failed windows, now or at the next run) and reset
+ * editing the table by hand: list, show (with the window's job on the queue), retry (failed windows:
+ * their jobs go on the window queue now) and reset
  * (forget a window's state, so the next run loads it again).
  */
 
@@ -183,7 +186,7 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
                 window: w.window,
                 state: w.windows > 1 ? `${w.state} (${w.windows} windows)` : w.state,
                 attempts: w.attempts ?? '',
-                'failures in a row': w.failures || '',
+                'failed jobs': w.failures || '',
                 rows: w.rowsLoaded ?? '',
                 rejected: w.rowsRejected ?? '',
                 'retry after': w.retryAfter?.toISOString() ?? '',
@@ -195,7 +198,9 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
 
   command
     .command('show')
-    .description('show one window: state, attempts, errors, counts, rejects, source and fingerprint')
+    .description(
+      'show one window: state, attempts, errors, counts, rejects, source, fingerprint and its job on the window queue',
+    )
     .argument('<pipeline>', 'the pipeline')
     .argument('<window>', 'the window key, e.g. 2026-11-20 (cybs-etl windows list shows them)')
     .option('--organization-id <id>', 'the organization (needed when the pipeline loads several)')
@@ -217,7 +222,14 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
         );
       const w = found[0]!;
       const rejects = await readRejects(warehouse.db, w);
-      const shown = { ...w, state: windowState({ ...w, retryDue: true }), rejects };
+      const job = await readWindowJob(warehouse.db, w);
+      const worker = workerOfJob(job, w.claim);
+      const shown = {
+        ...w,
+        state: windowState({ ...w, retryDue: true }),
+        rejects,
+        job: job ? { ...job, worker } : null,
+      };
       if (opts.json) {
         ctx.io.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
         return;
@@ -229,7 +241,7 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
       out.write(field('state', shown.state + (w.status !== shown.state ? ` (status ${w.status})` : '')));
       out.write(field('period', `${w.start.toISOString()}..${w.end.toISOString()}`));
       out.write(field('attempts', w.attempts));
-      out.write(field('failures in a row', w.failures));
+      out.write(field('failed jobs in a row', w.failures));
       out.write(field('last failed at', w.failedAt?.toISOString()));
       out.write(field('retry after', w.retryAfter?.toISOString()));
       out.write(
@@ -245,6 +257,22 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
       out.write(field('loaded at', w.loadedAt?.toISOString()));
       out.write(field('updated at', w.updatedAt.toISOString()));
       out.write(field('claim', w.claim));
+      if (!job) out.write(field('job', 'not queued'));
+      else {
+        const state =
+          job.state === 'retry'
+            ? 'retry (waiting for its next attempt)'
+            : job.state === 'created'
+              ? 'created (queued)'
+              : job.state === 'failed' && job.deadLettered
+                ? `failed (dead-lettered: its retries are spent; the window waits for its backoff)`
+                : job.state;
+        out.write(field('job', `${job.id} on the window queue`));
+        out.write(field('job state', state));
+        out.write(field('job retries', `${job.retryCount} of ${job.retryLimit}`));
+        out.write(field('job start after', job.startAfter.toISOString()));
+        out.write(field('job worker', worker));
+      }
       out.write(`  rejects              ${rejects.count}${rejects.count > 0 ? ' (etl.rejects):' : ''}\n`);
       for (const r of rejects.first)
         out.write(`    record ${r.recordNumber ?? '?'}: ${r.errorCode}: ${r.message}\n`);
@@ -254,13 +282,13 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
     command
       .command('retry')
       .description(
-        'retry the failed windows of a selection: the next run takes them at once (their backoff is cleared), or --run loads them now',
+        'retry the failed windows of a selection now: their jobs go on the window queue, which cybs-etl worker processes (and the schedule daemon) load at once; their backoff is cleared; --run loads them in this process',
       ),
     false,
   )
     .option(
       '--run',
-      'load them now, with a run of their pipelines (which also loads whatever else is due)',
+      'also load them here and now, with a run of their pipelines (which also loads whatever else is due)',
       false,
     )
     .option(...YES_OPTION)
@@ -274,15 +302,16 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
         return;
       }
       out.write(
-        `${failed.length} failed window(s) will be retried ${opts.run ? 'now' : 'by the next run'}:\n${namedWindows(failed)}`,
+        `${failed.length} failed window(s) will be retried now: enqueued on the window queue, their backoff cleared${opts.run ? ', and loaded by this process' : ''}:\n${namedWindows(failed)}`,
       );
       if (!(await confirmChange(ctx, { yes: opts.yes, question: 'Retry them?', what: 'windows retry' })))
         return;
-      const marked = await markForRetry(warehouse.db, sel);
+      // The backoff goes first, so that a pass planning meanwhile follows the jobs instead of skipping them.
+      await markForRetry(warehouse.db, sel);
       if (!opts.run) {
-        out.write(
-          `Marked ${marked} failed window(s) for the next run (cybs-etl run, or the schedule's next pass); add --run to load them now.\n`,
-        );
+        const enqueued = await enqueueFailedWindows(ctx, warehouse, failed);
+        out.write(retryEnqueuedText(enqueued, false));
+        if (enqueued.notEnqueued.length > 0) ctx.exitCode = 1;
         return;
       }
       const names = [...new Set(failed.map((w) => w.pipeline))];
@@ -293,6 +322,8 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
         (s) => `\n${s}: stopping; windows in flight roll back.\n`,
       );
       try {
+        const enqueued = await enqueueFailedWindows(ctx, warehouse, failed, rt.credentialGroup);
+        out.write(retryEnqueuedText(enqueued, true));
         const summary = await runPass(rt, {
           command: 'run',
           trigger: 'cli',
@@ -301,7 +332,8 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
           signal: controller.signal,
         });
         out.write(formatSummary(summary, (performance.now() - started) / 1000));
-        if (summary.windows.failed > 0 || summary.interrupted) ctx.exitCode = 1;
+        if (summary.windows.failed > 0 || summary.interrupted || enqueued.notEnqueued.length > 0)
+          ctx.exitCode = 1;
       } finally {
         dispose();
       }

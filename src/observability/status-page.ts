@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { StatusPageData, StatusPageRow, StripCell } from '../state/status-page-data.js';
 import { PROBLEM_FILTERS } from '../state/status-page-data.js';
+import type { QueueCounts } from '../queue/queue-status.js';
 
 /**
  * The status page: one self-contained HTML document (no external assets) rendered from
@@ -140,16 +141,38 @@ export interface RenderOptions {
   served: boolean;
 }
 
+/** The window queue as `status` tells it (queued, being loaded, waiting to retry, dead-lettered), per pipeline. */
+function queueSection(data: StatusPageData): string {
+  const q = data.queue;
+  if (!q)
+    return '<p class="muted" id="queue">No window queue in this warehouse yet (the first run or worker installs it).</p>';
+  const cells = (c: QueueCounts) =>
+    `<td class="n" data-k="queued">${c.queued}</td><td class="n" data-k="active">${c.active}</td><td class="n" data-k="retrying">${c.retrying}</td><td class="n" data-k="deadLettered">${c.deadLettered}</td>`;
+  const rows = q.pipelines
+    .map(
+      (p) =>
+        `<tr data-pipeline="${esc(p.pipeline)}"${p.deadLettered > 0 ? ' class="bad"' : ''}><td>${esc(p.pipeline)}</td>${cells(p)}</tr>`,
+    )
+    .join('\n');
+  return `<table id="queue">
+<thead><tr><th>pipeline</th><th class="n">queued</th><th class="n">being loaded</th><th class="n">waiting to retry</th><th class="n" title="retries spent: the window stays failed and a later pass retries it after its backoff">dead-lettered</th></tr></thead>
+<tbody>${rows}
+<tr data-total><td>all</td>${cells(q)}</tr></tbody></table>
+<p class="muted">Jobs of the window queue, loaded by <code>cybs-etl worker</code> processes, the schedule daemon and runs. A failed attempt waits to retry (queue.retryLimit); a job whose retries are spent is dead-lettered and its window stays failed until a pass retries it after its backoff, or <code>cybs-etl windows retry</code>.</p>`;
+}
+
 export function renderStatusPage(data: StatusPageData, options: RenderOptions): string {
   const q = data.query;
   const pipelinesTable = `<table id="pipelines">
-<thead><tr><th>pipeline</th><th class="n">organizations</th><th class="n">loaded</th><th class="n">no data</th><th class="n">failed</th><th class="n">not ready</th><th class="n">gap days</th><th class="n">rejects</th><th class="n">stale</th><th class="n">largest lag</th><th class="n">freshness limit</th></tr></thead>
+<thead><tr><th>pipeline</th><th class="n">organizations</th><th class="n">loaded</th><th class="n">no data</th><th class="n">failed</th><th class="n">not ready</th><th class="n" title="expected windows never loaded">gaps</th><th class="n">rejects</th><th class="n">stale</th><th class="n">largest lag</th><th class="n">freshness limit</th></tr></thead>
 <tbody>${data.pipelines
     .map(
       (p) =>
         `<tr data-pipeline="${esc(p.pipeline)}"${p.failed + p.staleOrganizations + p.gaps > 0 ? ' class="bad"' : ''}><td>${esc(p.pipeline)}</td><td class="n">${p.organizations}</td><td class="n" data-k="loaded">${p.loaded}</td><td class="n" data-k="noData">${p.noData}</td><td class="n" data-k="failed">${p.failed}</td><td class="n" data-k="notReady">${p.notReady}</td><td class="n" data-k="gaps">${p.gaps}</td><td class="n" data-k="rejects">${p.rejects}</td><td class="n${p.staleOrganizations > 0 ? ' stale' : ''}" data-k="stale">${p.staleOrganizations}</td><td class="n">${esc(humanDuration(p.maxLagSeconds))}</td><td class="n">${esc(humanDuration(p.freshnessSeconds))}</td></tr>`,
     )
     .join('\n')}</tbody></table>`;
+
+  const queue = queueSection(data);
 
   const filter = options.served
     ? `<form method="get" action="">
@@ -173,7 +196,7 @@ export function renderStatusPage(data: StatusPageData, options: RenderOptions): 
   }${options.served && q.page < pages ? ` <a href="${esc(pageLink(data, q.page + 1))}">next</a>` : ''}</nav>`;
 
   const rowsTable = `<table id="rows">
-<thead><tr><th>pipeline</th><th>organization</th><th>${esc(data.days[0] ?? '')} … ${esc(data.days.at(-1) ?? '')}</th><th class="n">loaded</th><th class="n">no data</th><th class="n">failed</th><th class="n">not ready</th><th class="n">gap days</th><th class="n">rejects</th><th>last loaded</th><th class="n">lag</th></tr></thead>
+<thead><tr><th>pipeline</th><th>organization</th><th>${esc(data.days[0] ?? '')} … ${esc(data.days.at(-1) ?? '')}</th><th class="n">loaded</th><th class="n">no data</th><th class="n">failed</th><th class="n">not ready</th><th class="n" title="expected windows never loaded">gaps</th><th class="n">rejects</th><th>last loaded</th><th class="n">lag</th></tr></thead>
 <tbody>${data.rows
     .map(
       (r) =>
@@ -220,6 +243,8 @@ export function renderStatusPage(data: StatusPageData, options: RenderOptions): 
 <p class="muted">As of <time id="generated" datetime="${esc(data.generatedAt.toISOString())}">${esc(data.generatedAt.toISOString())}</time>. Read-only.</p>
 <h2>Pipelines</h2>
 ${pipelinesTable}
+<h2>Window queue</h2>
+${queue}
 <h2>Organizations</h2>
 ${filter}
 ${legend}

@@ -219,11 +219,15 @@ export function expectedWindows(
   rows: Iterable<WindowStateRow>,
   now: Date,
 ): PipelineWindowPlan {
+  const startDate = expectedStartDate(pipeline, rows);
+  return planPipelineWindows({ ...pipeline, startDate }, organizationId, { now });
+}
+
+/** The first local day expectedWindows plans from: the first window's, or startDate if earlier. */
+function expectedStartDate(pipeline: ResolvedPipeline, rows: Iterable<WindowStateRow>): string {
   const first = earliestStart(rows);
   const firstDay = first ? localDate(first, pipeline.timeZone) : undefined;
-  const startDate =
-    firstDay && dayNumber(firstDay) < dayNumber(pipeline.startDate) ? firstDay : pipeline.startDate;
-  return planPipelineWindows({ ...pipeline, startDate }, organizationId, { now });
+  return firstDay && dayNumber(firstDay) < dayNumber(pipeline.startDate) ? firstDay : pipeline.startDate;
 }
 
 /** A window a pass sets out to load, with the statuses that make it claimable. */
@@ -307,10 +311,18 @@ export function assessPipelines(
     if (!pipeline.enabled) continue;
     const organizations = new Set(pipeline.organizations);
     for (const r of rows) if (r.pipeline === pipeline.name) organizations.add(r.organizationId);
+    // Organizations' expected windows (keys and times) differ only by their first day: each first
+    // day's are planned once (thousands of organizations share a few).
+    const byStartDate = new Map<string, readonly ExpectedWindow[]>();
     for (const organizationId of [...organizations].sort()) {
       const own = grouped.get(pairKey(pipeline.name, organizationId)) ?? new Map<string, WindowStateRow>();
-      const plan = expectedWindows(pipeline, organizationId, own.values(), now);
-      out.push(assessCompleteness({ pipeline: pipeline.name, organizationId }, plan.windows, own));
+      const startDate = expectedStartDate(pipeline, own.values());
+      let expected = byStartDate.get(startDate);
+      if (!expected) {
+        expected = expectedWindows(pipeline, organizationId, own.values(), now).windows;
+        byStartDate.set(startDate, expected);
+      }
+      out.push(assessCompleteness({ pipeline: pipeline.name, organizationId }, expected, own));
     }
   }
   return out;

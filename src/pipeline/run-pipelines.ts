@@ -135,6 +135,11 @@ export interface RunWindowOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Given to the executor (WindowTask.beforeCommit). */
   beforeCommit?: BeforeWindowCommit;
+  /**
+   * Asked when the attempt fails: whether it is its job's last (the queue retries it no more), so
+   * that the failure counts toward the window's backoff (failWindow's jobSpent). Default: yes.
+   */
+  jobSpent?: () => Promise<boolean>;
 }
 
 /**
@@ -198,7 +203,13 @@ export async function runWindow(
       const horizonMs = job.pipeline.notReadyHorizonHours * 3_600_000;
       if (options.now().getTime() - since.getTime() > horizonMs) {
         const message = `${result.message}; still not ready ${job.pipeline.notReadyHorizonHours} hours after it was first expected`;
-        await failWindow(deps.db, ref, claim, { code: 'NOT_READY_TIMEOUT', message });
+        await failWindow(
+          deps.db,
+          ref,
+          claim,
+          { code: 'NOT_READY_TIMEOUT', message },
+          { jobSpent: await jobSpent(options) },
+        );
         outcome = { kind: 'failed', code: 'NOT_READY_TIMEOUT', message };
       } else {
         await releaseNotReady(deps.db, ref, claim, result.message);
@@ -238,11 +249,16 @@ export async function runWindow(
     const code = isCybsError(error) ? error.code : 'UNEXPECTED';
     const message = error instanceof Error ? error.message : String(error);
     log.warn({ code, err: message }, 'window failed');
-    await failWindow(deps.db, ref, claim, { code, message }).catch((e) =>
-      log.error({ err: e }, 'could not record the window failure'),
-    );
+    await jobSpent(options)
+      .then((spent) => failWindow(deps.db, ref, claim, { code, message }, { jobSpent: spent }))
+      .catch((e) => log.error({ err: e }, 'could not record the window failure'));
     return { kind: 'failed', code, message };
   }
+}
+
+/** Whether a failed attempt was its job's last (RunWindowOptions.jobSpent); yes when it cannot be told. */
+async function jobSpent(options: RunWindowOptions): Promise<boolean> {
+  return options.jobSpent ? options.jobSpent().catch(() => true) : true;
 }
 
 /** Add one window's outcome to a pass's summary. */

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../warehouse/warehouse.js';
-import { QUEUE_SCHEMA, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE } from './window-jobs.js';
+import { QUEUE_SCHEMA, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE, windowJobKey } from './window-jobs.js';
 
-/** The window queue's jobs by state, as `status` shows them. */
+/** The window queue's jobs by state, as `status` and the status page show them. */
 export interface QueueCounts {
   queued: number;
   active: number;
@@ -12,24 +12,36 @@ export interface QueueCounts {
   deadLettered: number;
 }
 
+/** The counts in all, and per pipeline (pipelines with no job in these states left out). */
+export type QueueStatus = QueueCounts & { pipelines: (QueueCounts & { pipeline: string })[] };
+
 /** The counts; undefined where no planner or worker has installed the queue in this warehouse. */
-export async function readQueueCounts(db: Db): Promise<QueueCounts | undefined> {
-  const installed = await sql<{
-    job: string | null;
-  }>`select to_regclass(${`${QUEUE_SCHEMA}.job`})::text as job`.execute(db);
-  if (!installed.rows[0]?.job) return undefined;
-  const rows = await sql<{ name: string; state: string; n: number }>`
-    select name, state::text as state, count(*)::int as n
+export async function readQueueCounts(db: Db): Promise<QueueStatus | undefined> {
+  if (!(await queueInstalled(db))) return undefined;
+  // Settled jobs (completed, failed: their dead-letter copies are counted) are left out of the scan.
+  const rows = await sql<{ name: string; state: string; pipeline: string; n: number }>`
+    select name, state::text as state, coalesce(data->>'pipeline', '?') as pipeline, count(*)::int as n
       from ${sql.table(`${QUEUE_SCHEMA}.job`)}
-     where name in (${WINDOW_QUEUE}, ${WINDOW_DEAD_LETTER_QUEUE})
-     group by 1, 2`.execute(db);
-  const count = (name: string, state: string) =>
-    rows.rows.find((r) => r.name === name && r.state === state)?.n ?? 0;
+     where (name = ${WINDOW_QUEUE} and state in ('created', 'active', 'retry'))
+        or (name = ${WINDOW_DEAD_LETTER_QUEUE} and state = 'created')
+     group by 1, 2, 3`.execute(db);
+  const countsOf = (of: readonly { name: string; state: string; n: number }[]): QueueCounts => {
+    const count = (name: string, state: string) =>
+      of.filter((r) => r.name === name && r.state === state).reduce((n, r) => n + r.n, 0);
+    return {
+      queued: count(WINDOW_QUEUE, 'created'),
+      active: count(WINDOW_QUEUE, 'active'),
+      retrying: count(WINDOW_QUEUE, 'retry'),
+      deadLettered: count(WINDOW_DEAD_LETTER_QUEUE, 'created'),
+    };
+  };
+  const pipelines = [...new Set(rows.rows.map((r) => r.pipeline))].sort();
   return {
-    queued: count(WINDOW_QUEUE, 'created'),
-    active: count(WINDOW_QUEUE, 'active'),
-    retrying: count(WINDOW_QUEUE, 'retry'),
-    deadLettered: count(WINDOW_DEAD_LETTER_QUEUE, 'created'),
+    ...countsOf(rows.rows),
+    pipelines: pipelines.map((pipeline) => ({
+      pipeline,
+      ...countsOf(rows.rows.filter((r) => r.pipeline === pipeline)),
+    })),
   };
 }
 
@@ -42,4 +54,82 @@ export function queueLine(counts: QueueCounts | undefined): string {
     (counts.deadLettered > 0 ? ` (their windows stay failed; see ${WINDOW_DEAD_LETTER_QUEUE})` : '') +
     '.\n'
   );
+}
+
+/** A window's newest job on the window queue, as `windows show` tells it. */
+export interface WindowJob {
+  id: string;
+  state: 'created' | 'retry' | 'active' | 'completed' | 'cancelled' | 'failed';
+  /** Attempts that failed so far (pg-boss's retry count), of at most `retryLimit` retries. */
+  retryCount: number;
+  retryLimit: number;
+  /** When it may run (its next attempt, for a job waiting to retry). */
+  startAfter: Date;
+  createdOn: Date;
+  completedOn: Date | null;
+  /** Its retries are spent and it was moved to the dead-letter queue (WINDOW_DEAD_LETTER_QUEUE). */
+  deadLettered: boolean;
+  /** The credential group its planner gave it (window-jobs.ts credentialGroup). */
+  credential: string | null;
+}
+
+/** Whether any planner or worker has installed the queue in this warehouse. */
+async function queueInstalled(db: Db): Promise<boolean> {
+  const installed = await sql<{
+    job: string | null;
+  }>`select to_regclass(${`${QUEUE_SCHEMA}.job`})::text as job`.execute(db);
+  return Boolean(installed.rows[0]?.job);
+}
+
+/**
+ * The newest job of a window on the window queue (queued, waiting to retry, being loaded, or the
+ * last one settled while pg-boss keeps it); undefined when there is none.
+ */
+export async function readWindowJob(
+  db: Db,
+  ref: { pipeline: string; organizationId: string; windowKey: string },
+): Promise<WindowJob | undefined> {
+  if (!(await queueInstalled(db))) return undefined;
+  const job = sql.table(`${QUEUE_SCHEMA}.job`);
+  const r = await sql<{
+    id: string;
+    state: WindowJob['state'];
+    retry_count: number;
+    retry_limit: number;
+    start_after: Date;
+    created_on: Date;
+    completed_on: Date | null;
+    dead_lettered: boolean;
+    credential: string | null;
+  }>`
+    select j.id::text as id, j.state::text as state, j.retry_count, j.retry_limit, j.start_after,
+           j.created_on, j.completed_on, j.data->>'credential' as credential,
+           exists (select 1 from ${job} d where d.name = ${WINDOW_DEAD_LETTER_QUEUE} and d.source_id = j.id) as dead_lettered
+      from ${job} j
+     where j.name = ${WINDOW_QUEUE} and j.singleton_key = ${windowJobKey(ref)}
+     order by j.created_on desc
+     limit 1`.execute(db);
+  const row = r.rows[0];
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    state: row.state,
+    retryCount: row.retry_count,
+    retryLimit: row.retry_limit,
+    startAfter: new Date(row.start_after),
+    createdOn: new Date(row.created_on),
+    completedOn: row.completed_on ? new Date(row.completed_on) : null,
+    deadLettered: row.dead_lettered,
+    credential: row.credential,
+  };
+}
+
+/**
+ * The worker loading a window now (host:pid), from the window's claim (jobClaim: `id/attempt@host:pid`)
+ * when its job is active and the claim is that job's; null otherwise.
+ */
+export function workerOfJob(job: WindowJob | undefined, claim: string | null): string | null {
+  if (job?.state !== 'active' || !claim?.startsWith(`${job.id}/`)) return null;
+  const at = claim.indexOf('@');
+  return at < 0 ? null : claim.slice(at + 1);
 }

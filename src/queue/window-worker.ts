@@ -1,4 +1,4 @@
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { Job } from 'pg-boss';
 import { CybsError } from '../errors.js';
 import type { Db } from '../warehouse/warehouse.js';
@@ -9,7 +9,7 @@ import { runWindow } from '../pipeline/run-pipelines.js';
 import type { CommittedOutcome, WindowExecutor, WindowRunOutcome } from '../pipeline/run-pipelines.js';
 import { claimableOf, jobClaim, windowOfJob } from './window-jobs.js';
 import type { WindowJobData } from './window-jobs.js';
-import { WINDOW_QUEUE } from './window-queue.js';
+import { QUEUE_SCHEMA, WINDOW_QUEUE } from './window-queue.js';
 import type { WindowQueue } from './window-queue.js';
 
 /**
@@ -69,6 +69,19 @@ function jobFailure(data: WindowJobData, code: string, message: string): CybsErr
       windowKey: data.window.windowKey,
     },
   });
+}
+
+/**
+ * Whether this attempt of a job is its last: pg-boss retries a failed attempt while the job's retry
+ * count is below its retry limit (set by the planner that enqueued it, queue.retryLimit). Read only
+ * when an attempt fails.
+ */
+async function isLastAttempt(db: Db, job: Job<WindowJobData>): Promise<boolean> {
+  const r = await sql<{ retry_limit: number }>`
+    select retry_limit from ${sql.table(`${QUEUE_SCHEMA}.job`)}
+     where name = ${WINDOW_QUEUE} and id = ${job.id}::uuid`.execute(db);
+  const limit = r.rows[0]?.retry_limit;
+  return limit === undefined || job.retryCount >= limit;
 }
 
 /**
@@ -138,6 +151,7 @@ export async function startWindowWorker(
           signal: abort.signal,
           ...(options.loadAttempts !== undefined ? { loadAttempts: options.loadAttempts } : {}),
           ...(options.sleep ? { sleep: options.sleep } : {}),
+          jobSpent: () => isLastAttempt(deps.db, job),
           beforeCommit: async (trx, committed) => {
             completed = false;
             await completeInTransaction(job, trx, committed);

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { EtlDb } from '../warehouse/database.js';
 import type { ReportSchedule } from '../time/report-periods.js';
-import { toWindowRow } from './windows.js';
+import { WINDOW_STATE_COLUMNS, toWindowStateFields } from './windows.js';
 import type { WindowRow } from './windows.js';
 
 /**
@@ -64,7 +64,7 @@ export interface FailedWindow {
   code: string | null;
   message: string | null;
   attempts: number;
-  /** Failed attempts in a row (the backoff's step), and when a run may retry it. */
+  /** Jobs that failed for good in a row, their queue retries spent (the backoff's step), and when a pass may enqueue it again. */
   failures: number;
   retryAfter: Date | null;
 }
@@ -207,7 +207,7 @@ export function attentionItems(all: readonly Completeness[]): AttentionItem[] {
         kind: 'failed',
         ...ref,
         windows: f.windowKey,
-        text: `${f.windowKey} failed (attempts ${f.attempts}, failures in a row ${f.failures}${retry}): ${f.code ?? '?'}: ${f.message ?? ''}`,
+        text: `${f.windowKey} failed (attempts ${f.attempts}, failed jobs in a row ${f.failures}${retry}): ${f.code ?? '?'}: ${f.message ?? ''}`,
       });
     }
     if (c.behind > 0)
@@ -228,19 +228,25 @@ export function earliestStart(rows: Iterable<WindowStateRow>): Date | undefined 
   return first;
 }
 
-/** The etl.windows rows of a selection, in time order per pipeline and organization. */
+/**
+ * The etl.windows rows of a selection, in time order per pipeline and organization: only the
+ * columns planning and completeness read (status and the status page read every row).
+ */
 export async function readWindowStates(
   db: EtlDb,
   filter: { pipelines?: readonly string[]; organizationId?: string } = {},
 ): Promise<WindowStateRow[]> {
   let q = db
     .selectFrom('etl.windows')
-    .selectAll()
+    .select([...WINDOW_STATE_COLUMNS])
     .select(sql<boolean>`(retry_after is null or retry_after <= now())`.as('retry_due'));
   if (filter.pipelines) q = q.where('pipeline', 'in', [...filter.pipelines]);
   if (filter.organizationId) q = q.where('organization_id', '=', filter.organizationId);
   const rows = await q.orderBy('pipeline').orderBy('organization_id').orderBy('window_start').execute();
-  return rows.map((r) => ({ ...toWindowRow(r), retryDue: r.retry_due === true }));
+  return rows.map((r) => ({
+    ...toWindowStateFields(r),
+    retryDue: r.retry_due === true,
+  }));
 }
 
 /** Rows grouped by pipeline and organization (`pipeline \0 organization`), each by window key. */

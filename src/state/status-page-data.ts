@@ -1,5 +1,9 @@
 import { sql } from 'kysely';
 import type { Db } from '../warehouse/warehouse.js';
+import { readQueueCounts } from '../queue/queue-status.js';
+import type { QueueStatus } from '../queue/queue-status.js';
+import { pairKey } from './completeness.js';
+import type { Completeness, GapSpan } from './completeness.js';
 import { readLastRuns } from './status.js';
 import type { RunRow } from './status.js';
 
@@ -9,10 +13,11 @@ import type { RunRow } from './status.js';
  * query is an aggregate or bounded by the page, so the page stays fast on thousands of
  * organizations. Counts follow `status --json` (src/state/status.ts): loaded, no data, failed, not
  * ready (pending with NOT_READY), rejects (rows of etl.rejects), lag (from the newest settled window
- * that has ended).
+ * that has ended); gaps are status's too: the completeness of each pipeline and organization
+ * (src/state/completeness.ts), given by the caller; the window queue's counts are status's query.
  */
 
-/** A day's state in a strip; `gap`: a day the pipeline has windows for, this organization none. */
+/** A day's state in a strip; `gap`: a day of an expected window never loaded (completeness.ts). */
 export const CELL_STATES = ['loaded', 'no_data', 'not_ready', 'failed', 'pending', 'running', 'gap'] as const;
 export type CellState = (typeof CELL_STATES)[number];
 
@@ -39,7 +44,7 @@ export interface StatusPageRow {
   noData: number;
   failed: number;
   notReady: number;
-  /** Days between the row's first window and the pipeline's newest day that no window covers. */
+  /** Expected windows never loaded (completeness.ts's gaps, as `status` counts them). */
   gaps: number;
   rejects: number;
   lastLoadedWindow: string | null;
@@ -96,6 +101,8 @@ export interface StatusPageData {
   matching: number;
   runs: RunRow[];
   schemaChanges: SchemaChangeRow[];
+  /** The window queue, as `status` reads it; null where no planner or worker has installed it. */
+  queue: QueueStatus | null;
 }
 
 export interface StatusPageOptions {
@@ -104,6 +111,11 @@ export interface StatusPageOptions {
   freshnessSeconds: (pipeline: string) => number;
   /** Days in a strip, ending with the newest day of any window (default 35). */
   days?: number;
+  /**
+   * The completeness of the enabled pipelines' organizations (assessPipelines, as `status` computes
+   * it): the gaps of the page. Pipelines and organizations it leaves out have none.
+   */
+  completeness: readonly Completeness[];
 }
 
 /** A pipeline × organization's counts, as the aggregate query returns them. */
@@ -142,25 +154,21 @@ export async function readStatusPageData(
   ).rows.map((r) => r.pipeline);
   const freshness = pipelineNames.map((p) => options.freshnessSeconds(p));
 
-  // One row per pipeline × organization with its counts; gaps are counted on the days the window
-  // keys name (a key is a day, or first..last day).
+  // One row per pipeline × organization with its counts, and its gaps from completeness.ts.
+  const assessed = options.completeness.filter((c) => c.gaps.length > 0);
+  const gapWindows = (c: Completeness) => c.gaps.reduce((n, g) => n + g.windows, 0);
   const aggregate = sql<AggregateRow>`
-    with w as (
-      select pipeline, organization_id, window_key, status, last_error_code, window_end,
-             case when window_key ~ ${DATE_KEY} then left(window_key, 10)::date end as first_day,
-             case when window_key ~ ${DATE_KEY}
-                  then coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10))::date end as last_day
-        from etl.windows),
-    g as (
+    with g as (
       select pipeline, organization_id,
              count(*) filter (where status = 'loaded')::int as loaded,
              count(*) filter (where status = 'no_data')::int as no_data,
              count(*) filter (where status = 'failed')::int as failed,
-             count(*) filter (where status = 'pending' and last_error_code = 'NOT_READY')::int as not_ready,
-             min(first_day) as first_day,
-             coalesce(sum(last_day - first_day + 1), 0)::int as covered,
-             max(max(last_day)) over (partition by pipeline) as pipeline_last_day
-        from w group by 1, 2),
+             count(*) filter (where status = 'pending' and last_error_code = 'NOT_READY')::int as not_ready
+        from etl.windows group by 1, 2),
+    c as (
+      select * from unnest(${assessed.map((c) => c.pipeline)}::text[],
+                           ${assessed.map((c) => c.organizationId)}::text[],
+                           ${assessed.map(gapWindows)}::int[]) as c(pipeline, organization_id, gaps)),
     l as (
       select distinct on (pipeline, organization_id) pipeline, organization_id, window_key, window_end
         from etl.windows where status in ('loaded', 'no_data') and window_end <= ${now}
@@ -168,10 +176,11 @@ export async function readStatusPageData(
     r as (select pipeline, organization_id, count(*)::int as n from etl.rejects group by 1, 2),
     f as (select * from unnest(${pipelineNames}::text[], ${freshness}::int[]) as f(pipeline, seconds))
     select g.pipeline, g.organization_id, g.loaded, g.no_data, g.failed, g.not_ready,
-           greatest(0, coalesce(g.pipeline_last_day - g.first_day + 1 - g.covered, 0))::int as gaps,
+           coalesce(c.gaps, 0)::int as gaps,
            coalesce(r.n, 0) as rejects, l.window_key as last_key, l.window_end as last_end,
            f.seconds as freshness
       from g
+      left join c using (pipeline, organization_id)
       left join l using (pipeline, organization_id)
       left join r using (pipeline, organization_id)
       join f using (pipeline)`;
@@ -263,21 +272,10 @@ export async function readStatusPageData(
             db,
           )
         ).rows;
-  const pipelineFirstDay = new Map<string, string>();
-  const firstDays = await sql<{ pipeline: string; organization_id: string; day: string }>`
-    select pipeline, organization_id, to_char(min(left(window_key, 10)::date), 'YYYY-MM-DD') as day
-      from etl.windows
-     where ${onPage} and window_key ~ ${DATE_KEY}
-     group by 1, 2`.execute(db);
-  for (const f of firstDays.rows) pipelineFirstDay.set(`${f.pipeline}\u0000${f.organization_id}`, f.day);
-  const pipelineLastDay = new Map<string, string>();
-  const lastDays = await sql<{ pipeline: string; day: string }>`
-    select pipeline, max(coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10))) as day
-      from etl.windows where window_key ~ ${DATE_KEY} group by 1`.execute(db);
-  for (const l of lastDays.rows) pipelineLastDay.set(l.pipeline, l.day);
+  const gapsOf = new Map(assessed.map((c) => [pairKey(c.pipeline, c.organizationId), c.gaps]));
 
   const rows: StatusPageRow[] = page.rows.map((r) => {
-    const key = `${r.pipeline}\u0000${r.organization_id}`;
+    const gapDays = daysOfGaps(gapsOf.get(pairKey(r.pipeline, r.organization_id)) ?? []);
     const byDay = new Map<string, StripCell['window']>();
     for (const w of windows) {
       if (w.pipeline !== r.pipeline || w.organization_id !== r.organization_id) continue;
@@ -294,13 +292,11 @@ export async function readStatusPageData(
       };
       for (let d = w.first_day; d <= w.last_day; d = shiftDay(d, 1)) byDay.set(d, cell);
     }
-    const first = pipelineFirstDay.get(key);
-    const last = pipelineLastDay.get(r.pipeline);
     const strip = days.map((day): StripCell => {
       const window = byDay.get(day);
-      if (window) return { day, state: window.status as CellState, window };
-      const expected = first !== undefined && last !== undefined && day >= first && day <= last;
-      return { day, state: expected ? 'gap' : 'none' };
+      // A window planned and never settled (pending) is a gap, as completeness counts it.
+      if (window) return { day, state: gapDays.has(day) ? 'gap' : (window.status as CellState), window };
+      return { day, state: gapDays.has(day) ? 'gap' : 'none' };
     });
     const lagSeconds = lag(r.last_end);
     return {
@@ -332,6 +328,7 @@ export async function readStatusPageData(
        from etl.schema_changes group by table_schema, table_name, pipeline, source, changed_at
       order by max(id) desc limit 20`.execute(db);
   const runs = await readLastRuns(db);
+  const queue = (await readQueueCounts(db)) ?? null;
   return {
     generatedAt: now,
     days,
@@ -359,7 +356,20 @@ export async function readStatusPageData(
       source: c.source,
       changedAt: new Date(c.changed_at),
     })),
+    queue,
   };
+}
+
+/** The local days of gap spans, by their window keys (a day, or first..last day). */
+function daysOfGaps(gaps: readonly GapSpan[]): Set<string> {
+  const out = new Set<string>();
+  const dateKey = new RegExp(DATE_KEY);
+  for (const g of gaps) {
+    if (!dateKey.test(g.from) || !dateKey.test(g.to)) continue;
+    const last = g.to.length > 10 ? g.to.slice(12, 22) : g.to;
+    for (let d = g.from.slice(0, 10); d <= last; d = shiftDay(d, 1)) out.add(d);
+  }
+  return out;
 }
 
 function shiftDay(day: string, days: number): string {

@@ -35,7 +35,7 @@ export interface WindowRow extends WindowRef {
   updatedAt: Date;
   /** What the last load read and left (src/pipeline/fingerprint.ts), as stored; null when none. */
   fingerprint: unknown;
-  /** Failed attempts since the window last loaded (the backoff's step). */
+  /** Jobs of the window that failed for good (their queue retries spent) since it last loaded: the backoff's step. */
   failures: number;
   failedAt: Date | null;
   /** A failed window is planned again from this time on (null: at the next pass). */
@@ -54,9 +54,28 @@ function isWindow(ref: WindowRef) {
     ]);
 }
 
-export function toWindowRow(r: Selectable<WindowsTable>): WindowRow {
+/** The columns of etl.windows that planning and completeness read (readWindowStates). */
+export const WINDOW_STATE_COLUMNS = [
+  'pipeline',
+  'organization_id',
+  'window_key',
+  'window_start',
+  'window_end',
+  'status',
+  'attempts',
+  'failures',
+  'last_error_code',
+  'last_error_message',
+  'not_ready_since',
+  'retry_after',
+  'loaded_at',
+] as const;
+
+/** The fields of a row that WINDOW_STATE_COLUMNS hold. */
+export function toWindowStateFields(
+  r: Pick<Selectable<WindowsTable>, (typeof WINDOW_STATE_COLUMNS)[number]>,
+) {
   return {
-    id: Number(r.id),
     pipeline: r.pipeline,
     organizationId: r.organization_id,
     windowKey: r.window_key,
@@ -64,19 +83,26 @@ export function toWindowRow(r: Selectable<WindowsTable>): WindowRow {
     end: new Date(r.window_end),
     status: r.status,
     attempts: Number(r.attempts),
-    rowsLoaded: Number(r.rows_loaded),
-    rowsRejected: Number(r.rows_rejected),
-    sourceRef: r.source_ref,
+    failures: Number(r.failures ?? 0),
     lastErrorCode: r.last_error_code,
     lastErrorMessage: r.last_error_message,
     notReadySince: r.not_ready_since ? new Date(r.not_ready_since) : null,
-    claim: r.claim ?? null,
+    retryAfter: r.retry_after ? new Date(r.retry_after) : null,
     loadedAt: r.loaded_at ? new Date(r.loaded_at) : null,
+  };
+}
+
+export function toWindowRow(r: Selectable<WindowsTable>): WindowRow {
+  return {
+    ...toWindowStateFields(r),
+    id: Number(r.id),
+    rowsLoaded: Number(r.rows_loaded),
+    rowsRejected: Number(r.rows_rejected),
+    sourceRef: r.source_ref,
+    claim: r.claim ?? null,
     updatedAt: new Date(r.updated_at),
     fingerprint: r.fingerprint ?? null,
-    failures: Number(r.failures ?? 0),
     failedAt: r.failed_at ? new Date(r.failed_at) : null,
-    retryAfter: r.retry_after ? new Date(r.retry_after) : null,
     counts: (r.counts as Record<string, number> | null) ?? {},
     runId: r.run_id == null ? null : Number(r.run_id),
   };
@@ -240,9 +266,10 @@ export async function releaseNotReady(
 }
 
 /**
- * How long a window that failed `failures` times in a row waits before a pass plans it again: the
- * first failure none (the next pass retries it), then 1, 2, 4, 8 and 16 hours, then a day, so a
- * window that keeps failing is still tried every day without hammering the service every pass.
+ * How long a window whose jobs failed `failures` times in a row (each after the queue's retries)
+ * waits before a pass plans it again: after the first failed job none (the next pass enqueues it
+ * again), then 1, 2, 4, 8 and 16 hours, then a day, so a window that keeps failing is still tried
+ * every day without hammering the service every pass.
  */
 export const RETRY_BACKOFF_SECONDS = [0, 3_600, 7_200, 14_400, 28_800, 57_600, 86_400] as const;
 
@@ -257,25 +284,30 @@ const NEXT_RETRY_DELAY = sql`make_interval(secs => (array[${sql.raw(
 )}])[least(failures + 1, ${RETRY_BACKOFF_SECONDS.length})])`;
 
 /**
- * Record a failure. A window that was loaded before keeps its rows and its `loaded` status when a
- * re-load fails (nothing of the failed attempt committed); the error is kept for `status`. The
- * failure count grows and sets when the window may be retried (retryDelaySeconds).
+ * Record a failed attempt. A window that was loaded before keeps its rows and its `loaded` status
+ * when a re-load fails (nothing of the failed attempt committed); the error is kept for `status`.
+ * `jobSpent`: the attempt was its job's last (the queue retries it no more): the window's count of
+ * failed jobs in a row (`failures`) grows and sets when a pass may plan it again
+ * (retryDelaySeconds). An attempt whose job the queue retries leaves both as they are: the job's
+ * own retries come first, the planner's backoff after them.
  */
 export async function failWindow(
   db: EtlDb,
   ref: WindowRef,
   claim: string,
   error: { code: string; message: string },
+  options: { jobSpent?: boolean } = {},
 ): Promise<void> {
+  const spent = options.jobSpent ?? true;
   await db
     .updateTable('etl.windows')
     .set({
       status: sql`case when status_before_claim in ('loaded', 'no_data') then status_before_claim else 'failed' end`,
       last_error_code: error.code,
       last_error_message: error.message.slice(0, 2000),
-      failures: sql`failures + 1`,
+      failures: spent ? sql`failures + 1` : sql`failures`,
       failed_at: sql`now()`,
-      retry_after: sql`now() + ${NEXT_RETRY_DELAY}`,
+      retry_after: spent ? sql`now() + ${NEXT_RETRY_DELAY}` : sql`retry_after`,
       claim: null,
       updated_at: sql`now()`,
     })

@@ -72,7 +72,8 @@ describe('catching up on gaps and failed windows', { timeout: 240_000 }, () => {
       ['2024-03-11', '2024-03-11', 1],
       ['2024-03-13', '2024-03-23', 11],
     ]);
-    expect(tr.failed.map((f) => [f.windowKey, f.attempts, f.failures])).toEqual([['2024-03-12', 1, 1]]);
+    // One attempt; its job waits for its retry, so no failed job counts toward the window's backoff yet.
+    expect(tr.failed.map((f) => [f.windowKey, f.attempts, f.failures])).toEqual([['2024-03-12', 1, 0]]);
     expect(tr.behind).toBe(13);
     const own = (s: StatusJson) => s.attention.filter((a) => a.pipeline === 'transaction_request');
     expect(own(status).map((a) => a.kind)).toEqual(['gap', 'gap', 'failed', 'behind']);
@@ -118,8 +119,9 @@ describe('catching up on gaps and failed windows', { timeout: 240_000 }, () => {
       expect(windows.get(day)?.status ?? 'gap', day).not.toMatch(/loaded|no_data/);
   });
 
-  it('a window that failed twice waits for its backoff; windows retry lets the next run take it at once', async () => {
-    world = await createE2eWorld({ prefix: 'catchupbo' });
+  it('a window whose jobs failed twice waits for its backoff; windows retry lets the next run take it at once', async () => {
+    // No queue retries: each failed attempt spends its job, which counts toward the window's backoff.
+    world = await createE2eWorld({ prefix: 'catchupbo', configExtra: 'queue:\n  retryLimit: 0' });
     await holeyWarehouse(world);
     world.sim.setFaults('download:500');
     expect(
@@ -141,6 +143,14 @@ describe('catching up on gaps and failed windows', { timeout: 240_000 }, () => {
     const retry = await world.run(['windows', 'retry', ...PIPELINE, '--yes']);
     expect(retry.code, retry.stderr).toBe(0);
     expect(retry.stdout).toContain('1 failed window');
+    // Its last job was dead-lettered: a new one is on the queue, for any worker to load now.
+    expect(retry.stdout).toContain('Enqueued 1 window job(s) on the window queue; 0 already queued.');
+    const queued = await world.db.query<{ state: string }>(
+      `select state::text as state from pgboss.job
+        where name = 'cybs_etl_windows' and singleton_key like 'transaction_request|%|2024-03-12'
+        order by created_on desc limit 1`,
+    );
+    expect(queued.rows).toEqual([{ state: 'created' }]);
     expect((await world.run(['run', ...PIPELINE])).code).toBe(0);
     windows = await windowsOf(world);
     expect(windows.get('2024-03-12')).toEqual({ status: 'loaded', attempts: 3, failures: 0 });

@@ -31,7 +31,12 @@ interface JsonRow {
   failed: unknown[];
   notReady: unknown[];
   rejects: number;
+  gaps: { windows: number }[];
 }
+
+type QueueJson = Record<'queued' | 'active' | 'retrying' | 'deadLettered', number> & {
+  pipelines: ({ pipeline: string } & Record<'queued' | 'active' | 'retrying' | 'deadLettered', number>)[];
+};
 
 async function openPage(browser: Browser, url: string): Promise<{ page: Page; problems: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
@@ -127,7 +132,11 @@ describe('the status page', { timeout: 240_000 }, () => {
     expect(written.code, written.stderr).toBe(0);
     expect(written.stdout).toContain(`Status page written to ${file}`);
     const json = await world.run(['status', '--json']);
-    const status = JSON.parse(json.stdout) as { pipelines: JsonRow[]; runs: { id: number }[] };
+    const status = JSON.parse(json.stdout) as {
+      pipelines: JsonRow[];
+      runs: { id: number }[];
+      queue: QueueJson | null;
+    };
 
     const url = `file://${file}`;
     const { page, problems } = await openPage(browser, url);
@@ -144,6 +153,8 @@ describe('the status page', { timeout: 240_000 }, () => {
         failed: String(r.failed.length),
         notReady: String(r.notReady.length),
         rejects: String(r.rejects),
+        // status's gaps (completeness.ts): expected windows never loaded.
+        gaps: String(r.gaps.reduce((n, g) => n + g.windows, 0)),
         lastLoaded: r.lastLoadedWindow ?? '',
         // The same newest window, its lag counted at the page's time.
         lag: String(Math.round((generatedAt - Date.parse(r.lastLoadedEnd!)) / 1000)),
@@ -158,6 +169,20 @@ describe('the status page', { timeout: 240_000 }, () => {
       rejects: sum((r) => r.rejects),
       gaps: '2',
     });
+    // The window queue as status counts it: the failed window's job waits for its retry.
+    expect(status.queue).not.toBeNull();
+    const queue = status.queue!;
+    expect(queue.retrying).toBe(1);
+    const asText = (c: Omit<QueueJson, 'pipelines'>) => ({
+      queued: String(c.queued),
+      active: String(c.active),
+      retrying: String(c.retrying),
+      deadLettered: String(c.deadLettered),
+    });
+    expect(await rowNumbers(page, '#queue tr[data-total]')).toEqual(asText(queue));
+    for (const p of queue.pipelines)
+      expect(await rowNumbers(page, `#queue tr[data-pipeline="${p.pipeline}"]`)).toEqual(asText(p));
+    expect(queue.pipelines.map((p) => p.pipeline)).toEqual(['transaction_request']);
     const runs = await page
       .locator('#runs tr[data-run]')
       .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-run')));

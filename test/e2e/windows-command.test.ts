@@ -74,8 +74,14 @@ describe('cybs-etl windows', { timeout: 240_000 }, () => {
     expect(failed.code, failed.stderr).toBe(0);
     expect(failed.stdout).toMatch(/state\s+failed/);
     expect(failed.stdout).toMatch(/attempts\s+1/);
-    expect(failed.stdout).toMatch(/failures in a row\s+1/);
+    // The job's retries come first: no failed job counts toward the window's backoff yet.
+    expect(failed.stdout).toMatch(/failed jobs in a row\s+0/);
     expect(failed.stdout).toMatch(/last error\s+API_HTTP_STATUS: CyberSource answered HTTP 500/);
+    // Its job on the window queue waits for its next attempt.
+    expect(failed.stdout).toMatch(/job\s+[0-9a-f-]{36} on the window queue/);
+    expect(failed.stdout).toMatch(/job state\s+retry \(waiting for its next attempt\)/);
+    expect(failed.stdout).toMatch(/job retries\s+\d of 3/);
+    expect(failed.stdout).toMatch(/job worker\s+-/);
     const loaded = JSON.parse(
       (await world.run(['windows', 'show', 'transaction_request', '2024-03-02', '--json'])).stdout,
     ) as {
@@ -85,6 +91,7 @@ describe('cybs-etl windows', { timeout: 240_000 }, () => {
       fingerprint: unknown;
       counts: Record<string, number>;
       rejects: { count: number };
+      job: { state: string; deadLettered: boolean; worker: string | null } | null;
     };
     expect(loaded.state).toBe('loaded');
     expect(loaded.rowsLoaded).toBeGreaterThan(0);
@@ -92,9 +99,43 @@ describe('cybs-etl windows', { timeout: 240_000 }, () => {
     expect(loaded.fingerprint).not.toBeNull();
     expect(loaded.counts.inserted).toBe(loaded.rowsLoaded);
     expect(loaded.rejects.count).toBe(0);
+    expect(loaded.job).toMatchObject({ state: 'completed', deadLettered: false, worker: null });
     const missing = await world.run(['windows', 'show', 'transaction_request', '2023-01-01']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('no window transaction_request 2023-01-01');
+  });
+
+  it("retry puts the failed window's job on the queue now, and a queue pass loads it", async () => {
+    const jobsOf = async (key: string) =>
+      (
+        await world.db.query<{ id: string; state: string; due: boolean }>(
+          `select id::text as id, state::text as state, start_after <= now() as due from pgboss.job
+            where name = 'cybs_etl_windows' and singleton_key = $1 order by created_on desc`,
+          [`transaction_request|${world.sim.organizations[0]}|${key}`],
+        )
+      ).rows;
+    const [before] = await jobsOf('2024-03-07');
+    expect(before?.state).toBe('retry');
+    const retry = await world.run(['windows', 'retry', ...TR, '--yes']);
+    expect(retry.code, retry.stdout + retry.stderr).toBe(0);
+    expect(retry.stdout).toContain('1 failed window(s) will be retried now');
+    // Its job was waiting for a retry: not enqueued twice, due now.
+    expect(retry.stdout).toContain(
+      'Enqueued 0 window job(s) on the window queue; 1 already queued (a retry that was waiting is due now).',
+    );
+    expect(await jobsOf('2024-03-07')).toEqual([{ id: before!.id, state: 'retry', due: true }]);
+    // A pass working the queue (run's own worker, as any cybs-etl worker) loads it through that job.
+    const run = await world.run(['run', ...TR]);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(await jobsOf('2024-03-07')).toEqual([{ id: before!.id, state: 'completed', due: true }]);
+    const shown = JSON.parse(
+      (await world.run(['windows', 'show', 'transaction_request', '2024-03-07', '--json'])).stdout,
+    ) as { state: string; attempts: number; job: { id: string; state: string } };
+    expect(shown).toMatchObject({
+      state: 'loaded',
+      attempts: 2,
+      job: { id: before!.id, state: 'completed' },
+    });
   });
 
   it('reset says what it will do and needs --yes off a terminal; the rows stay until the next run loads the window again', async () => {

@@ -3,6 +3,7 @@
  * load each window once within the per-credential limit, failures are retried and then dead-lettered,
  * and a stopping worker gives its unfinished windows back to the queue.
  */
+import { hostname } from 'node:os';
 import type { EtlDb } from '../../src/warehouse/database.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load-config.js';
@@ -14,7 +15,7 @@ import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
 import { planJobs } from '../../src/pipeline/run-pipelines.js';
 import type { WindowExecutor } from '../../src/pipeline/run-pipelines.js';
 import { jobClaim, toJobData } from '../../src/queue/window-jobs.js';
-import { queueLine, readQueueCounts } from '../../src/queue/queue-status.js';
+import { queueLine, readQueueCounts, readWindowJob, workerOfJob } from '../../src/queue/queue-status.js';
 import { openWindowQueue, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE } from '../../src/queue/window-queue.js';
 import type { WindowQueue } from '../../src/queue/window-queue.js';
 import { startWindowWorker } from '../../src/queue/window-worker.js';
@@ -147,6 +148,7 @@ describe('the window queue (pg-boss)', () => {
       active: 0,
       retrying: 0,
       deadLettered: 0,
+      pipelines: [{ pipeline: 'alpha', queued: 10, active: 0, retrying: 0, deadLettered: 0 }],
     });
     // Again later: still queued, nothing added.
     const again = await a.enqueue(jobs);
@@ -206,6 +208,7 @@ describe('the window queue (pg-boss)', () => {
       active: 0,
       retrying: 0,
       deadLettered: 1,
+      pipelines: [{ pipeline: 'alpha', queued: 0, active: 0, retrying: 0, deadLettered: 1 }],
     });
     expect(queueLine(await readQueueCounts(warehouse.db))).toBe(
       `\nWindow queue (cybs-etl worker): 0 queued, 0 being loaded, 0 waiting to retry, 1 dead-lettered (their windows stay failed; see ${WINDOW_DEAD_LETTER_QUEUE}).\n`,
@@ -217,12 +220,18 @@ describe('the window queue (pg-boss)', () => {
     );
     const windows = await listWindows(warehouse.db);
     const org1 = windows.find((x) => x.organizationId === 'org1')!;
-    expect([org1.status, org1.attempts, org1.lastErrorMessage]).toEqual([
+    // Every attempt counts; the window's backoff counts the one job that failed for good.
+    expect([org1.status, org1.attempts, org1.failures, org1.lastErrorMessage]).toEqual([
       'failed',
       3,
+      1,
       'the service keeps refusing org1',
     ]);
-    expect(windows.find((x) => x.organizationId === 'org2')!.status).toBe('loaded');
+    expect(org1.retryAfter).not.toBeNull();
+    const org2 = windows.find((x) => x.organizationId === 'org2')!;
+    expect([org2.status, org2.attempts, org2.failures]).toEqual(['loaded', 2, 0]);
+    const job = await readWindowJob(warehouse.db, org1);
+    expect(job).toMatchObject({ state: 'failed', retryLimit: settings.retryLimit, deadLettered: true });
   });
 
   it('a stopping worker lets a window finish within the grace time, and rolls back and requeues one past it', async () => {
@@ -235,6 +244,12 @@ describe('the window queue (pg-boss)', () => {
       else await slow;
     });
     await until(async () => w.inFlight === 2);
+    // windows show's job: active, on this process.
+    const [loading] = await listWindows(warehouse.db, { organizationId: 'org2' });
+    const job = await readWindowJob(warehouse.db, loading!);
+    expect(job).toMatchObject({ state: 'active', retryCount: 0, deadLettered: false, credential: 'cred' });
+    expect(workerOfJob(job, loading!.claim)).toBe(`${hostname()}:${process.pid}`);
+    expect(workerOfJob({ ...job!, state: 'retry' }, loading!.claim)).toBeNull();
     const stopping = w.stop(1000);
     setTimeout(release, 1500);
     await stopping;

@@ -109,6 +109,27 @@ describe('expected windows and completeness', () => {
       expect.objectContaining({ kind: 'never_loaded', pipeline: 'net_fundings', organizationId: 'o1' }),
     ]);
   });
+
+  it('measures each organization against its own first window, also when many share a first day', () => {
+    const of = (org: string, from: string, n: number) =>
+      days(from, n).map((d) => row(d, 'loaded', { organizationId: org }));
+    const rows = [...of('a', '2026-10-01', 30), ...of('b', '2026-11-10', 3), ...of('c', '2026-10-01', 5)];
+    const byOrg = new Map(assessPipelines([NF], rows, NOW).map((c) => [c.organizationId, c]));
+    // o1 (configured, no rows) from startDate; a and c from their first window, 10-01; b from 11-10.
+    for (const [org, first] of [
+      ['o1', NF.startDate],
+      ['a', '2026-10-01'],
+      ['b', '2026-11-10'],
+      ['c', '2026-10-01'],
+    ] as const) {
+      const own = rows.filter((r) => r.organizationId === org);
+      const expected = expectedWindows(NF, org, own, NOW).windows;
+      expect(expected[0]!.windowKey, org).toBe(first);
+      expect(byOrg.get(org)!.expected, org).toBe(expected.length);
+    }
+    expect(byOrg.get('a')!.gaps.map((g) => [g.from, g.windows])).toEqual([['2026-10-31', 25]]);
+    expect(byOrg.get('c')!.gaps.map((g) => [g.from, g.windows])).toEqual([['2026-10-06', 50]]);
+  });
 });
 
 describe('a run plans the gaps and failed windows since the first known window', () => {
