@@ -36,6 +36,11 @@ export interface WindowContext {
    * (tables that existed then), and as the load found or made them once it has prepared a table.
    */
   tableColumns: Map<string, readonly ExistingColumn[]>;
+  /**
+   * The TEMP staging tables made in this transaction (ensureStaging), made only when rows go
+   * through them; forgotten at a rollback to a savepoint, which may have taken them back.
+   */
+  stagingMade: Set<string>;
 }
 
 export interface StagedColumn {

@@ -15,6 +15,7 @@ import { LineMap } from '../line-map.js';
 import type { CsvBytesSource, LoadBatch, SpooledSource, TableDecl } from '../table-spec.js';
 import type { StagedColumn, TargetCopy, WindowContext } from './context.js';
 import { checkRejects } from './rejects.js';
+import { ensureStaging } from './prepare-target.js';
 import { expectCopied } from './savepoint.js';
 
 /** Size of one COPY chunk, in UTF-16 code units (about a megabyte). */
@@ -60,6 +61,26 @@ export async function copySource(
     rejects.add(tableName, source, recordNumber, raw, code, message);
 
   try {
+    // Up to the first record before anything is sent: a source without records (the usual records
+    // beside a fast path) copies nothing and needs no staging table; its rejects still count.
+    while (pending === null || position >= pending.records.length) {
+      let next: IteratorResult<LoadBatch>;
+      try {
+        next = await iterator.next();
+      } catch (error) {
+        ctx.abort = error;
+        throw error;
+      }
+      if (next.done) {
+        done = true;
+        await rejects.flush();
+        return 0;
+      }
+      pending = next.value;
+      position = 0;
+      for (const r of pending.rejects) reject(r.recordNumber, r.raw, r.code, r.message);
+    }
+    await ensureStaging(copy);
     while (!done) {
       total += await copySegment();
     }
@@ -176,6 +197,7 @@ export async function copyPreEncoded(copy: TargetCopy, source: SpooledSource): P
   let total = 0;
   for (const segment of source.segments) {
     if (segment.lines === 0) continue;
+    await ensureStaging(copy);
     const statement = `COPY pg_temp.${quoteIdent(stagingName)} (${[
       ...staged.slice(0, segment.columns).map((c) => c.name),
       '_source_row',
@@ -217,6 +239,7 @@ export async function copyRawCsv(
   if (copy.drift)
     throw refuseFastPath('column types differ from the table (values need checking one by one)');
   const columns = staged.map((c) => quoteIdent(c.name)).join(', ');
+  await ensureStaging(copy);
   // The scanner appends each record's line number: the last column, `_source_row`.
   const copied = await copyRawBytes(
     ctx,

@@ -14,7 +14,7 @@ import { assertRawTextCopyable, copyRawTextLines } from './raw-text-copy.js';
 import type { CopyLinesSource, CsvBytesSource, SpooledSource, TableDecl } from '../table-spec.js';
 import type { StagedColumn, TargetCopy, WindowContext } from './context.js';
 import { copyRawBytes, copySource, rawCsvChecks } from './copy-staging.js';
-import { buildDeferredIndexes } from './prepare-target.js';
+import { buildDeferredIndexes, ensureStaging } from './prepare-target.js';
 import { ofSource, sourceHasRows, sourceKeyOf } from './source-keys.js';
 import { expectCopied, hasSqlState, withSavepoint } from './savepoint.js';
 import type { TableLoadResult } from './types.js';
@@ -84,6 +84,7 @@ export async function insertStaged(
   staged: StagedColumn[],
   stagingName: string,
 ): Promise<number> {
+  await ensureStaging({ ctx, trx, decl, staged, stagingName });
   const data = [...staged.map((c) => c.name), '_source_row'];
   const inserted = await sql`
     insert into ${sql.id(decl.schema, decl.name)} (${sql.join([...data, ...DIRECT_LINEAGE].map((c) => sql.id(c)))})
@@ -171,6 +172,7 @@ export async function copyTextIntoTable(
   const outcome = await withSavepoint(
     trx,
     'cybs_direct',
+    ctx.stagingMade,
     async () => {
       let total = 0;
       if (perRow > 0) total += await insertStaged(ctx, trx, decl, source.source, staged, stagingName);
@@ -230,6 +232,7 @@ export async function copyRawTextIntoTable(
   const outcome = await withSavepoint(
     trx,
     'cybs_direct',
+    ctx.stagingMade,
     async () => {
       await copyRawTextLines(
         ctx.session,
@@ -314,6 +317,7 @@ export async function copyRawCsvIntoTable(
   const outcome = await withSavepoint(
     trx,
     'cybs_direct',
+    ctx.stagingMade,
     async () => {
       let copied = await copyRawBytes(
         ctx,

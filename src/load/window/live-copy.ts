@@ -151,7 +151,7 @@ export async function startLiveCopy(
     [];
   for (const [index, { table: decl, columns, feed }] of live.tables.entries()) {
     const source = { source: live.source, columns };
-    const { staged, drift, added } = await prepareTarget(ctx, trx, { table: decl, source }, index, false);
+    const { staged, drift, added } = await prepareTarget(ctx, trx, { table: decl, source }, index);
     if (drift.length > 0) return undefined;
     const lineage = await copyTextLineage(ctx, trx, decl, live.source);
     if (lineage === undefined) return undefined;
@@ -164,7 +164,7 @@ export async function startLiveCopy(
       added,
     });
   }
-  const savepoint = await openSavepoint(trx, 'cybs_live');
+  const savepoint = await openSavepoint(trx, 'cybs_live', ctx.stagingMade);
   const copied = copies.map((c) => ({ rows: 0, copies: 0, ms: 0, added: c.added }));
   let failure: unknown;
   let produced = false;

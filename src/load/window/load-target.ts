@@ -8,7 +8,7 @@ import { sourceError } from './context.js';
 import type { WindowContext } from './context.js';
 import { firstLoadResult } from './first-load.js';
 import { deleteVanished, mergeStaging } from './merge.js';
-import { buildDeferredIndexes, prepareTarget } from './prepare-target.js';
+import { buildDeferredIndexes, ensureStaging, prepareTarget } from './prepare-target.js';
 import { strategyFor } from './strategy.js';
 import type { LoadWindowTarget, TableLoadResult } from './types.js';
 import { sql } from 'kysely';
@@ -24,7 +24,8 @@ export async function loadTarget(
   try {
     const { staged, drift, added, stagingName } = await prepareTarget(ctx, trx, target, index);
     const staging = sql.id('pg_temp', stagingName);
-    const strategy = strategyFor({ ctx, trx, decl, staged, stagingName, drift: drift.length > 0 }, source);
+    const copy = { ctx, trx, decl, staged, stagingName, drift: drift.length > 0 };
+    const strategy = strategyFor(copy, source);
 
     const rejectedBefore = ctx.rejects.count;
     const started = performance.now();
@@ -34,6 +35,7 @@ export async function loadTarget(
       return firstLoadResult(ctx, tableName, source.source, added, direct, started, rejectedBefore);
     }
     const stagedCount = await strategy.intoStaging();
+    await ensureStaging(copy);
     ctx.rowsLoaded += stagedCount;
     await buildDeferredIndexes(ctx, trx, decl);
     const copied = performance.now();

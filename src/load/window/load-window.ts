@@ -86,6 +86,7 @@ export async function loadWindow(
           ),
           deferredIndexes: new Map(),
           tableColumns: tableColumnsOf(decls, locked.rows[0]!.columns),
+          stagingMade: new Set(),
         };
         const previous = options.state?.previous;
         if (options.state) {

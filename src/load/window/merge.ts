@@ -70,6 +70,7 @@ export async function mergeStaging(
   const once = await withSavepoint(
     trx,
     'cybs_merge',
+    ctx.stagingMade,
     () => upsert(trx, upsertSql(decl, who, data, changed ?? staging, false)),
     (error) => hasSqlState(error, '21000'),
   );

@@ -1,6 +1,6 @@
 /**
  * A target made ready for its source: the source checked, the table created or given the columns it
- * lacks (etl.schema_changes), the staging table made, deferred indexes built.
+ * lacks (etl.schema_changes), its staging table made when rows go through it, deferred indexes built.
  */
 import { encoderFor, typeFamily } from '../../copy-text/cell-encoders.js';
 import { CybsError } from '../../errors.js';
@@ -19,7 +19,7 @@ import {
 import type { ExistingColumn } from '../ddl.js';
 import { LINEAGE_COLUMNS } from '../table-spec.js';
 import type { ColumnDecl, LoadSourceBase, TableDecl } from '../table-spec.js';
-import type { StagedColumn, WindowContext } from './context.js';
+import type { StagedColumn, TargetCopy, WindowContext } from './context.js';
 import { sql } from 'kysely';
 
 export interface PreparedTarget {
@@ -28,23 +28,16 @@ export interface PreparedTarget {
   drift: StagedColumn[];
   /** Columns added to the table by this load. */
   added: string[];
-  /**
-   * The target's TEMP staging table (in pg_temp, dropped on commit), made like the table (unless
-   * prepareTarget was told not to make it).
-   */
+  /** The name of the target's TEMP staging table, made when first needed (ensureStaging). */
   stagingName: string;
 }
 
-/**
- * Validate the source, create the table or add what it lacks, and (unless `staging` is false) make
- * its staging table.
- */
+/** Validate the source and create the table or add what it lacks. */
 export async function prepareTarget(
   ctx: WindowContext,
   trx: Db,
   target: { table: TableDecl; source: LoadSourceBase },
   index: number,
-  staging = true,
 ): Promise<PreparedTarget> {
   const { table: decl, source } = target;
   validateSource(decl, source);
@@ -64,13 +57,24 @@ export async function prepareTarget(
       'source column types differ from the table; values are checked against the table types',
     );
   }
-  const stagingName = `_cybs_stg_${index}`;
-  if (!staging) return { staged, drift, added, stagingName };
+  return { staged, drift, added, stagingName: `_cybs_stg_${index}` };
+}
+
+/**
+ * Make the target's TEMP staging table (in pg_temp, dropped on commit), typed like the table, unless
+ * this transaction has it already. Called by whatever writes or reads it, so that a first load
+ * straight into the table makes none.
+ */
+export async function ensureStaging(
+  copy: Pick<TargetCopy, 'ctx' | 'trx' | 'decl' | 'staged' | 'stagingName'>,
+): Promise<void> {
+  const { ctx, trx, decl, staged, stagingName } = copy;
+  if (ctx.stagingMade.has(stagingName)) return;
   const stagingColumns = [...staged.map((c) => c.name), '_source_row'];
-  await sql`create temp table ${sql.id(stagingName)} on commit drop as
+  await sql`create temp table if not exists ${sql.id(stagingName)} on commit drop as
     select ${sql.join(stagingColumns.map((c) => sql.id(c)))} from ${sql.id(decl.schema, decl.name)}
     with no data`.execute(trx);
-  return { staged, drift, added, stagingName };
+  ctx.stagingMade.add(stagingName);
 }
 
 export const LINEAGE_NAMES = new Set(LINEAGE_COLUMNS.map((c) => c.name));

@@ -19,11 +19,13 @@ import { KEY_LINEAGE_COLUMNS, quoteIdent } from '../ddl.js';
 import type { TargetCopy } from './context.js';
 import { expectCopied } from './savepoint.js';
 import type { WarehouseSession } from '../../warehouse/warehouse.js';
+import { ensureStaging } from './prepare-target.js';
 
 /** COPY `body` into the target's typed staging table; the rows staged. */
 export async function copyRawText(copy: TargetCopy, body: RawCopyTextBody): Promise<number> {
   const { ctx, trx, decl, staged, stagingName } = copy;
   assertRawTextCopyable(staged, copy.drift);
+  await ensureStaging(copy);
   await copyRawTextLines(
     ctx.session,
     `COPY pg_temp.${quoteIdent(stagingName)} (${[...staged.map((c) => c.name), '_source_row']

@@ -18,11 +18,18 @@ export interface Savepoint {
   rollback(): Promise<void>;
 }
 
-export async function openSavepoint(trx: Db, name: SavepointName): Promise<Savepoint> {
+/**
+ * Open a savepoint. `staging` is the window's set of staging tables made (WindowContext.stagingMade):
+ * a rollback may take back tables made since, so it is emptied then (they are made again if need be).
+ */
+export async function openSavepoint(trx: Db, name: SavepointName, staging: Set<string>): Promise<Savepoint> {
   await sql`savepoint ${sql.id(name)}`.execute(trx);
   return {
     release: async () => void (await sql`release savepoint ${sql.id(name)}`.execute(trx)),
-    rollback: async () => void (await sql`rollback to savepoint ${sql.id(name)}`.execute(trx)),
+    rollback: async () => {
+      await sql`rollback to savepoint ${sql.id(name)}`.execute(trx);
+      staging.clear();
+    },
   };
 }
 
@@ -36,10 +43,11 @@ export type SavepointOutcome<T> = { done: true; value: T } | { done: false; erro
 export async function withSavepoint<T>(
   trx: Db,
   name: SavepointName,
+  staging: Set<string>,
   body: () => Promise<T>,
   rollBackOn: (error: unknown) => boolean,
 ): Promise<SavepointOutcome<T>> {
-  const savepoint = await openSavepoint(trx, name);
+  const savepoint = await openSavepoint(trx, name, staging);
   let value: T;
   try {
     value = await body();
