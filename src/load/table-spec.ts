@@ -148,8 +148,8 @@ export interface CopyLinesSource extends LoadSourceBase {
 
 /**
  * Records already encoded as COPY text (src/pipeline/copy-text-spool.ts), with the records that
- * still need the per-row path. The segments are used on PostgreSQL when every column's table type
- * is of the source type's family (no value needs checking); otherwise the loader reads
+ * still need the per-row path. The segments' lines are copied as they are when every column's
+ * table type is of the source type's family (no value needs checking); otherwise the loader reads
  * `allBatches`, which holds every record.
  */
 export interface SpooledSource extends LoadSourceBase {

@@ -1,6 +1,6 @@
 import { CybsError } from '../../errors.js';
 import { toLoadError } from '../../warehouse/database-errors.js';
-import type { Warehouse } from '../../warehouse/warehouse.js';
+import type { Db, Warehouse } from '../../warehouse/warehouse.js';
 import { tableColumnsJson, tableColumnsOf, validateTableDecl } from '../ddl.js';
 import type { TableDecl } from '../table-spec.js';
 import type { WindowContext } from './context.js';
@@ -8,7 +8,7 @@ import { loadLive } from './live-copy.js';
 import { loadTarget } from './load-target.js';
 import { deleteItemsLeftBehind } from './merge.js';
 import { buildDeferredIndexes } from './prepare-target.js';
-import { RejectWriter, checkRejects } from './rejects.js';
+import { RejectWriter, checkRejects, deleteWindowRejects } from './rejects.js';
 import { confirmUnchanged, loadedState, unchangedSince } from './reload-check.js';
 import { takeSourceKeys } from './source-keys.js';
 import { DEFAULT_REJECT_THRESHOLD } from './types.js';
@@ -63,7 +63,7 @@ export async function loadWindow(
   });
   try {
     const result = await warehouse.session((session) =>
-      session.db.transaction().execute(async (trx) => {
+      session.db.transaction().execute(async (trx: Db) => {
         const { pipeline, organizationId, windowKey } = options.window;
         const lockKey = JSON.stringify(['cybs-etl:window', pipeline, organizationId, windowKey]);
         // The window's lock, and in the same statement its tables' columns (evolveSchema).
@@ -102,10 +102,7 @@ export async function loadWindow(
             return unchanged;
           }
         }
-        // The window's rejects are replaced by this load's (a re-run must not double them).
-        await sql`delete from etl.rejects
-                   where pipeline = ${pipeline} and organization_id = ${organizationId}
-                     and window_key = ${windowKey}`.execute(trx);
+        await deleteWindowRejects(trx, options.window);
         const tables: TableLoadResult[] = [];
         /** The table and source of each of `tables`. */
         const loaded: { decl: TableDecl; source: string }[] = [];

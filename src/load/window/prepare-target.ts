@@ -5,6 +5,7 @@
 import { encoderFor, typeFamily } from '../../copy-text/cell-encoders.js';
 import { CybsError } from '../../errors.js';
 import { LOAD_ERROR_CODES } from '../../warehouse/database-errors.js';
+import type { EtlDb } from '../../warehouse/database.js';
 import type { Db } from '../../warehouse/warehouse.js';
 import {
   KEY_LINEAGE_COLUMNS,
@@ -165,7 +166,8 @@ export async function evolveSchema(
   }
   if (added.length > 0) {
     const types = new Map(columns.map((c) => [c.name, c.type]));
-    await trx
+    const etl: EtlDb = trx;
+    await etl
       .insertInto('etl.schema_changes')
       .values(
         added.map((c) => ({

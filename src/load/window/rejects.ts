@@ -1,9 +1,12 @@
 /**
- * The window's rejects: buffered and copied into etl.rejects, and the cap and threshold that fail
- * the window.
+ * The window's rejects: buffered and copied into etl.rejects, the cap and threshold that fail the
+ * window, and the window's rows there (replaced by each load, counted, restamped).
  */
+import { sql } from 'kysely';
+import type { ExpressionBuilder } from 'kysely';
 import { escapeCopyTextLossy } from '../../copy-text/cell-encoders.js';
 import { CybsError } from '../../errors.js';
+import type { Database, EtlDb } from '../../warehouse/database.js';
 import { LOAD_ERROR_CODES } from '../../warehouse/database-errors.js';
 import type { WarehouseSession } from '../../warehouse/warehouse.js';
 import { DEFAULT_REJECT_THRESHOLD } from './types.js';
@@ -83,6 +86,42 @@ export class RejectWriter {
     const copied = await this.session.copyFrom(REJECT_COPY, [text]);
     expectCopied(copied, expected, 'etl.rejects', {});
   }
+}
+
+type WindowId = LoadWindowOptions['window'];
+
+/** The window's rows of etl.rejects. */
+function ofWindow(window: WindowId) {
+  return (eb: ExpressionBuilder<Database, 'etl.rejects'>) =>
+    eb.and({
+      pipeline: window.pipeline,
+      organization_id: window.organizationId,
+      window_key: window.windowKey,
+    });
+}
+
+/** Delete the window's rejects: a load replaces them with its own (a re-run must not double them). */
+export async function deleteWindowRejects(db: EtlDb, window: WindowId): Promise<void> {
+  await db.deleteFrom('etl.rejects').where(ofWindow(window)).execute();
+}
+
+/** How many rejects the window has. */
+export async function countWindowRejects(db: EtlDb, window: WindowId): Promise<number> {
+  const row = await db
+    .selectFrom('etl.rejects')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where(ofWindow(window))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** The window's rejects, as if written again by run `runId` now (a load that found nothing to write). */
+export async function restampWindowRejects(db: EtlDb, window: WindowId, runId: number | null): Promise<void> {
+  await db
+    .updateTable('etl.rejects')
+    .set({ run_id: runId, created_at: sql<Date>`now()` })
+    .where(ofWindow(window))
+    .execute();
 }
 
 /**

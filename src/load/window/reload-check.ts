@@ -7,7 +7,7 @@ import { ensureTable, readTableColumns } from '../ddl.js';
 import type { ExistingColumn } from '../ddl.js';
 import type { TableDecl } from '../table-spec.js';
 import type { WindowContext } from './context.js';
-import { checkRejects } from './rejects.js';
+import { checkRejects, countWindowRejects, restampWindowRejects } from './rejects.js';
 import { ofSource } from './source-keys.js';
 import type {
   LoadWindowOptions,
@@ -89,13 +89,8 @@ export async function tablesUnchangedSinceLoadIn(
     if (age <= 0n || age >= XID_HORIZON) return false;
   }
   const writers = `{${previous.writers.map((w) => String(BigInt(w) % XID_EPOCH)).join(',')}}`;
-  const { pipeline, organizationId, windowKey } = window;
-  const rejects = await sql<{ n: string }>`
-    select count(*) as n from etl.rejects
-     where pipeline = ${pipeline} and organization_id = ${organizationId} and window_key = ${windowKey}`.execute(
-    trx,
-  );
-  if (Number(rejects.rows[0]!.n) !== previous.rejected) return false;
+  const { organizationId } = window;
+  if ((await countWindowRejects(trx, window)) !== previous.rejected) return false;
   for (const [index, { table: decl, source }] of tables.entries()) {
     const before = previous.tables[index]!;
     if (before.table !== `${decl.schema}.${decl.name}` || before.source !== source) return false;
@@ -125,11 +120,7 @@ export async function confirmUnchanged(
 ): Promise<LoadWindowResult> {
   for (const { table } of targets) await ensureTable(trx, table);
   const { pipeline, organizationId, windowKey } = ctx.options.window;
-  if (previous.rejected > 0) {
-    await sql`update etl.rejects set run_id = ${ctx.options.runId}::bigint, created_at = now()
-               where pipeline = ${pipeline} and organization_id = ${organizationId}
-                 and window_key = ${windowKey}`.execute(trx);
-  }
+  if (previous.rejected > 0) await restampWindowRejects(trx, ctx.options.window, ctx.options.runId);
   ctx.options.logger?.info(
     { pipeline, organizationId, windowKey, rows: previous.tables.reduce((n, t) => n + t.owned, 0) },
     "the same sources as the window's last load, and its rows untouched since: nothing to write",

@@ -4,7 +4,7 @@
  */
 import { CybsError } from '../../errors.js';
 import { LOAD_ERROR_CODES } from '../../warehouse/database-errors.js';
-import type { Db } from '../../warehouse/warehouse.js';
+import type { EtlDb } from '../../warehouse/database.js';
 import type { TableDecl } from '../table-spec.js';
 import type { WindowContext } from './context.js';
 import { sql } from 'kysely';
@@ -39,24 +39,44 @@ export function sourceKeyQuery(organizationId: string, source: string): RawBuild
  * makes this one wait for it (the unique index), then read its number.
  */
 export async function takeSourceKeys(
-  trx: Db,
+  trx: EtlDb,
   organizationId: string,
   sources: readonly string[],
 ): Promise<Map<string, string>> {
   const keys = new Map<string, string>();
+  const asText = sql<string>`source_key::text`.as('k');
   for (const source of new Set(sources)) {
     for (let attempt = 0; !keys.has(source); attempt++) {
-      const taken = await sql<{ k: string }>`
-        with found as (
-          select source_key from etl.sources where organization_id = ${organizationId} and source = ${source}
-        ), added as (
-          insert into etl.sources (organization_id, source)
-          select ${organizationId}, ${source} where not exists (select 1 from found)
-          on conflict (organization_id, source) do nothing
-          returning source_key
+      const taken = await trx
+        .with('found', (db) =>
+          db
+            .selectFrom('etl.sources')
+            .select('source_key')
+            .where('organization_id', '=', organizationId)
+            .where('source', '=', source),
         )
-        select source_key::text as k from found union all select source_key::text from added`.execute(trx);
-      const key = taken.rows[0]?.k;
+        .with('added', (db) =>
+          db
+            .insertInto('etl.sources')
+            .columns(['organization_id', 'source'])
+            .expression(
+              db
+                .selectNoFrom((eb) => [
+                  eb.val(organizationId).as('organization_id'),
+                  eb.val(source).as('source'),
+                ])
+                .where(({ not, exists, selectFrom, lit }) =>
+                  not(exists(selectFrom('found').select(lit(1).as('one')))),
+                ),
+            )
+            .onConflict((oc) => oc.columns(['organization_id', 'source']).doNothing())
+            .returning('source_key'),
+        )
+        .selectFrom('found')
+        .select(asText)
+        .unionAll((db) => db.selectFrom('added').select(asText))
+        .execute();
+      const key = taken[0]?.k;
       if (key !== undefined) keys.set(source, key);
       else if (attempt > 0) {
         throw new CybsError(LOAD_ERROR_CODES.failed, `etl.sources gave no number for the source ${source}.`, {
