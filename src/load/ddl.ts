@@ -282,33 +282,46 @@ export async function readTableColumns(
 
 /**
  * A scalar subquery: the columns of the named tables (`schema.name`, quoted as qualifiedName gives
- * them), as JSON `[[table, column, type], …]` in table then column order; tables that do not exist
- * give nothing. Used where a statement is sent anyway, to spare a catalog query per table.
+ * them), as JSON `[[table, column, type, default of _loaded_at], …]` in table then column order;
+ * tables that do not exist give nothing. Used where a statement is sent anyway, to spare catalog
+ * queries per table.
  */
 export function tableColumnsJson(tables: readonly TableDecl[]): RawBuilder<unknown> {
   const names = tables.map((t) => qualifiedName(t.schema, t.name));
-  return sql`(select coalesce(json_agg(json_build_array(t.name, a.attname, format_type(a.atttypid, a.atttypmod))
+  return sql`(select coalesce(json_agg(json_build_array(t.name, a.attname, format_type(a.atttypid, a.atttypmod),
+                                                        case when a.attname = '_loaded_at'
+                                                             then pg_get_expr(d.adbin, d.adrelid) end)
                                        order by t.ord, a.attnum), '[]')
                 from unnest(${names}::text[]) with ordinality as t(name, ord)
                 join pg_catalog.pg_attribute a
-                  on a.attrelid = to_regclass(t.name) and a.attnum > 0 and not a.attisdropped)`;
+                  on a.attrelid = to_regclass(t.name) and a.attnum > 0 and not a.attisdropped
+                left join pg_catalog.pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum)`;
+}
+
+export interface TablesAtStart {
+  /** The columns of each table that existed, by `schema.name`. */
+  columns: Map<string, readonly ExistingColumn[]>;
+  /** Whether each table that existed has `_loaded_at` default to now(), by `schema.name`. */
+  loadedAtNow: Map<string, boolean>;
 }
 
 /** The result of tableColumnsJson, by `schema.name` of the tables given to it. */
-export function tableColumnsOf(
-  tables: readonly TableDecl[],
-  json: unknown,
-): Map<string, readonly ExistingColumn[]> {
+export function tableColumnsOf(tables: readonly TableDecl[], json: unknown): TablesAtStart {
   const byQualified = new Map(tables.map((t) => [qualifiedName(t.schema, t.name), `${t.schema}.${t.name}`]));
   const columns = new Map<string, ExistingColumn[]>();
-  for (const [qualified, name, type] of json as [string, string, string][]) {
+  const loadedAtNow = new Map<string, boolean>();
+  for (const [qualified, name, type, loadedAt] of json as [string, string, string, string | null][]) {
     const table = byQualified.get(qualified);
     if (table === undefined) continue;
     let list = columns.get(table);
-    if (!list) columns.set(table, (list = []));
+    if (!list) {
+      columns.set(table, (list = []));
+      loadedAtNow.set(table, false);
+    }
     list.push({ name, type });
+    if (name === '_loaded_at') loadedAtNow.set(table, loadedAt === 'now()');
   }
-  return columns;
+  return { columns, loadedAtNow };
 }
 
 export interface EnsureTableResult {

@@ -26,6 +26,13 @@ export interface WindowContext {
   xid?: bigint;
   /** Each source's number in etl.sources (decimal), taken as the load began (takeSourceKeys). */
   sourceKeys: Map<string, string>;
+  /** The sources that had no number before this load took one: no table has rows of them yet. */
+  newSources: ReadonlySet<string>;
+  /**
+   * For the tables that existed as the load began, by `schema.name`: whether their `_loaded_at`
+   * defaults to now() (see isFirstLoad).
+   */
+  loadedAtNow: ReadonlyMap<string, boolean>;
   /**
    * The index statements of the tables this transaction created, deferred until their first rows
    * are in (buildDeferredIndexes), by `schema.name`.

@@ -118,6 +118,9 @@ export async function isFirstLoad(
   decl: TableDecl,
   source: string,
 ): Promise<boolean> {
+  // A source numbered by this very load has no rows anywhere yet; the default was read with the lock.
+  const defaulted = ctx.loadedAtNow.get(`${decl.schema}.${decl.name}`);
+  if (ctx.newSources.has(source) && defaulted !== undefined) return defaulted;
   const table = `${quoteIdent(decl.schema)}.${quoteIdent(decl.name)}`;
   const result = await sql<{ loaded: boolean; defaulted: boolean }>`
     select ${sourceHasRows(decl, ctx.options.window.organizationId, source)} as loaded,

@@ -71,6 +71,12 @@ export async function loadWindow(
         const locked = await sql<{ columns: unknown }>`
           select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))::text as locked,
                  ${tableColumnsJson(decls)} as columns`.execute(trx);
+        const atStart = tableColumnsOf(decls, locked.rows[0]!.columns);
+        const taken = await takeSourceKeys(
+          trx,
+          organizationId,
+          options.live ? [options.live.source] : options.targets.map((t) => t.source.source),
+        );
         const ctx: WindowContext = {
           options,
           session,
@@ -79,13 +85,11 @@ export async function loadWindow(
           abort: undefined,
           writers: new Set(),
           snapshot: '',
-          sourceKeys: await takeSourceKeys(
-            trx,
-            organizationId,
-            options.live ? [options.live.source] : options.targets.map((t) => t.source.source),
-          ),
+          sourceKeys: taken.keys,
+          newSources: taken.added,
+          loadedAtNow: atStart.loadedAtNow,
           deferredIndexes: new Map(),
-          tableColumns: tableColumnsOf(decls, locked.rows[0]!.columns),
+          tableColumns: atStart.columns,
           stagingMade: new Set(),
         };
         const previous = options.state?.previous;

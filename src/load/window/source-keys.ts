@@ -33,7 +33,7 @@ export function sourceKeyQuery(organizationId: string, source: string): RawBuild
 }
 
 /**
- * Each source's number in etl.sources, added there when it has none yet. Taken as the window's
+ * Each source's number in etl.sources, added there when it has none yet (`added`: those). Taken as the window's
  * load begins, in its transaction and before any savepoint, so that no rollback to a savepoint
  * can take back a number the load goes on using. Another load adding the same source at once
  * makes this one wait for it (the unique index), then read its number.
@@ -42,8 +42,9 @@ export async function takeSourceKeys(
   trx: EtlDb,
   organizationId: string,
   sources: readonly string[],
-): Promise<Map<string, string>> {
+): Promise<{ keys: Map<string, string>; added: Set<string> }> {
   const keys = new Map<string, string>();
+  const added = new Set<string>();
   const asText = sql<string>`source_key::text`.as('k');
   for (const source of new Set(sources)) {
     for (let attempt = 0; !keys.has(source); attempt++) {
@@ -73,11 +74,12 @@ export async function takeSourceKeys(
             .returning('source_key'),
         )
         .selectFrom('found')
-        .select(asText)
-        .unionAll((db) => db.selectFrom('added').select(asText))
+        .select([asText, sql<boolean>`false`.as('added')])
+        .unionAll((db) => db.selectFrom('added').select([asText, sql<boolean>`true`.as('added')]))
         .execute();
       const key = taken[0]?.k;
       if (key !== undefined) keys.set(source, key);
+      if (taken[0]?.added === true) added.add(source);
       else if (attempt > 0) {
         throw new CybsError(LOAD_ERROR_CODES.failed, `etl.sources gave no number for the source ${source}.`, {
           stage: 'load',
@@ -86,7 +88,7 @@ export async function takeSourceKeys(
       }
     }
   }
-  return keys;
+  return { keys, added };
 }
 
 /** The source's number taken as the load began (takeSourceKeys). */
