@@ -291,6 +291,8 @@ export function countOutcome(summary: RunSummary, job: PlannedJob, outcome: Wind
   }
 }
 
+const PLAN_ORGANIZATIONS_PER_READ = 200;
+
 /**
  * The windows to attempt, with the statuses that make each one claimable (planPassWindows): the
  * newest oldest first, then the catch-up windows (orderPassWindows); their etl.windows rows exist
@@ -302,12 +304,18 @@ export async function planJobs(db: Db, options: PlanOptions): Promise<PlannedJob
   await recordPipelineShapes(db, options.pipelines.map(shapeOf));
   for (const pipeline of options.pipelines) {
     const organizations = options.organizationId ? [options.organizationId] : pipeline.organizations;
-    for (const organizationId of organizations) {
-      const rows = groupWindowStates(
-        await readWindowStates(db, { pipelines: [pipeline.name], organizationId }),
-      ).get(pairKey(pipeline.name, organizationId));
-      const windows = planPassWindows(pipeline, organizationId, { ...options, now }, rows ?? new Map());
-      for (const w of windows) planned.push({ pipeline, ...w });
+    // The window states of a few hundred organizations per query: a partner's thousands would
+    // otherwise cost a query each, and all of them at once a long pass's memory.
+    for (let i = 0; i < organizations.length; i += PLAN_ORGANIZATIONS_PER_READ) {
+      const some = organizations.slice(i, i + PLAN_ORGANIZATIONS_PER_READ);
+      const states = groupWindowStates(
+        await readWindowStates(db, { pipelines: [pipeline.name], organizationIds: some }),
+      );
+      for (const organizationId of some) {
+        const rows = states.get(pairKey(pipeline.name, organizationId));
+        const windows = planPassWindows(pipeline, organizationId, { ...options, now }, rows ?? new Map());
+        for (const w of windows) planned.push({ pipeline, ...w });
+      }
     }
   }
   const jobs = orderPassWindows(planned, options.maxCatchUpWindows);

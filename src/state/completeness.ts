@@ -234,7 +234,11 @@ export function earliestStart(rows: Iterable<WindowStateRow>): Date | undefined 
  */
 export async function readWindowStates(
   db: EtlDb,
-  filter: { pipelines?: readonly string[]; organizationId?: string } = {},
+  filter: {
+    pipelines?: readonly string[];
+    organizationId?: string;
+    organizationIds?: readonly string[];
+  } = {},
 ): Promise<WindowStateRow[]> {
   let q = db
     .selectFrom('etl.windows')
@@ -242,6 +246,7 @@ export async function readWindowStates(
     .select(sql<boolean>`(retry_after is null or retry_after <= now())`.as('retry_due'));
   if (filter.pipelines) q = q.where('pipeline', 'in', [...filter.pipelines]);
   if (filter.organizationId) q = q.where('organization_id', '=', filter.organizationId);
+  if (filter.organizationIds) q = q.where('organization_id', 'in', [...filter.organizationIds]);
   const rows = await q.orderBy('pipeline').orderBy('organization_id').orderBy('window_start').execute();
   return rows.map((r) => ({
     ...toWindowStateFields(r),
