@@ -133,6 +133,8 @@ const refuse = (reason: string): never => {
 
 /** One COPY text chunk is cut after this many bytes. */
 const CHUNK_BYTES = 64 * 1024;
+/** The items' lines go to their spool, and are read back, in chunks of this many bytes (a write each is a cost). */
+const SPOOL_CHUNK_BYTES = 1024 * 1024;
 /** A record (or a token outside records) longer than this refuses (the per-row path judges it). */
 const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 
@@ -525,6 +527,8 @@ class FastXmlScanner {
 
   // Per-document state.
   private buf: Buffer = Buffer.alloc(0);
+  /** The memory `buf` is a view of (reused while it is large enough). */
+  private work: Buffer = Buffer.alloc(0);
   private pos = 0;
   private ended = false;
   private stack: Container[] = [];
@@ -582,10 +586,11 @@ class FastXmlScanner {
     }
   }
 
-  /** Lines of the child tables' items since the last call, by group. */
-  takeItemLines(): Map<XmlRepeatedGroupName, Buffer> {
+  /** Lines of the child tables' items since the last call, by group, where there are `min` bytes of them. */
+  takeItemLines(min: number): Map<XmlRepeatedGroupName, Buffer> {
     const out = new Map<XmlRepeatedGroupName, Buffer>();
-    for (const group of this.itemGroups.values()) out.set(group.spec.name, group.lines.takeBytes());
+    for (const group of this.itemGroups.values())
+      if (group.lines.length >= min) out.set(group.spec.name, group.lines.takeBytes());
     return out;
   }
 
@@ -612,7 +617,16 @@ class FastXmlScanner {
   }
 
   push(bytes: Buffer): void {
-    this.buf = this.pos >= this.buf.length ? bytes : Buffer.concat([this.buf.subarray(this.pos), bytes]);
+    // What is left of the buffer, then the new bytes, in one buffer kept from chunk to chunk.
+    const rest = this.buf.length - this.pos;
+    let work = this.work;
+    if (rest + bytes.length > work.length) {
+      work = Buffer.allocUnsafe(Math.max(2 * work.length, rest + bytes.length));
+      this.buf.copy(work, 0, this.pos);
+      this.work = work;
+    } else if (rest > 0) work.copyWithin(0, this.pos, this.pos + rest); // `buf` starts at work[0]
+    bytes.copy(work, rest);
+    this.buf = work.subarray(0, rest + bytes.length);
     this.pos = 0;
   }
 
@@ -1336,8 +1350,9 @@ export async function openRawXmlReport(
     out.on('error', (error) => (spool.error ??= error));
     return spool;
   });
-  const writeItems = async (): Promise<void> => {
-    const lines = scanner.takeItemLines();
+  /** Writes the lines of the items to their spools: all of them, or the groups' that have a chunk. */
+  const writeItems = async (all: boolean): Promise<void> => {
+    const lines = scanner.takeItemLines(all ? 0 : SPOOL_CHUNK_BYTES);
     for (const spool of spools) {
       const some = lines.get(spool.child.group);
       if (some === undefined || some.length === 0) continue;
@@ -1401,7 +1416,7 @@ export async function openRawXmlReport(
         }
       }
       records += head.length;
-      await writeItems();
+      await writeItems(false);
       if (head.length > 0) yield head.join('');
       while (!done) {
         const next = await iterator.next();
@@ -1417,7 +1432,7 @@ export async function openRawXmlReport(
             scanner.scan(out);
           });
         }
-        await writeItems();
+        await writeItems(false);
         if (out.length >= CHUNK_BYTES || (done && out.lines > 0)) {
           records += out.lines;
           yield out.takeText();
@@ -1427,6 +1442,7 @@ export async function openRawXmlReport(
         records += out.lines;
         yield out.takeText();
       }
+      await writeItems(true);
       await closeSpools(true);
     } finally {
       if (!done) await iterator.return?.(undefined);
@@ -1472,25 +1488,43 @@ export async function openRawXmlReport(
 
 /** A spool's COPY text lines, whole lines per chunk; with `keep`, only those fields (and the last). */
 async function* readSpool(path: string, keep: readonly number[] | undefined): AsyncGenerator<string> {
-  let rest = '';
-  for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 64 * 1024 })) {
-    const text = rest + (chunk as string);
-    const end = text.lastIndexOf('\n') + 1;
-    rest = text.slice(end);
+  const kept: boolean[] = [];
+  for (const i of keep ?? []) kept[i] = true;
+  let rest: Buffer = Buffer.alloc(0);
+  const out = new LineSink();
+  for await (const chunk of createReadStream(path, { highWaterMark: SPOOL_CHUNK_BYTES })) {
+    const bytes = rest.length === 0 ? (chunk as Buffer) : Buffer.concat([rest, chunk as Buffer]);
+    const end = bytes.lastIndexOf(10) + 1;
+    rest = bytes.subarray(end);
     if (end === 0) continue;
-    const whole = text.slice(0, end);
     if (keep === undefined) {
-      yield whole;
+      yield bytes.toString('utf8', 0, end);
       continue;
     }
-    let out = '';
-    for (const line of whole.slice(0, -1).split('\n')) {
-      const fields = line.split('\t');
-      out += `${keep.map((i) => fields[i]).join('\t')}\t${fields[fields.length - 1]}\n`;
+    // The kept fields of each line, then its last (the record number); a field never holds a tab
+    // or line feed (COPY text escapes them).
+    out.reserve(2 * end);
+    const to = out.buf;
+    let o = 0;
+    let field = 0;
+    let from = 0;
+    let any = false;
+    for (let k = 0; k < end; k++) {
+      const c = bytes[k]!;
+      if (c !== 9 && c !== 10) continue;
+      if (c === 10 || kept[field] === true) {
+        if (c === 10 && !any) to[o++] = 9;
+        o += bytes.copy(to, o, from, k);
+        to[o++] = c;
+        any = c === 9;
+      }
+      from = k + 1;
+      field = c === 10 ? 0 : field + 1;
     }
-    yield out;
+    out.length = o;
+    yield out.takeText();
   }
-  if (rest !== '') throw refuseFastPath('a child table spool ends inside a line');
+  if (rest.length > 0) throw refuseFastPath('a child table spool ends inside a line');
 }
 
 /**
