@@ -695,6 +695,8 @@ class FastXmlScanner {
       if (this.rootClosed) refuse('content after the root element');
       const c1 = p + 1 < b.length ? b[p + 1]! : -1;
       if (c1 === -1) return this.more(p);
+      // `<?xml ` and `<!DOCTYPE` are told whole.
+      if ((c1 === 63 || c1 === 33) && b.length - p < 10 && !this.ended) return this.more(p);
       if (c1 === 63 /* ? */) {
         if (!this.declAllowed || !matchesAt(b, '<?xml', p)) refuse('a processing instruction');
         const end = b.indexOf('?>', p, 'latin1');
