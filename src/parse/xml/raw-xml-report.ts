@@ -145,6 +145,8 @@ const MAX_PENDING_BYTES = 8 * 1024 * 1024;
  */
 const UNSET = -2;
 const STRING = -1;
+/** A value given as its COPY text field (`text`). */
+const FIELD = -3;
 
 /** The values of rows: one row of a record, or the items of a repeated group, `width` slots each. */
 class Rows {
@@ -189,6 +191,12 @@ class Rows {
   setString(i: number, value: string): void {
     this.start[i] = STRING;
     this.text[i] = value;
+  }
+
+  /** A value already written as its COPY text field. */
+  setField(i: number, field: string): void {
+    this.start[i] = FIELD;
+    this.text[i] = field;
   }
 
   setRange(i: number, s: number, e: number): void {
@@ -297,7 +305,7 @@ interface Container {
   name: string;
   inherited: readonly (readonly [string, string])[];
   /** Columns of `inherited`, resolved at the first record inside (so in the per-row path's order). */
-  resolved: { index: number; value: string }[] | undefined;
+  resolved: { index: number; value: string; field: string | undefined }[] | undefined;
 }
 
 const isSpace = (c: number | undefined): boolean => c === 32 || c === 10 || c === 13 || c === 9;
@@ -396,10 +404,15 @@ function copyField(value: string): string {
   return value;
 }
 
+/** A value of a column of type `type` as its COPY text field (empty is NULL), or a refusal `reason`. */
+function copyText(type: PgType, value: string, reason: string): string {
+  if (value === '') return '\\N';
+  return type === 'text' ? copyField(value) : (canonicalCopyValue(type, value) ?? refuse(reason));
+}
+
 /** A non-empty value of a column of type `type` as its COPY text field, or a refusal `reason`. */
 function writeString(out: LineSink, type: PgType, value: string, reason: string): void {
-  if (type === 'text') out.string(copyField(value));
-  else out.string(canonicalCopyValue(type, value) ?? refuse(reason));
+  out.string(copyText(type, value, reason));
 }
 
 /**
@@ -486,6 +499,9 @@ function writeLine(
         writeString(out, columns[i]!.pgType, value, reason);
         continue;
       }
+    } else if (s === FIELD) {
+      out.string(rows.text[base + i]!);
+      continue;
     }
     out.buf[out.length++] = 92;
     out.buf[out.length++] = 78;
@@ -715,7 +731,8 @@ class FastXmlScanner {
         if (gt < 0) return this.more(p);
         const bracket = b.indexOf(91, p);
         const lt = b.indexOf(60, p + 1);
-        if ((bracket >= 0 && bracket < gt) || (lt >= 0 && lt < gt)) refuse('a DOCTYPE with an internal subset');
+        if ((bracket >= 0 && bracket < gt) || (lt >= 0 && lt < gt))
+          refuse('a DOCTYPE with an internal subset');
         this.pos = gt + 1;
         continue;
       }
@@ -927,7 +944,8 @@ class FastXmlScanner {
       if (requestStart < 0 || requestStart === requestEnd)
         return refuse('items of a record without a RequestID attribute');
       if (out !== undefined)
-        for (let item = 0; item < group.pending; item++) this.itemLine(group, item, requestStart, requestEnd, n);
+        for (let item = 0; item < group.pending; item++)
+          this.itemLine(group, item, requestStart, requestEnd, n);
       group.pending = 0;
     }
     // Attributes of the enclosing elements, after the record's own (as on the per-row path).
@@ -936,11 +954,24 @@ class FastXmlScanner {
       container.resolved = container.inherited.map(([k, v]) => ({
         index: this.columnOf(`^${k}`, [k], k),
         value: v,
+        field: undefined,
       }));
     }
     const row = this.row;
-    for (const { index, value } of container.resolved)
-      if (row.start[index] === UNSET) row.setString(index, value);
+    for (const inherited of container.resolved) {
+      const index = inherited.index;
+      if (row.start[index] !== UNSET) continue;
+      if (out === undefined) row.setString(index, inherited.value);
+      else {
+        // The same value in every record inside: its COPY text field is made once.
+        inherited.field ??= copyText(
+          this.set.columns[index]!.pgType,
+          inherited.value,
+          'a value the per-row path must type or reject',
+        );
+        row.setField(index, inherited.field);
+      }
+    }
     if (out === undefined) return;
     writeLine(out, this.set.columns, b, row, 0, n, 'a value the per-row path must type or reject');
   }
@@ -982,8 +1013,7 @@ class FastXmlScanner {
           // A group one level down, not a leaf: its leaves are columns, it is not one.
           const start = b[e] === 62 ? b.indexOf(60, e + 1) : -1;
           if (start >= 0 && start < close && b[start + 1] !== 47) {
-            for (let i = e + 1; i < start; i++)
-              if (!isSpace(b[i])) refuse('text beside child elements');
+            for (let i = e + 1; i < start; i++) if (!isSpace(b[i])) refuse('text beside child elements');
             p = this.subgroup(slot, name, leafName, start, close, stamp);
             previous = undefined;
             guess = undefined;
@@ -1226,7 +1256,8 @@ class FastXmlScanner {
         k++;
         if (values.start[base + index] !== UNSET && index !== group.numberIndex) refuse('a repeated element');
         this.leafAt(leaf, le, close, 'elements nested deeper than an item');
-        if (values.start[base + index] === UNSET) values.setRange(base + index, this.valueStart, this.valueEnd);
+        if (values.start[base + index] === UNSET)
+          values.setRange(base + index, this.valueStart, this.valueEnd);
         else if (this.valueEnd > this.valueStart) rawValue(b, this.valueStart, this.valueEnd);
         q = this.leafEnd;
       }
