@@ -1540,19 +1540,27 @@ async function* readSpool(path: string, keep: readonly number[] | undefined): As
     const to = out.buf;
     let o = 0;
     let field = 0;
-    let from = 0;
-    let any = false;
+    let keeping = kept[0] === true;
+    let wrote = false;
+    let fieldStart = 0;
     for (let k = 0; k < end; k++) {
       const c = bytes[k]!;
-      if (c !== 9 && c !== 10) continue;
-      if (c === 10 || kept[field] === true) {
-        if (c === 10 && !any) to[o++] = 9;
-        o += bytes.copy(to, o, from, k);
-        to[o++] = c;
-        any = c === 9;
-      }
-      from = k + 1;
-      field = c === 10 ? 0 : field + 1;
+      if (c === 9) {
+        if (keeping) {
+          to[o++] = 9;
+          wrote = true;
+        }
+        keeping = kept[++field] === true;
+        fieldStart = k + 1;
+      } else if (c === 10) {
+        if (!wrote) to[o++] = 9;
+        for (let j = fieldStart; j < k; j++) to[o++] = bytes[j]!;
+        to[o++] = 10;
+        field = 0;
+        keeping = kept[0] === true;
+        wrote = false;
+        fieldStart = k + 1;
+      } else if (keeping) to[o++] = c;
     }
     out.length = o;
     yield out.takeText();
