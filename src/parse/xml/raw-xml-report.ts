@@ -133,8 +133,10 @@ const refuse = (reason: string): never => {
 
 /** One COPY text chunk is cut after this many bytes. */
 const CHUNK_BYTES = 64 * 1024;
-/** The items' lines go to their spool, and are read back, in chunks of this many bytes (a write each is a cost). */
-const SPOOL_CHUNK_BYTES = 1024 * 1024;
+/** The items' lines go to their spool in writes of this many bytes (a write each is a cost). */
+const SPOOL_CHUNK_BYTES = 256 * 1024;
+/** A spool is read back in chunks of this many bytes (larger ones, in flight to COPY, cost memory). */
+const SPOOL_READ_BYTES = 64 * 1024;
 /** A record (or a token outside records) longer than this refuses (the per-row path judges it). */
 const MAX_PENDING_BYTES = 8 * 1024 * 1024;
 
@@ -1525,7 +1527,7 @@ async function* readSpool(path: string, keep: readonly number[] | undefined): As
   for (const i of keep ?? []) kept[i] = true;
   let rest: Buffer = Buffer.alloc(0);
   const out = new LineSink();
-  for await (const chunk of createReadStream(path, { highWaterMark: SPOOL_CHUNK_BYTES })) {
+  for await (const chunk of createReadStream(path, { highWaterMark: SPOOL_READ_BYTES })) {
     const bytes = rest.length === 0 ? (chunk as Buffer) : Buffer.concat([rest, chunk as Buffer]);
     const end = bytes.lastIndexOf(10) + 1;
     rest = bytes.subarray(end);
