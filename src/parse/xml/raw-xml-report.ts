@@ -222,11 +222,6 @@ class LineSink {
     this.buf = next;
   }
 
-  byte(c: number): void {
-    this.reserve(1);
-    this.buf[this.length++] = c;
-  }
-
   string(s: string): void {
     this.reserve(s.length * 3);
     this.length += this.buf.write(s, this.length, 'utf8');
