@@ -1,9 +1,11 @@
 /**
- * The fast load path of XML report files on PostgreSQL: one hand-written pass over the text turns
- * each record element straight into a COPY text line (src/load/window/raw-text-copy.ts) that goes into the
- * typed staging table, PostgreSQL casting while it copies. Non-text values are only checked to be
- * in their canonical form (one regex each); no per-record parser call, no typed values, no
- * per-value objects.
+ * The fast load path of XML report files on PostgreSQL: one hand-written pass over the file's
+ * UTF-8 bytes turns each record element straight into a COPY text line
+ * (src/load/window/raw-text-copy.ts) that goes into the typed staging table, PostgreSQL casting
+ * while it copies. A value's bytes are copied into its line (text escaped as COPY needs); a
+ * non-text value is only checked to be in its canonical form, on its bytes; only a value with a
+ * reference or in another form is decoded into a string. No per-record parser call, no typed
+ * values, no per-value objects. A UTF-16 file is encoded to UTF-8 on the way in.
  *
  * It yields exactly what the per-row path (openXmlReport → toLoadSource → loadWindow) yields, or
  * refuses (`LOAD_FAST_PATH_REFUSED`) and the caller loads the file through the per-row path. It
@@ -28,7 +30,8 @@
  *    while the records are read; an empty container (`<LineItems/>`, only whitespace inside) has
  *    no items and is no column; a repeated group without a child table refuses;
  *  - values: no carriage return, tab or line break in attributes, no carriage return in text, no
- *    leading or trailing whitespace, only the five XML entities and character references (no NUL);
+ *    leading or trailing whitespace, only the five XML entities and character references (no NUL),
+ *    valid UTF-8;
  *  - well-formed: end tags match, nothing after the root, the file ends after it;
  *  - every non-text value in the form that the catalog's coercer and PostgreSQL read identically
  *    (`canonicalCopyValue`): anything else may be a reject, which only the per-row path words.
