@@ -543,6 +543,8 @@ class FastXmlScanner {
 
   // Per-document state.
   private buf: Buffer = Buffer.alloc(0);
+  /** Where the buffer's last record end tag is (-1: not looked for since the last push). */
+  private lastClose = -1;
   /** The memory `buf` is a view of (reused while it is large enough). */
   private work: Buffer = Buffer.alloc(0);
   private pos = 0;
@@ -619,6 +621,7 @@ class FastXmlScanner {
     }
     this.buf = Buffer.alloc(0);
     this.pos = 0;
+    this.lastClose = -1;
     this.ended = false;
     this.stack = [];
     this.rootSeen = false;
@@ -644,6 +647,7 @@ class FastXmlScanner {
     bytes.copy(work, rest);
     this.buf = work.subarray(0, rest + bytes.length);
     this.pos = 0;
+    this.lastClose = -1;
   }
 
   end(): void {
@@ -755,10 +759,13 @@ class FastXmlScanner {
         nameEnd - p - 1 === recordElement.length &&
         matchesAt(b, recordElement, p + 1)
       ) {
-        const close = b.indexOf(this.recordEndTag, nameEnd);
-        if (close < 0) return this.more(p);
-        this.record(nameEnd, close, out);
-        this.pos = close + this.recordEndTag.length;
+        // The buffer's last record end tag bounds every record before it (each record's own end
+        // is where its elements end: one search per chunk, not one per record).
+        if (this.lastClose < nameEnd) {
+          this.lastClose = b.lastIndexOf(this.recordEndTag);
+          if (this.lastClose < nameEnd) return this.more(p);
+        }
+        this.pos = this.record(nameEnd, this.lastClose, out);
         continue;
       }
       const name = ascii(b, p + 1, nameEnd);
@@ -818,7 +825,6 @@ class FastXmlScanner {
     if (this.recordCount === 0) refuse('no records');
   }
 
-  /** One record, from `<` at `start` to its end tag at `close`. */
   /**
    * Column `index` of the record gets the bytes [s, e) (a leaf's text or an attribute's value as
    * written) unless a value came before it, whose bytes are then only checked as they would be read.
@@ -829,7 +835,11 @@ class FastXmlScanner {
     else if (e > s) rawValue(this.buf, s, e);
   }
 
-  private record(nameEnd: number, close: number, out: LineSink | undefined): void {
+  /**
+   * One record, whose name ends at `nameEnd`, ending at its end tag `</Request>`, which is at
+   * `close` or before it; the index after that end tag.
+   */
+  private record(nameEnd: number, close: number, out: LineSink | undefined): number {
     const b = this.buf;
     const n = ++this.recordCount;
     const stamp = ++this.serial;
@@ -896,8 +906,11 @@ class FastXmlScanner {
     let previous: RecordName | undefined;
     for (;;) {
       p = this.skipSpace(p);
-      if (p === close) break;
       if (b[p] !== 60 || p > close) refuse('text beside the elements of a record');
+      if (b[p + 1] === 47) {
+        p = afterEndTag(b, recordName, p);
+        break;
+      }
       // The child that came here in the previous record, if it is the same name; else look it up.
       let slot: RecordName;
       let e: number;
@@ -906,7 +919,7 @@ class FastXmlScanner {
         e = p + 1 + guess.name.length;
       } else {
         e = this.nameEnd(p + 1);
-        slot = this.recordNameOf(ascii(b, p + 1, e));
+        slot = this.recordNameOf(this.childName(p + 1, e));
       }
       if (previous === undefined) this.firstChild = slot;
       else previous.next = slot;
@@ -942,7 +955,7 @@ class FastXmlScanner {
     for (const group of this.itemGroups.values()) {
       if (group.pending === 0) continue;
       if (requestStart < 0 || requestStart === requestEnd)
-        return refuse('items of a record without a RequestID attribute');
+        refuse('items of a record without a RequestID attribute');
       if (out !== undefined)
         for (let item = 0; item < group.pending; item++)
           this.itemLine(group, item, requestStart, requestEnd, n);
@@ -972,8 +985,9 @@ class FastXmlScanner {
         row.setField(index, inherited.field);
       }
     }
-    if (out === undefined) return;
-    writeLine(out, this.set.columns, b, row, 0, n, 'a value the per-row path must type or reject');
+    if (out !== undefined)
+      writeLine(out, this.set.columns, b, row, 0, n, 'a value the per-row path must type or reject');
+    return p;
   }
 
   /**
@@ -1006,7 +1020,7 @@ class FastXmlScanner {
         e = p + 1 + guess.name.length;
       } else {
         e = this.nameEnd(p + 1);
-        const leafName = ascii(b, p + 1, e);
+        const leafName = this.childName(p + 1, e);
         if (repeatedItem === leafName) refuse('a repeated group (its items go to a child table)');
         entry = leaves.get(leafName);
         if (entry === undefined) {
@@ -1117,7 +1131,7 @@ class FastXmlScanner {
         e = p + 1 + leafName.length;
       } else {
         e = this.nameEnd(p + 1);
-        leafName = ascii(b, p + 1, e);
+        leafName = this.childName(p + 1, e);
         entry = leaves.get(`${sub}/${leafName}`);
       }
       if (entry === undefined) {
@@ -1249,7 +1263,7 @@ class FastXmlScanner {
           index = guess.index;
         } else {
           le = this.nameEnd(q + 1);
-          leaf = ascii(b, q + 1, le);
+          leaf = this.childName(q + 1, le);
           index = this.itemColumn(group, leaf);
           order[k] = { name: leaf, index, attribute: false };
         }
@@ -1300,6 +1314,16 @@ class FastXmlScanner {
       'an item value the per-row path must type or reject',
     );
     group.count++;
+  }
+
+  /**
+   * The name of an element inside a record, at bytes [s, e); one named as the record refuses (a
+   * record's end is where its elements end, before the first end tag of its name).
+   */
+  private childName(s: number, e: number): string {
+    const name = ascii(this.buf, s, e);
+    if (name === this.recordElement) refuse(`an element <${name}> inside a record`);
+    return name;
   }
 
   private recordNameOf(name: string): RecordName {

@@ -124,6 +124,14 @@ describe('fast XML path on bytes', () => {
     ).toEqual(expected);
   });
 
+  it('refuses an element named as the record inside a record (the record would end at its end tag)', async () => {
+    for (const inner of ['<Request>x</Request>', '<Request/>', '<BillTo><Request>x</Request></BillTo>']) {
+      const text = killbill.replace('<ShipTo>', `${inner}<ShipTo>`);
+      const error = await lines(whole(Buffer.from(text, 'utf8'))).catch((e: unknown) => e);
+      expect(isFastPathRefusal(error), String(error)).toBe(true);
+    }
+  });
+
   it('refuses bytes that are not UTF-8 in a value, whatever its column', async () => {
     for (const [from, to] of [
       ['<FirstName>sample</FirstName>', '<FirstName>sa\u0000mple</FirstName>'],
