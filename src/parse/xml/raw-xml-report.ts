@@ -1,9 +1,11 @@
 /**
- * The fast load path of XML report files on PostgreSQL: one hand-written pass over the text turns
- * each record element straight into a COPY text line (src/load/window/raw-text-copy.ts) that goes into the
- * typed staging table, PostgreSQL casting while it copies. Non-text values are only checked to be
- * in their canonical form (one regex each); no per-record parser call, no typed values, no
- * per-value objects.
+ * The fast load path of XML report files on PostgreSQL: one hand-written pass over the file's
+ * UTF-8 bytes turns each record element straight into a COPY text line
+ * (src/load/window/raw-text-copy.ts) that goes into the typed staging table, PostgreSQL casting
+ * while it copies. A value's bytes are copied into its line (text escaped as COPY needs); a
+ * non-text value is only checked to be in its canonical form, on its bytes; only a value with a
+ * reference or in another form is decoded into a string. No per-record parser call, no typed
+ * values, no per-value objects. A UTF-16 file is encoded to UTF-8 on the way in.
  *
  * It yields exactly what the per-row path (openXmlReport → toLoadSource → loadWindow) yields, or
  * refuses (`LOAD_FAST_PATH_REFUSED`) and the caller loads the file through the per-row path. It
@@ -28,7 +30,8 @@
  *    while the records are read; an empty container (`<LineItems/>`, only whitespace inside) has
  *    no items and is no column; a repeated group without a child table refuses;
  *  - values: no carriage return, tab or line break in attributes, no carriage return in text, no
- *    leading or trailing whitespace, only the five XML entities and character references (no NUL);
+ *    leading or trailing whitespace, only the five XML entities and character references (no NUL),
+ *    valid UTF-8;
  *  - well-formed: end tags match, nothing after the root, the file ends after it;
  *  - every non-text value in the form that the catalog's coercer and PostgreSQL read identically
  *    (`canonicalCopyValue`): anything else may be a reject, which only the per-row path words.
@@ -55,6 +58,7 @@ import {
 import type { XmlRepeatedGroup, XmlRepeatedGroupName } from '../../catalog/child-tables.js';
 import { refuseFastPath } from '../../copy-text/fast-path-refusal.js';
 import { canonicalCopyValue } from '../../copy-text/canonical.js';
+import { CANONICAL_BYTES, writeDecimal } from '../../copy-text/canonical-bytes.js';
 import type { RawCopyTextBody } from '../../copy-text/bodies.js';
 import { ColumnSet } from '../records.js';
 import type { ColumnSpec, ReportMetadata } from '../records.js';
@@ -65,10 +69,11 @@ import {
   parseAttributes,
   referenceProblem,
 } from './xml-scanner.js';
+import { isUtf8 } from 'node:buffer';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { resolveXmlColumn, xmlReportMetadata } from './xml-report.js';
-import { ReportDecoder } from '../text-encoding.js';
+import { ReportDecoder, sniffEncoding } from '../text-encoding.js';
 
 export const NEW_COLUMN_REASON = 'a record has a column the records before it did not have';
 
@@ -129,10 +134,118 @@ const refuse = (reason: string): never => {
   throw new Refusal(reason);
 };
 
-/** One COPY text chunk is cut after this many characters. */
-const CHUNK_CHARS = 64 * 1024;
+/** One COPY text chunk is cut after this many bytes. */
+const CHUNK_BYTES = 64 * 1024;
+/** The items' lines go to their spool in writes of this many bytes (a write each is a cost). */
+const SPOOL_CHUNK_BYTES = 256 * 1024;
+/** A spool is read back in chunks of this many bytes (larger ones, in flight to COPY, cost memory). */
+const SPOOL_READ_BYTES = 64 * 1024;
 /** A record (or a token outside records) longer than this refuses (the per-row path judges it). */
-const MAX_PENDING_CHARS = 8 * 1024 * 1024;
+const MAX_PENDING_BYTES = 8 * 1024 * 1024;
+
+/**
+ * How a value of a row is held (in `start`, beside `end` and `text`): unset, a string (`text`: an
+ * inherited attribute, a decoded reference, an item's number), or else the byte range
+ * [start, end) of the record's text as written (entities not yet decoded, nothing escaped).
+ */
+const UNSET = -2;
+const STRING = -1;
+/** A value given as its COPY text field (`text`). */
+const FIELD = -3;
+
+/** The values of rows: one row of a record, or the items of a repeated group, `width` slots each. */
+class Rows {
+  start: Int32Array;
+  end: Int32Array;
+  text: (string | undefined)[] = [];
+
+  constructor(
+    readonly width: number,
+    rows = 1,
+  ) {
+    this.start = new Int32Array(Math.max(width * rows, 1)).fill(UNSET);
+    this.end = new Int32Array(this.start.length);
+  }
+
+  /** Room for `rows` rows (their slots unset). */
+  ensure(rows: number): void {
+    const need = rows * this.width;
+    if (need <= this.start.length) return;
+    const start = new Int32Array(Math.max(need, this.start.length * 2)).fill(UNSET);
+    start.set(this.start);
+    const end = new Int32Array(start.length);
+    end.set(this.end);
+    this.start = start;
+    this.end = end;
+  }
+
+  /** Unset the first `rows` rows. */
+  clear(rows: number): void {
+    this.start.fill(UNSET, 0, rows * this.width);
+  }
+
+  /** A grown row (a column was added): `width` slots, the values kept. */
+  widened(width: number): Rows {
+    const rows = new Rows(width);
+    rows.start.set(this.start.subarray(0, Math.min(this.width, width)));
+    rows.end.set(this.end.subarray(0, Math.min(this.width, width)));
+    rows.text = this.text;
+    return rows;
+  }
+
+  setString(i: number, value: string): void {
+    this.start[i] = STRING;
+    this.text[i] = value;
+  }
+
+  /** A value already written as its COPY text field. */
+  setField(i: number, field: string): void {
+    this.start[i] = FIELD;
+    this.text[i] = field;
+  }
+
+  setRange(i: number, s: number, e: number): void {
+    this.start[i] = s;
+    this.end[i] = e;
+  }
+}
+
+/** COPY text lines as UTF-8 bytes, appended to a growing buffer. */
+class LineSink {
+  buf = Buffer.allocUnsafe(256 * 1024);
+  length = 0;
+  /** Lines written since the last take. */
+  lines = 0;
+
+  /** Room for `n` more bytes. */
+  reserve(n: number): void {
+    if (this.length + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + n));
+    this.buf.copy(next, 0, 0, this.length);
+    this.buf = next;
+  }
+
+  string(s: string): void {
+    this.reserve(s.length * 3);
+    this.length += this.buf.write(s, this.length, 'utf8');
+  }
+
+  /** The lines so far as text; the sink is emptied. */
+  takeText(): string {
+    const text = this.buf.toString('utf8', 0, this.length);
+    this.length = 0;
+    this.lines = 0;
+    return text;
+  }
+
+  /** The lines so far as a buffer of their own; the sink is emptied. */
+  takeBytes(): Buffer {
+    const bytes = Buffer.from(this.buf.subarray(0, this.length));
+    this.length = 0;
+    this.lines = 0;
+    return bytes;
+  }
+}
 
 interface LeafSlot {
   name: string;
@@ -178,10 +291,11 @@ interface ItemGroup {
   numberIndex: number;
   /** Columns some item had (the per-row path's columns are the ones it meets). */
   seen: boolean[];
-  /** Values of the items of the record being read. */
-  pending: (string | undefined)[][];
+  /** Values of the items of the record being read (`pending` of them). */
+  items: Rows;
+  pending: number;
   /** Lines not yet written to the spool. */
-  lines: string[];
+  lines: LineSink;
   count: number;
   /** An item's leaves and attributes in the order the last item had them (guesses, checked). */
   order: { name: string; index: number; attribute: boolean }[];
@@ -191,38 +305,49 @@ interface Container {
   name: string;
   inherited: readonly (readonly [string, string])[];
   /** Columns of `inherited`, resolved at the first record inside (so in the per-row path's order). */
-  resolved: { index: number; value: string }[] | undefined;
+  resolved: { index: number; value: string; field: string | undefined }[] | undefined;
 }
 
-const isSpace = (c: number): boolean => c === 32 || c === 10 || c === 13 || c === 9;
+const isSpace = (c: number | undefined): boolean => c === 32 || c === 10 || c === 13 || c === 9;
 /** A name character the fast path accepts (letters, digits, `_`, `-`, `.`; no `:`). */
-const isNameChar = (c: number): boolean =>
-  (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 45 || c === 46;
-const isNameStart = (c: number): boolean => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95;
+const isNameChar = (c: number | undefined): boolean =>
+  c !== undefined &&
+  ((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 45 || c === 46);
+const isNameStart = (c: number | undefined): boolean =>
+  c !== undefined && ((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95);
 
 /**
- * Whether `name` is at `at` in `b`: `b.startsWith(name, at)`, compared code by code (a builtin
- * call per element name is a noticeable share of a scan).
+ * Whether the ASCII text `name` is at `at` in `b`, compared byte by byte (a builtin call per
+ * element name is a noticeable share of a scan).
  */
-function matchesAt(b: string, name: string, at: number): boolean {
+function matchesAt(b: Buffer, name: string, at: number): boolean {
   const n = name.length;
   if (at + n > b.length) return false;
-  for (let k = 0; k < n; k++) if (b.charCodeAt(at + k) !== name.charCodeAt(k)) return false;
+  for (let k = 0; k < n; k++) if (b[at + k] !== name.charCodeAt(k)) return false;
   return true;
 }
 
 /** The index after the end tag `</name>` whose `<` is at `at` (known to be followed by `/`); refuses any other end tag. */
-function afterEndTag(b: string, name: string, at: number): number {
-  if (!matchesAt(b, name, at + 2) || b.charCodeAt(at + 2 + name.length) !== 62)
-    refuse('an end tag that does not match');
+function afterEndTag(b: Buffer, name: string, at: number): number {
+  if (!matchesAt(b, name, at + 2) || b[at + 2 + name.length] !== 62) refuse('an end tag that does not match');
   return at + 3 + name.length;
 }
 
 /** Whether the whole name `name` starts at `at` (followed by `>` or `/`, the only ends accepted). */
-function isNameAt(b: string, name: string, at: number): boolean {
+function isNameAt(b: Buffer, name: string, at: number): boolean {
   if (!matchesAt(b, name, at)) return false;
-  const c = b.charCodeAt(at + name.length);
+  const c = b[at + name.length];
   return c === 62 || c === 47;
+}
+
+/** The ASCII text of bytes [s, e) (names, which nameEnd() keeps to ASCII). */
+const ascii = (b: Buffer, s: number, e: number): string => b.toString('latin1', s, e);
+
+/** The text of bytes [s, e); a refusal when they are not UTF-8 (the per-row path judges them). */
+function utf8Text(b: Buffer, s: number, e: number): string {
+  const bytes = b.subarray(s, e);
+  if (!isUtf8(bytes)) refuse('bytes that are not UTF-8');
+  return bytes.toString('utf8');
 }
 
 const ENTITY = /&(?:#([0-9]{1,7})|#x([0-9a-fA-F]{1,6})|(amp|lt|gt|quot|apos));/y;
@@ -249,14 +374,22 @@ function decodeEntities(text: string): string {
   return out + text.slice(from);
 }
 
+/**
+ * The value of the bytes [s, e) of a leaf or attribute as the per-row path reads it (references
+ * decoded), or a refusal when it might read it otherwise (a carriage return, not UTF-8).
+ */
+function rawValue(b: Buffer, s: number, e: number): string {
+  const raw = utf8Text(b, s, e);
+  if (raw.includes('\r')) refuse('a carriage return in a value');
+  return raw.includes('&') ? decodeEntities(raw) : raw;
+}
+
 /** The names a record's own attribute or leaf `name` may have in the catalog, in order (as on the per-row path). */
 function recordCandidates(recordName: string, name: string): string[] {
   const alias = XML_RECORD_ATTRIBUTE_FIELDS[name];
   return alias === undefined ? [`${recordName}.${name}`] : [alias, `${recordName}.${name}`];
 }
 
-/** What makes a value need a closer look (one test instead of several scans). */
-const ATTRIBUTE_SPECIAL = /[\n\r\t<&]/;
 const COPY_ESCAPES = /[\\\n\r\t]/g;
 const COPY_ESCAPE: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
@@ -271,64 +404,133 @@ function copyField(value: string): string {
   return value;
 }
 
+/** A value of a column of type `type` as its COPY text field (empty is NULL), or a refusal `reason`. */
+function copyText(type: PgType, value: string, reason: string): string {
+  if (value === '') return '\\N';
+  return type === 'text' ? copyField(value) : (canonicalCopyValue(type, value) ?? refuse(reason));
+}
+
+/** A non-empty value of a column of type `type` as its COPY text field, or a refusal `reason`. */
+function writeString(out: LineSink, type: PgType, value: string, reason: string): void {
+  out.string(copyText(type, value, reason));
+}
+
 /**
- * A COPY text line: the fields of `values` (of columns `columns`; empty is NULL), then `n`; a
- * refusal `reason` for a value the per-row path must type or reject. `fields` is scratch space.
+ * The COPY text field of the value the bytes [s, e) of `b` hold as written: text copied with the
+ * backslash, tab and line feed escaped, a non-text value copied when its bytes are in canonical
+ * form; anything else (a reference, a carriage return, another form) is decoded and written as
+ * the string path writes it.
  */
-function copyLine(
+function writeRange(out: LineSink, type: PgType, b: Buffer, s: number, e: number, reason: string): void {
+  if (type === 'text') {
+    out.reserve(2 * (e - s));
+    const o0 = out.length;
+    const to = out.buf;
+    let o = o0;
+    let high = false;
+    for (let k = s; k < e; k++) {
+      const c = b[k]!;
+      if (c >= 0x80) high = true;
+      else if (c === 92) {
+        to[o++] = 92;
+        to[o++] = 92;
+        continue;
+      } else if (c === 10) {
+        to[o++] = 92;
+        to[o++] = 110;
+        continue;
+      } else if (c === 9) {
+        to[o++] = 92;
+        to[o++] = 116;
+        continue;
+      } else if (c === 38 || c === 13) {
+        out.length = o0;
+        writeString(out, type, rawValue(b, s, e), reason);
+        return;
+      }
+      to[o++] = c;
+    }
+    if (high && !isUtf8(b.subarray(s, e))) refuse('bytes that are not UTF-8');
+    out.length = o;
+    return;
+  }
+  const check = CANONICAL_BYTES[type];
+  if (check !== undefined && check(b, s, e)) {
+    out.reserve(e - s);
+    const to = out.buf;
+    let o = out.length;
+    for (let k = s; k < e; k++) to[o++] = b[k]!;
+    out.length = o;
+    return;
+  }
+  writeString(out, type, rawValue(b, s, e), reason);
+}
+
+/**
+ * A COPY text line: the fields of row `row` of `rows` (of columns `columns`; empty is NULL), then
+ * `n`; a refusal `reason` for a value the per-row path must type or reject.
+ */
+function writeLine(
+  out: LineSink,
   columns: readonly { pgType: PgType }[],
-  values: readonly (string | undefined)[],
-  fields: string[],
+  b: Buffer,
+  rows: Rows,
+  row: number,
   n: number,
   reason: string,
-): string {
+): void {
   const width = columns.length;
-  fields.length = width;
+  const base = row * rows.width;
+  const starts = rows.start;
+  const ends = rows.end;
   for (let i = 0; i < width; i++) {
-    const value = values[i];
-    if (value === undefined || value === '') fields[i] = '\\N';
-    else {
-      const type = columns[i]!.pgType;
-      if (type === 'text') fields[i] = copyField(value);
-      else {
-        const canonical = canonicalCopyValue(type, value);
-        if (canonical === undefined) return refuse(reason);
-        fields[i] = canonical;
+    out.reserve(4);
+    if (i > 0) out.buf[out.length++] = 9;
+    const s = i < rows.width ? starts[base + i]! : UNSET;
+    if (s >= 0) {
+      const e = ends[base + i]!;
+      if (e > s) {
+        writeRange(out, columns[i]!.pgType, b, s, e, reason);
+        continue;
       }
+    } else if (s === STRING) {
+      const value = rows.text[base + i]!;
+      if (value !== '') {
+        writeString(out, columns[i]!.pgType, value, reason);
+        continue;
+      }
+    } else if (s === FIELD) {
+      out.string(rows.text[base + i]!);
+      continue;
     }
+    out.buf[out.length++] = 92;
+    out.buf[out.length++] = 78;
   }
-  return width === 0 ? `${n}\n` : `${fields.join('\t')}\t${n}\n`;
+  out.reserve(24);
+  if (width > 0) out.buf[out.length++] = 9;
+  out.length = writeDecimal(out.buf, out.length, n);
+  out.buf[out.length++] = 10;
+  out.lines++;
 }
 
-/** A leaf's text as the per-row path reads it, or a refusal when it might read it otherwise. */
-function leafValue(raw: string): string {
-  const n = raw.length;
-  if (n === 0) return raw;
-  if (isSpace(raw.charCodeAt(0)) || isSpace(raw.charCodeAt(n - 1)))
-    refuse('a value with surrounding whitespace');
-  let special = false;
-  for (let i = 0; i < n; i++) {
-    const c = raw.charCodeAt(i);
-    if (c === 13 || c === 38) {
-      special = true;
-      break;
-    }
-  }
-  if (!special) return raw;
-  if (raw.includes('\r')) refuse('a carriage return in a value');
-  return decodeEntities(raw);
+/** Refuses what the per-row path might read otherwise in the bytes [s, e) of a leaf: whitespace around it. */
+function checkLeafEnds(b: Buffer, s: number, e: number): void {
+  if (e > s && (isSpace(b[s]) || isSpace(b[e - 1]))) refuse('a value with surrounding whitespace');
 }
 
-function attributeValue(raw: string): string {
-  if (!ATTRIBUTE_SPECIAL.test(raw)) return raw;
-  if (raw.includes('\n') || raw.includes('\r') || raw.includes('\t') || raw.includes('<'))
-    refuse('a line break, tab or < in an attribute value');
-  return decodeEntities(raw);
+/** Refuses an attribute value [s, e) with a line break, tab or `<`. */
+function checkAttribute(b: Buffer, s: number, e: number): void {
+  for (let k = s; k < e; k++) {
+    const c = b[k];
+    if (c === 10 || c === 13 || c === 9 || c === 60) refuse('a line break, tab or < in an attribute value');
+  }
 }
 
 /**
- * The scanner over the decoded text. `run(chunks, emit)` reads the whole document; with `emit`
- * false it only collects columns. Column state (set, paths) survives between runs.
+ * The scanner over the file's UTF-8 bytes: values are kept as byte ranges of the record and
+ * copied into the COPY text lines (a string only for one that needs decoding). `scan(out)` reads
+ * what the buffer holds; without `out` it only collects columns. Column state (set, paths)
+ * survives between runs.
  */
 class FastXmlScanner {
   readonly set = new ColumnSet();
@@ -340,7 +542,11 @@ class FastXmlScanner {
   private growing = true;
 
   // Per-document state.
-  private buf = '';
+  private buf: Buffer = Buffer.alloc(0);
+  /** Where the buffer's last record end tag is (-1: not looked for since the last push). */
+  private lastClose = -1;
+  /** The memory `buf` is a view of (reused while it is large enough). */
+  private work: Buffer = Buffer.alloc(0);
   private pos = 0;
   private ended = false;
   private stack: Container[] = [];
@@ -350,17 +556,18 @@ class FastXmlScanner {
   recordCount = 0;
   /** Records seen over all passes (the stamps of repeated-element checks). */
   private serial = 0;
-  private values: (string | undefined)[] = [];
-  /** Scratch space of copyLine(). */
-  private readonly fields: string[] = [];
+  /** The values of the record being read. */
+  private row = new Rows(16);
   /** `</Request>`: where a record ends. */
-  private readonly recordEndTag: string;
+  private readonly recordEndTag: Buffer;
   /** The record's first child last time (a guess, checked). */
   private firstChild: RecordName | undefined;
   /** The record's first attribute last time (a guess, checked). */
   private firstAttribute: RecordName | undefined;
-  /** Where the leaf leafAt() read last ends. */
+  /** Where the leaf leafAt() read last ends, and its value's bytes. */
   private leafEnd = 0;
+  private valueStart = 0;
+  private valueEnd = 0;
   /** Repeated groups with a child table, by container element. */
   readonly itemGroups = new Map<string, ItemGroup>();
 
@@ -370,7 +577,7 @@ class FastXmlScanner {
     private readonly givenDefinition: string | undefined,
     childTables: readonly FastXmlChildTable[] = [],
   ) {
-    this.recordEndTag = `</${recordElement}>`;
+    this.recordEndTag = Buffer.from(`</${recordElement}>`, 'latin1');
     for (const child of childTables) {
       const spec = XML_REPEATED_GROUPS.find((g) => g.name === child.group)!;
       const columns = child.columns.map((c) => {
@@ -388,33 +595,33 @@ class FastXmlScanner {
         keyIndex: indexOf(findField(REQUEST_ID)!.column),
         numberIndex: indexOf(numberColumn),
         seen: columns.map(() => false),
-        pending: [],
-        lines: [],
+        items: new Rows(columns.length, 4),
+        pending: 0,
+        lines: new LineSink(),
         count: 0,
         order: [],
       });
     }
   }
 
-  /** Lines of the child tables' items since the last call, by group. */
-  takeItemLines(): Map<XmlRepeatedGroupName, string[]> {
-    const out = new Map<XmlRepeatedGroupName, string[]>();
-    for (const group of this.itemGroups.values()) {
-      out.set(group.spec.name, group.lines);
-      group.lines = [];
-    }
+  /** Lines of the child tables' items since the last call, by group, where there are `min` bytes of them. */
+  takeItemLines(min: number): Map<XmlRepeatedGroupName, Buffer> {
+    const out = new Map<XmlRepeatedGroupName, Buffer>();
+    for (const group of this.itemGroups.values())
+      if (group.lines.length >= min) out.set(group.spec.name, group.lines.takeBytes());
     return out;
   }
 
   reset(): void {
     for (const group of this.itemGroups.values()) {
       group.seen.fill(false);
-      group.pending = [];
-      group.lines = [];
+      group.pending = 0;
+      group.lines = new LineSink();
       group.count = 0;
     }
-    this.buf = '';
+    this.buf = Buffer.alloc(0);
     this.pos = 0;
+    this.lastClose = -1;
     this.ended = false;
     this.stack = [];
     this.rootSeen = false;
@@ -428,9 +635,19 @@ class FastXmlScanner {
     this.growing = false;
   }
 
-  push(text: string): void {
-    this.buf = this.pos >= this.buf.length ? text : this.buf.slice(this.pos) + text;
+  push(bytes: Buffer): void {
+    // What is left of the buffer, then the new bytes, in one buffer kept from chunk to chunk.
+    const rest = this.buf.length - this.pos;
+    let work = this.work;
+    if (rest + bytes.length > work.length) {
+      work = Buffer.allocUnsafe(Math.max(2 * work.length, rest + bytes.length));
+      this.buf.copy(work, 0, this.pos);
+      this.work = work;
+    } else if (rest > 0) work.copyWithin(0, this.pos, this.pos + rest); // `buf` starts at work[0]
+    bytes.copy(work, rest);
+    this.buf = work.subarray(0, rest + bytes.length);
     this.pos = 0;
+    this.lastClose = -1;
   }
 
   end(): void {
@@ -444,6 +661,7 @@ class FastXmlScanner {
     const { field, name } = resolveXmlColumn(candidates, fallback, this.resolveOptions);
     index = this.set.add(field, name, true);
     this.pathColumns.set(pathKey, index);
+    if (index >= this.row.width) this.row = this.row.widened(2 * (index + 1));
     return index;
   }
 
@@ -457,16 +675,16 @@ class FastXmlScanner {
 
   private skipSpace(p: number): number {
     const b = this.buf;
-    while (p < b.length && isSpace(b.charCodeAt(p))) p++;
+    while (p < b.length && isSpace(b[p])) p++;
     return p;
   }
 
   /** The end of a name starting at `p` (refuses a name the fast path does not read). */
   private nameEnd(p: number): number {
     const b = this.buf;
-    if (!isNameStart(b.charCodeAt(p))) refuse('an unusual element name');
+    if (!isNameStart(b[p])) refuse('an unusual element name');
     let q = p + 1;
-    while (q < b.length && isNameChar(b.charCodeAt(q))) q++;
+    while (q < b.length && isNameChar(b[q])) q++;
     return q;
   }
 
@@ -474,7 +692,7 @@ class FastXmlScanner {
    * Scan what the buffer holds; `out` gets COPY lines (when emitting). Returns when more text is
    * needed (or at the end of the document).
    */
-  scan(out: string[] | undefined): void {
+  scan(out: LineSink | undefined): void {
     const b = this.buf;
     for (;;) {
       const p = this.skipSpace(this.pos);
@@ -483,21 +701,27 @@ class FastXmlScanner {
         if (this.ended) this.finish();
         return;
       }
-      if (b.charCodeAt(p) !== 60 /* < */) {
-        if (p === 0 && b.charCodeAt(0) === 0xfeff && !this.rootSeen && this.declAllowed) {
-          this.pos = 1;
-          continue;
+      if (b[p] !== 60 /* < */) {
+        // A byte order mark (EF BB BF) before anything else.
+        if (p === 0 && b[0] === 0xef && !this.rootSeen && this.declAllowed) {
+          if (b.length < 3 && !this.ended) return this.more(0);
+          if (b[1] === 0xbb && b[2] === 0xbf) {
+            this.pos = 3;
+            continue;
+          }
         }
         refuse('text outside a record');
       }
       if (this.rootClosed) refuse('content after the root element');
-      const c1 = p + 1 < b.length ? b.charCodeAt(p + 1) : -1;
+      const c1 = p + 1 < b.length ? b[p + 1]! : -1;
       if (c1 === -1) return this.more(p);
+      // `<?xml ` and `<!DOCTYPE` are told whole.
+      if ((c1 === 63 || c1 === 33) && b.length - p < 10 && !this.ended) return this.more(p);
       if (c1 === 63 /* ? */) {
-        if (!this.declAllowed || !b.startsWith('<?xml', p)) refuse('a processing instruction');
-        const end = b.indexOf('?>', p);
+        if (!this.declAllowed || !matchesAt(b, '<?xml', p)) refuse('a processing instruction');
+        const end = b.indexOf('?>', p, 'latin1');
         if (end < 0) return this.more(p);
-        if (!isSpace(b.charCodeAt(p + 5))) refuse('a processing instruction');
+        if (!isSpace(b[p + 5])) refuse('a processing instruction');
         this.declAllowed = false;
         this.pos = end + 2;
         continue;
@@ -506,19 +730,20 @@ class FastXmlScanner {
       if (c1 === 33 /* ! */) {
         // A DOCTYPE before the root naming its DTD (Transaction Detail files): skipped, never read.
         // One with an internal subset (entity declarations) is left to the per-row path.
-        if (this.rootSeen || !b.startsWith('<!DOCTYPE', p)) refuse('a comment, CDATA section or DOCTYPE');
-        const gt = b.indexOf('>', p);
+        if (this.rootSeen || !matchesAt(b, '<!DOCTYPE', p)) refuse('a comment, CDATA section or DOCTYPE');
+        const gt = b.indexOf(62, p);
         if (gt < 0) return this.more(p);
-        const declaration = b.slice(p, gt);
-        if (declaration.includes('[') || declaration.includes('<', 1))
+        const bracket = b.indexOf(91, p);
+        const lt = b.indexOf(60, p + 1);
+        if ((bracket >= 0 && bracket < gt) || (lt >= 0 && lt < gt))
           refuse('a DOCTYPE with an internal subset');
         this.pos = gt + 1;
         continue;
       }
       if (c1 === 47 /* / */) {
-        const gt = b.indexOf('>', p);
+        const gt = b.indexOf(62, p);
         if (gt < 0) return this.more(p);
-        const name = b.slice(p + 2, gt);
+        const name = ascii(b, p + 2, gt);
         const open = this.stack.pop();
         if (open === undefined || open.name !== name) refuse('an end tag that does not match');
         if (this.stack.length === 0) this.rootClosed = true;
@@ -534,19 +759,22 @@ class FastXmlScanner {
         nameEnd - p - 1 === recordElement.length &&
         matchesAt(b, recordElement, p + 1)
       ) {
-        const close = b.indexOf(this.recordEndTag, nameEnd);
-        if (close < 0) return this.more(p);
-        this.record(nameEnd, close, out);
-        this.pos = close + this.recordEndTag.length;
+        // The buffer's last record end tag bounds every record before it (each record's own end
+        // is where its elements end: one search per chunk, not one per record).
+        if (this.lastClose < nameEnd) {
+          this.lastClose = b.lastIndexOf(this.recordEndTag);
+          if (this.lastClose < nameEnd) return this.more(p);
+        }
+        this.pos = this.record(nameEnd, this.lastClose, out);
         continue;
       }
-      const name = b.slice(p + 1, nameEnd);
-      const after = b.charCodeAt(nameEnd);
+      const name = ascii(b, p + 1, nameEnd);
+      const after = b[nameEnd];
       if (!isSpace(after) && after !== 62 && after !== 47) refuse('an unusual element name');
       const gt = this.tagEnd(nameEnd);
       if (gt < 0) return this.more(p);
-      if (b.charCodeAt(gt - 1) === 47) refuse('a self-closing element outside records');
-      const tag = b.slice(nameEnd, gt);
+      if (b[gt - 1] === 47) refuse('a self-closing element outside records');
+      const tag = utf8Text(b, nameEnd, gt);
       // What the per-row path judges: a reference XML does not allow (it fails the file), and
       // namespaces below the root (whose elements may not be the report's).
       if (referenceProblem(tag) !== undefined || duplicateAttribute(name, `${name}${tag}`) !== undefined)
@@ -576,7 +804,7 @@ class FastXmlScanner {
     const b = this.buf;
     let quote = 0;
     for (let i = p; i < b.length; i++) {
-      const c = b.charCodeAt(i);
+      const c = b[i]!;
       if (quote !== 0) {
         if (c === quote) quote = 0;
       } else if (c === 34 || c === 39) quote = c;
@@ -588,7 +816,7 @@ class FastXmlScanner {
 
   private more(at: number): void {
     if (this.ended) refuse('the document ends inside a tag or record');
-    if (this.buf.length - at > MAX_PENDING_CHARS) refuse('a record or tag larger than 8 Mi characters');
+    if (this.buf.length - at > MAX_PENDING_BYTES) refuse('a record or tag larger than 8 MiB');
     this.pos = at;
   }
 
@@ -597,22 +825,36 @@ class FastXmlScanner {
     if (this.recordCount === 0) refuse('no records');
   }
 
-  /** One record, from `<` at `start` to its end tag at `close`. */
-  private record(nameEnd: number, close: number, out: string[] | undefined): void {
+  /**
+   * Column `index` of the record gets the bytes [s, e) (a leaf's text or an attribute's value as
+   * written) unless a value came before it, whose bytes are then only checked as they would be read.
+   */
+  private put(index: number, s: number, e: number): void {
+    const row = this.row;
+    if (row.start[index] === UNSET) row.setRange(index, s, e);
+    else if (e > s) rawValue(this.buf, s, e);
+  }
+
+  /**
+   * One record, whose name ends at `nameEnd`, ending at its end tag `</Request>`, which is at
+   * `close` or before it; the index after that end tag.
+   */
+  private record(nameEnd: number, close: number, out: LineSink | undefined): number {
     const b = this.buf;
     const n = ++this.recordCount;
     const stamp = ++this.serial;
-    const values = this.values;
-    for (let i = 0; i < values.length; i++) values[i] = undefined;
+    this.row.clear(1);
     const recordName = this.recordElement;
-    let requestId: string | undefined;
+    /** The bytes of the RequestID attribute (-1: none). */
+    let requestStart = -1;
+    let requestEnd = -1;
     // Attributes of the record.
     let p = nameEnd;
     let guessAttribute = this.firstAttribute;
     let previousAttribute: RecordName | undefined;
     for (;;) {
       const q = this.skipSpace(p);
-      const c = b.charCodeAt(q);
+      const c = b[q];
       if (c === 62 /* > */) {
         p = q + 1;
         break;
@@ -624,13 +866,13 @@ class FastXmlScanner {
       if (
         guessAttribute !== undefined &&
         matchesAt(b, guessAttribute.name, q) &&
-        b.charCodeAt(q + guessAttribute.name.length) === 61
+        b[q + guessAttribute.name.length] === 61
       ) {
         slot = guessAttribute;
         e = q + slot.name.length;
       } else {
         e = this.nameEnd(q);
-        slot = this.recordNameOf(b.slice(q, e));
+        slot = this.recordNameOf(ascii(b, q, e));
       }
       if (previousAttribute === undefined) this.firstAttribute = slot;
       else previousAttribute.nextAttribute = slot;
@@ -638,13 +880,16 @@ class FastXmlScanner {
       guessAttribute = slot.nextAttribute;
       const attr = slot.name;
       if (attr === 'xmlns') refuse('a namespace declaration on a record');
-      if (b.charCodeAt(e) !== 61 /* = */) refuse('an unusual attribute');
-      const quote = b.charCodeAt(e + 1);
+      if (b[e] !== 61 /* = */) refuse('an unusual attribute');
+      const quote = b[e + 1]!;
       if (quote !== 34 && quote !== 39) refuse('an unusual attribute');
-      const vEnd = b.indexOf(quote === 34 ? '"' : "'", e + 2);
+      const vEnd = b.indexOf(quote, e + 2);
       if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
-      const value = attributeValue(b.slice(e + 2, vEnd));
-      if (attr === 'RequestID') requestId = value;
+      checkAttribute(b, e + 2, vEnd);
+      if (attr === 'RequestID') {
+        requestStart = e + 2;
+        requestEnd = vEnd;
+      }
       if (slot.attrStamp === stamp) refuse('an attribute twice');
       slot.attrStamp = stamp;
       slot.leaf ??= {
@@ -653,8 +898,7 @@ class FastXmlScanner {
         next: undefined,
         stamp: 0,
       };
-      const index = slot.leaf.index;
-      if (values[index] === undefined) values[index] = value;
+      this.put(slot.leaf.index, e + 2, vEnd);
       p = vEnd + 1;
     }
     // Children: leaves and groups of leaves.
@@ -662,8 +906,11 @@ class FastXmlScanner {
     let previous: RecordName | undefined;
     for (;;) {
       p = this.skipSpace(p);
-      if (p === close) break;
-      if (b.charCodeAt(p) !== 60 || p > close) refuse('text beside the elements of a record');
+      if (b[p] !== 60 || p > close) refuse('text beside the elements of a record');
+      if (b[p + 1] === 47) {
+        p = afterEndTag(b, recordName, p);
+        break;
+      }
       // The child that came here in the previous record, if it is the same name; else look it up.
       let slot: RecordName;
       let e: number;
@@ -672,7 +919,7 @@ class FastXmlScanner {
         e = p + 1 + guess.name.length;
       } else {
         e = this.nameEnd(p + 1);
-        slot = this.recordNameOf(b.slice(p + 1, e));
+        slot = this.recordNameOf(this.childName(p + 1, e));
       }
       if (previous === undefined) this.firstChild = slot;
       else previous.next = slot;
@@ -681,35 +928,38 @@ class FastXmlScanner {
       const name = slot.name;
       if (slot.stamp === stamp) refuse('a repeated element');
       slot.stamp = stamp;
-      const c = b.charCodeAt(e);
+      const c = b[e];
       // The container of a repeated group with a child table: its items, none when it is empty.
       const items = slot.items;
       if (c === 47 /* / */) {
-        if (b.charCodeAt(e + 1) !== 62) refuse('an unusual empty element');
-        if (items === undefined) this.putRecordLeaf(slot, name, '');
+        if (b[e + 1] !== 62) refuse('an unusual empty element');
+        if (items === undefined) this.putRecordLeaf(slot, name, e, e);
         p = e + 2;
         continue;
       }
       if (c !== 62) refuse('attributes on an element inside a record');
-      const lt = b.indexOf('<', e + 1);
+      const lt = b.indexOf(60, e + 1);
       if (lt < 0 || lt > close) refuse('an unclosed element inside a record');
-      if (b.charCodeAt(lt + 1) === 47 && items === undefined) {
+      if (b[lt + 1] === 47 && items === undefined) {
         // A leaf: `<name>text</name>`.
         const after = afterEndTag(b, name, lt);
-        this.putRecordLeaf(slot, name, leafValue(b.slice(e + 1, lt)));
+        checkLeafEnds(b, e + 1, lt);
+        this.putRecordLeaf(slot, name, e + 1, lt);
         p = after;
         continue;
       }
       // A group: only whitespace before its first child.
-      for (let i = e + 1; i < lt; i++) if (!isSpace(b.charCodeAt(i))) refuse('text beside child elements');
+      for (let i = e + 1; i < lt; i++) if (!isSpace(b[i])) refuse('text beside child elements');
       p = items === undefined ? this.group(slot, name, lt, close, stamp) : this.items(items, lt, close);
     }
     for (const group of this.itemGroups.values()) {
-      if (group.pending.length === 0) continue;
-      if (requestId === undefined || requestId === '')
-        return refuse('items of a record without a RequestID attribute');
-      if (out !== undefined) for (const item of group.pending) this.itemLine(group, item, requestId, n);
-      group.pending = [];
+      if (group.pending === 0) continue;
+      if (requestStart < 0 || requestStart === requestEnd)
+        refuse('items of a record without a RequestID attribute');
+      if (out !== undefined)
+        for (let item = 0; item < group.pending; item++)
+          this.itemLine(group, item, requestStart, requestEnd, n);
+      group.pending = 0;
     }
     // Attributes of the enclosing elements, after the record's own (as on the per-row path).
     const container = this.stack[this.stack.length - 1]!;
@@ -717,13 +967,27 @@ class FastXmlScanner {
       container.resolved = container.inherited.map(([k, v]) => ({
         index: this.columnOf(`^${k}`, [k], k),
         value: v,
+        field: undefined,
       }));
     }
-    for (const { index, value } of container.resolved) if (values[index] === undefined) values[index] = value;
-    if (out === undefined) return;
-    out.push(
-      copyLine(this.set.columns, values, this.fields, n, 'a value the per-row path must type or reject'),
-    );
+    const row = this.row;
+    for (const inherited of container.resolved) {
+      const index = inherited.index;
+      if (row.start[index] !== UNSET) continue;
+      if (out === undefined) row.setString(index, inherited.value);
+      else {
+        // The same value in every record inside: its COPY text field is made once.
+        inherited.field ??= copyText(
+          this.set.columns[index]!.pgType,
+          inherited.value,
+          'a value the per-row path must type or reject',
+        );
+        row.setField(index, inherited.field);
+      }
+    }
+    if (out !== undefined)
+      writeLine(out, this.set.columns, b, row, 0, n, 'a value the per-row path must type or reject');
+    return p;
   }
 
   /**
@@ -740,8 +1004,8 @@ class FastXmlScanner {
     let previous: LeafSlot | undefined;
     for (;;) {
       p = this.skipSpace(p);
-      if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
-      if (b.charCodeAt(p + 1) === 47) {
+      if (p >= close || b[p] !== 60) refuse('text beside child elements');
+      if (b[p + 1] === 47) {
         return afterEndTag(b, name, p);
       }
       let entry: LeafSlot | undefined;
@@ -750,21 +1014,20 @@ class FastXmlScanner {
       if (
         guess !== undefined &&
         matchesAt(b, guess.name, p + 1) &&
-        !isNameChar(b.charCodeAt(p + 1 + guess.name.length))
+        !isNameChar(b[p + 1 + guess.name.length])
       ) {
         entry = guess;
         e = p + 1 + guess.name.length;
       } else {
         e = this.nameEnd(p + 1);
-        const leafName = b.slice(p + 1, e);
+        const leafName = this.childName(p + 1, e);
         if (repeatedItem === leafName) refuse('a repeated group (its items go to a child table)');
         entry = leaves.get(leafName);
         if (entry === undefined) {
           // A group one level down, not a leaf: its leaves are columns, it is not one.
-          const start = b.charCodeAt(e) === 62 ? b.indexOf('<', e + 1) : -1;
-          if (start >= 0 && start < close && b.charCodeAt(start + 1) !== 47) {
-            for (let i = e + 1; i < start; i++)
-              if (!isSpace(b.charCodeAt(i))) refuse('text beside child elements');
+          const start = b[e] === 62 ? b.indexOf(60, e + 1) : -1;
+          if (start >= 0 && start < close && b[start + 1] !== 47) {
+            for (let i = e + 1; i < start; i++) if (!isSpace(b[i])) refuse('text beside child elements');
             p = this.subgroup(slot, name, leafName, start, close, stamp);
             previous = undefined;
             guess = undefined;
@@ -790,33 +1053,36 @@ class FastXmlScanner {
       const leaf = entry.name;
       if (entry.stamp === stamp) refuse('a repeated element');
       entry.stamp = stamp;
-      const c = b.charCodeAt(e);
+      const c = b[e];
       if (c !== 62 && c !== 47)
         e = this.labelEnd(e, label ?? refuse('attributes on an element inside a record'), close);
-      const value = this.leafAt(leaf, e, close, 'elements nested deeper than a group');
+      this.leafAt(leaf, e, close, 'elements nested deeper than a group');
       p = this.leafEnd;
-      if (this.values[entry.index] === undefined) this.values[entry.index] = value;
+      this.put(entry.index, this.valueStart, this.valueEnd);
     }
   }
 
   /**
-   * The value of leaf `<name>` whose start tag ends at `e` (`/>` or `>`, then text and `</name>`)
-   * and the index after it; `deeper` is the refusal when an element comes instead of the text.
+   * The value of leaf `<name>` whose start tag ends at `e` (`/>` or `>`, then text and `</name>`):
+   * its bytes in [valueStart, valueEnd), and the index after it in leafEnd; `deeper` is the
+   * refusal when an element comes instead of the text.
    */
-  private leafAt(name: string, e: number, close: number, deeper: string): string {
+  private leafAt(name: string, e: number, close: number, deeper: string): void {
     const b = this.buf;
-    const c = b.charCodeAt(e);
+    const c = b[e];
     if (c === 47) {
-      if (b.charCodeAt(e + 1) !== 62) refuse('an unusual empty element');
+      if (b[e + 1] !== 62) refuse('an unusual empty element');
       this.leafEnd = e + 2;
-      return '';
+      this.valueStart = this.valueEnd = e;
+      return;
     }
     if (c !== 62) refuse('attributes on an element inside a record');
-    const lt = b.indexOf('<', e + 1);
-    if (lt < 0 || lt > close || b.charCodeAt(lt + 1) !== 47) refuse(deeper);
-    const value = lt === e + 1 ? '' : leafValue(b.slice(e + 1, lt));
+    const lt = b.indexOf(60, e + 1);
+    if (lt < 0 || lt > close || b[lt + 1] !== 47) refuse(deeper);
+    checkLeafEnds(b, e + 1, lt);
+    this.valueStart = e + 1;
+    this.valueEnd = lt;
     this.leafEnd = afterEndTag(b, name, lt);
-    return value;
   }
 
   /** After the label attribute `label` of a leaf whose name ends at `e`: the index of its `>` or `/>`. */
@@ -825,14 +1091,14 @@ class FastXmlScanner {
     const q = this.skipSpace(e);
     if (q === e) refuse('attributes on an element inside a record');
     const ae = this.nameEnd(q);
-    if (ae - q !== label.length || !matchesAt(b, label, q) || b.charCodeAt(ae) !== 61)
+    if (ae - q !== label.length || !matchesAt(b, label, q) || b[ae] !== 61)
       refuse('attributes on an element inside a record');
-    const quote = b.charCodeAt(ae + 1);
+    const quote = b[ae + 1]!;
     if (quote !== 34 && quote !== 39) refuse('an unusual attribute');
-    const vEnd = b.indexOf(quote === 34 ? '"' : "'", ae + 2);
+    const vEnd = b.indexOf(quote, ae + 2);
     if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
     const r = this.skipSpace(vEnd + 1);
-    const c = b.charCodeAt(r);
+    const c = b[r];
     if (c !== 62 && c !== 47) refuse('attributes on an element inside a record');
     return r;
   }
@@ -853,8 +1119,8 @@ class FastXmlScanner {
     let previous: LeafSlot | undefined;
     for (;;) {
       p = this.skipSpace(p);
-      if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
-      if (b.charCodeAt(p + 1) === 47) return afterEndTag(b, sub, p);
+      if (p >= close || b[p] !== 60) refuse('text beside child elements');
+      if (b[p + 1] === 47) return afterEndTag(b, sub, p);
       // The leaf that came here last time, if it is the same name; else look it up.
       let e: number;
       let leafName: string;
@@ -865,7 +1131,7 @@ class FastXmlScanner {
         e = p + 1 + leafName.length;
       } else {
         e = this.nameEnd(p + 1);
-        leafName = b.slice(p + 1, e);
+        leafName = this.childName(p + 1, e);
         entry = leaves.get(`${sub}/${leafName}`);
       }
       if (entry === undefined) {
@@ -887,9 +1153,9 @@ class FastXmlScanner {
       guess = entry.next;
       if (entry.stamp === stamp) refuse('a repeated element');
       entry.stamp = stamp;
-      const value = this.leafAt(leafName, e, close, 'elements nested deeper than two groups');
+      this.leafAt(leafName, e, close, 'elements nested deeper than two groups');
       p = this.leafEnd;
-      if (this.values[entry.index] === undefined) this.values[entry.index] = value;
+      this.put(entry.index, this.valueStart, this.valueEnd);
     }
   }
 
@@ -902,33 +1168,40 @@ class FastXmlScanner {
   private items(group: ItemGroup, p: number, close: number): number {
     const b = this.buf;
     const { container, item, numberAttribute } = group.spec;
-    if (group.pending.length > 0) refuse('a repeated element');
+    if (group.pending > 0) refuse('a repeated element');
     for (;;) {
       p = this.skipSpace(p);
-      if (p >= close || b.charCodeAt(p) !== 60) refuse('text beside child elements');
-      if (b.charCodeAt(p + 1) === 47) return afterEndTag(b, container, p);
+      if (p >= close || b[p] !== 60) refuse('text beside child elements');
+      if (b[p + 1] === 47) return afterEndTag(b, container, p);
       const e = p + 1 + item.length;
-      if (!matchesAt(b, item, p + 1) || isNameChar(b.charCodeAt(e))) {
+      if (!matchesAt(b, item, p + 1) || isNameChar(b[e])) {
         this.nameEnd(p + 1);
         refuse(`an element other than ${item} in ${container}`);
       }
       // The item's attributes and leaves in the order the last item had them (guesses, checked).
       const order = group.order;
       let k = 0;
-      const values: (string | undefined)[] = new Array<string | undefined>(group.columns.length);
-      const position = group.pending.length;
-      values[group.numberIndex] = numberAttribute === undefined ? String(position + 1) : String(position);
+      const position = group.pending;
+      group.items.ensure(position + 1);
+      const values = group.items;
+      const base = position * values.width;
+      values.start.fill(UNSET, base, base + values.width);
+      if (group.numberIndex >= 0)
+        values.setString(
+          base + group.numberIndex,
+          numberAttribute === undefined ? String(position + 1) : String(position),
+        );
       // Attributes.
       let q = e;
       let selfClosing = false;
       for (;;) {
         const r = this.skipSpace(q);
-        const c = b.charCodeAt(r);
+        const c = b[r];
         if (c === 62) {
           q = r + 1;
           break;
         }
-        if (c === 47 && b.charCodeAt(r + 1) === 62) {
+        if (c === 47 && b[r + 1] === 62) {
           q = r + 2;
           selfClosing = true;
           break;
@@ -942,32 +1215,32 @@ class FastXmlScanner {
           guess !== undefined &&
           guess.attribute &&
           matchesAt(b, guess.name, r) &&
-          b.charCodeAt(r + guess.name.length) === 61
+          b[r + guess.name.length] === 61
         ) {
           attr = guess.name;
           ae = r + attr.length;
           index = guess.index;
         } else {
           ae = this.nameEnd(r);
-          attr = b.slice(r, ae);
+          attr = ascii(b, r, ae);
           index = -1;
         }
-        if (b.charCodeAt(ae) !== 61) refuse('an unusual attribute');
-        const quote = b.charCodeAt(ae + 1);
+        if (b[ae] !== 61) refuse('an unusual attribute');
+        const quote = b[ae + 1]!;
         if (quote !== 34 && quote !== 39) refuse('an unusual attribute');
-        const vEnd = b.indexOf(quote === 34 ? '"' : "'", ae + 2);
+        const vEnd = b.indexOf(quote, ae + 2);
         if (vEnd < 0 || vEnd > close) refuse('an unusual attribute');
-        const value = attributeValue(b.slice(ae + 2, vEnd));
+        checkAttribute(b, ae + 2, vEnd);
         if (index < 0) {
           index = attr === numberAttribute ? group.numberIndex : this.itemColumn(group, attr);
           order[k] = { name: attr, index, attribute: true };
         }
         k++;
-        if (attr !== numberAttribute && values[index] !== undefined) refuse('an attribute twice');
-        values[index] = value;
+        if (attr !== numberAttribute && values.start[base + index] !== UNSET) refuse('an attribute twice');
+        if (index >= 0) values.setRange(base + index, ae + 2, vEnd);
         q = vEnd + 1;
       }
-      group.pending.push(values);
+      group.pending = position + 1;
       if (selfClosing) {
         p = q;
         continue;
@@ -975,8 +1248,8 @@ class FastXmlScanner {
       // Leaves.
       for (;;) {
         q = this.skipSpace(q);
-        if (q >= close || b.charCodeAt(q) !== 60) refuse('text beside child elements');
-        if (b.charCodeAt(q + 1) === 47) {
+        if (q >= close || b[q] !== 60) refuse('text beside child elements');
+        if (b[q + 1] === 47) {
           q = afterEndTag(b, item, q);
           break;
         }
@@ -990,14 +1263,16 @@ class FastXmlScanner {
           index = guess.index;
         } else {
           le = this.nameEnd(q + 1);
-          leaf = b.slice(q + 1, le);
+          leaf = this.childName(q + 1, le);
           index = this.itemColumn(group, leaf);
           order[k] = { name: leaf, index, attribute: false };
         }
         k++;
-        if (values[index] !== undefined && index !== group.numberIndex) refuse('a repeated element');
-        const value = this.leafAt(leaf, le, close, 'elements nested deeper than an item');
-        values[index] ??= value;
+        if (values.start[base + index] !== UNSET && index !== group.numberIndex) refuse('a repeated element');
+        this.leafAt(leaf, le, close, 'elements nested deeper than an item');
+        if (values.start[base + index] === UNSET)
+          values.setRange(base + index, this.valueStart, this.valueEnd);
+        else if (this.valueEnd > this.valueStart) rawValue(b, this.valueStart, this.valueEnd);
         q = this.leafEnd;
       }
       p = q;
@@ -1020,22 +1295,35 @@ class FastXmlScanner {
   /** One item's COPY text line: the child table's columns, then the record number. */
   private itemLine(
     group: ItemGroup,
-    values: (string | undefined)[],
-    requestId: string,
+    item: number,
+    requestStart: number,
+    requestEnd: number,
     recordNumber: number,
   ): void {
-    values[group.keyIndex] = requestId;
-    for (let i = 0; i < values.length; i++) if (values[i] !== undefined) group.seen[i] = true;
-    group.lines.push(
-      copyLine(
-        group.columns,
-        values,
-        this.fields,
-        recordNumber,
-        'an item value the per-row path must type or reject',
-      ),
+    const values = group.items;
+    const base = item * values.width;
+    if (group.keyIndex >= 0) values.setRange(base + group.keyIndex, requestStart, requestEnd);
+    for (let i = 0; i < values.width; i++) if (values.start[base + i] !== UNSET) group.seen[i] = true;
+    writeLine(
+      group.lines,
+      group.columns,
+      this.buf,
+      values,
+      item,
+      recordNumber,
+      'an item value the per-row path must type or reject',
     );
     group.count++;
+  }
+
+  /**
+   * The name of an element inside a record, at bytes [s, e); one named as the record refuses (a
+   * record's end is where its elements end, before the first end tag of its name).
+   */
+  private childName(s: number, e: number): string {
+    const name = ascii(this.buf, s, e);
+    if (name === this.recordElement) refuse(`an element <${name}> inside a record`);
+    return name;
   }
 
   private recordNameOf(name: string): RecordName {
@@ -1061,7 +1349,7 @@ class FastXmlScanner {
     return slot;
   }
 
-  private putRecordLeaf(slot: RecordName, name: string, value: string): void {
+  private putRecordLeaf(slot: RecordName, name: string, s: number, e: number): void {
     const recordName = this.recordElement;
     slot.leaf ??= {
       index: this.columnOf(`/${name}`, recordCandidates(recordName, name), `${recordName}.${name}`),
@@ -1069,7 +1357,7 @@ class FastXmlScanner {
       next: undefined,
       stamp: 0,
     };
-    if (this.values[slot.leaf.index] === undefined) this.values[slot.leaf.index] = value;
+    this.put(slot.leaf.index, s, e);
   }
 }
 
@@ -1095,17 +1383,8 @@ export async function openRawXmlReport(
     }
   };
 
-  async function* text(chunks: Chunks): AsyncGenerator<string> {
-    // UTF-8, or UTF-16 told by its first bytes (text-encoding.ts).
-    const decoder = new ReportDecoder(options.fileName);
-    for await (const chunk of chunks)
-      yield typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
-    const last = decoder.decode();
-    if (last !== '') yield last;
-  }
-
   if (options.discoverColumns === true) {
-    for await (const t of text(open())) {
+    for await (const t of utf8Chunks(open(), options.fileName)) {
       guard(() => {
         scanner.push(t);
         scanner.scan(undefined);
@@ -1128,13 +1407,14 @@ export async function openRawXmlReport(
     out.on('error', (error) => (spool.error ??= error));
     return spool;
   });
-  const writeItems = async (): Promise<void> => {
-    const lines = scanner.takeItemLines();
+  /** Writes the lines of the items to their spools: all of them, or the groups' that have a chunk. */
+  const writeItems = async (all: boolean): Promise<void> => {
+    const lines = scanner.takeItemLines(all ? 0 : SPOOL_CHUNK_BYTES);
     for (const spool of spools) {
       const some = lines.get(spool.child.group);
       if (some === undefined || some.length === 0) continue;
       if (spool.error !== undefined) throw spool.error;
-      if (!spool.out.write(some.join(''))) await once(spool.out, 'drain');
+      if (!spool.out.write(some)) await once(spool.out, 'drain');
     }
   };
   const closeSpools = async (complete: boolean): Promise<void> => {
@@ -1151,8 +1431,8 @@ export async function openRawXmlReport(
   };
 
   // Read until the first record is complete (metadata, and the columns of that record).
-  const iterator = text(open())[Symbol.asyncIterator]();
-  let pending: string[] = [];
+  const iterator = utf8Chunks(open(), options.fileName)[Symbol.asyncIterator]();
+  const out = new LineSink();
   let done = false;
   while (scanner.recordCount === 0 && !done) {
     const next = await iterator.next();
@@ -1160,12 +1440,12 @@ export async function openRawXmlReport(
       done = true;
       guard(() => {
         scanner.end();
-        scanner.scan(pending);
+        scanner.scan(out);
       });
     } else {
       guard(() => {
         scanner.push(next.value);
-        scanner.scan(pending);
+        scanner.scan(out);
       });
     }
   }
@@ -1173,8 +1453,7 @@ export async function openRawXmlReport(
   scanner.freeze();
   // The lines of the records read so far were cut to the columns known at each record: redo them.
   // (Only the first chunk's records; all of them have every column now, so re-scan the chunk.)
-  const firstLines = pending;
-  pending = [];
+  const firstText = out.takeText();
 
   let records = 0;
   async function* chunks(): AsyncGenerator<string> {
@@ -1182,27 +1461,20 @@ export async function openRawXmlReport(
       // Records of the first chunk may have fewer fields than the final column count: pad them.
       const width = scanner.set.columns.length;
       const head: string[] = [];
-      for (const line of firstLines) {
+      // Each line ends with a line feed (one inside a value is written `\n`).
+      for (const line of firstText === '' ? [] : firstText.slice(0, -1).split('\n')) {
         let fields = 1;
         for (let i = line.indexOf('\t'); i >= 0; i = line.indexOf('\t', i + 1)) fields++;
         const missing = width + 1 - fields;
-        if (missing <= 0) head.push(line);
+        if (missing <= 0) head.push(`${line}\n`);
         else {
           const cut = line.lastIndexOf('\t');
-          head.push(`${line.slice(0, cut)}${'\t\\N'.repeat(missing)}${line.slice(cut)}`);
+          head.push(`${line.slice(0, cut)}${'\t\\N'.repeat(missing)}${line.slice(cut)}\n`);
         }
       }
       records += head.length;
-      await writeItems();
+      await writeItems(false);
       if (head.length > 0) yield head.join('');
-      let out: string[] = [];
-      let chars = 0;
-      const flush = (): string => {
-        const s = out.join('');
-        out = [];
-        chars = 0;
-        return s;
-      };
       while (!done) {
         const next = await iterator.next();
         if (next.done === true) {
@@ -1212,23 +1484,22 @@ export async function openRawXmlReport(
             scanner.scan(out);
           });
         } else {
-          const before = out.length;
           guard(() => {
             scanner.push(next.value);
             scanner.scan(out);
           });
-          for (let i = before; i < out.length; i++) chars += out[i]!.length;
         }
-        await writeItems();
-        if (chars >= CHUNK_CHARS || (done && out.length > 0)) {
-          records += out.length;
-          yield flush();
+        await writeItems(false);
+        if (out.length >= CHUNK_BYTES || (done && out.lines > 0)) {
+          records += out.lines;
+          yield out.takeText();
         }
       }
-      if (out.length > 0) {
-        records += out.length;
-        yield flush();
+      if (out.lines > 0) {
+        records += out.lines;
+        yield out.takeText();
       }
+      await writeItems(true);
       await closeSpools(true);
     } finally {
       if (!done) await iterator.return?.(undefined);
@@ -1274,23 +1545,103 @@ export async function openRawXmlReport(
 
 /** A spool's COPY text lines, whole lines per chunk; with `keep`, only those fields (and the last). */
 async function* readSpool(path: string, keep: readonly number[] | undefined): AsyncGenerator<string> {
-  let rest = '';
-  for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 64 * 1024 })) {
-    const text = rest + (chunk as string);
-    const end = text.lastIndexOf('\n') + 1;
-    rest = text.slice(end);
+  const kept: boolean[] = [];
+  for (const i of keep ?? []) kept[i] = true;
+  let rest: Buffer = Buffer.alloc(0);
+  const out = new LineSink();
+  for await (const chunk of createReadStream(path, { highWaterMark: SPOOL_READ_BYTES })) {
+    const bytes = rest.length === 0 ? (chunk as Buffer) : Buffer.concat([rest, chunk as Buffer]);
+    const end = bytes.lastIndexOf(10) + 1;
+    rest = bytes.subarray(end);
     if (end === 0) continue;
-    const whole = text.slice(0, end);
     if (keep === undefined) {
-      yield whole;
+      yield bytes.toString('utf8', 0, end);
       continue;
     }
-    let out = '';
-    for (const line of whole.slice(0, -1).split('\n')) {
-      const fields = line.split('\t');
-      out += `${keep.map((i) => fields[i]).join('\t')}\t${fields[fields.length - 1]}\n`;
+    // The kept fields of each line, then its last (the record number); a field never holds a tab
+    // or line feed (COPY text escapes them).
+    out.reserve(2 * end);
+    const to = out.buf;
+    let o = 0;
+    let field = 0;
+    let keeping = kept[0] === true;
+    let wrote = false;
+    let fieldStart = 0;
+    for (let k = 0; k < end; k++) {
+      const c = bytes[k]!;
+      if (c === 9) {
+        if (keeping) {
+          to[o++] = 9;
+          wrote = true;
+        }
+        keeping = kept[++field] === true;
+        fieldStart = k + 1;
+      } else if (c === 10) {
+        if (!wrote) to[o++] = 9;
+        for (let j = fieldStart; j < k; j++) to[o++] = bytes[j]!;
+        to[o++] = 10;
+        field = 0;
+        keeping = kept[0] === true;
+        wrote = false;
+        fieldStart = k + 1;
+      } else if (keeping) to[o++] = c;
     }
-    yield out;
+    out.length = o;
+    yield out.takeText();
   }
-  if (rest !== '') throw refuseFastPath('a child table spool ends inside a line');
+  if (rest.length > 0) throw refuseFastPath('a child table spool ends inside a line');
+}
+
+/**
+ * The file's chunks as UTF-8 bytes: a UTF-8 file's bytes as they are (a byte order mark is
+ * skipped by the scanner); a UTF-16 file, told by its first bytes (text-encoding.ts), and chunks
+ * given as text are encoded, a surrogate pair split across chunks kept whole.
+ */
+async function* utf8Chunks(chunks: Chunks, fileName: string): AsyncGenerator<Buffer> {
+  let head: Buffer | undefined = Buffer.alloc(0);
+  let decoder: ReportDecoder | undefined;
+  let carry = '';
+  const encode = (text: string, last: boolean): Buffer | undefined => {
+    let t = carry + text;
+    carry = '';
+    const c = t.charCodeAt(t.length - 1);
+    if (!last && c >= 0xd800 && c <= 0xdbff) {
+      carry = t.slice(-1);
+      t = t.slice(0, -1);
+    }
+    return t === '' ? undefined : Buffer.from(t, 'utf8');
+  };
+  for await (const chunk of chunks) {
+    if (typeof chunk === 'string') {
+      const bytes = encode(chunk, false);
+      if (bytes !== undefined) yield bytes;
+      continue;
+    }
+    let bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (head !== undefined) {
+      // The encoding is told by the first 4 bytes.
+      head = Buffer.concat([head, bytes]);
+      if (head.length < 4) continue;
+      if (sniffEncoding(head, fileName) !== 'utf-8') decoder = new ReportDecoder(fileName);
+      bytes = head;
+      head = undefined;
+    }
+    if (decoder === undefined) yield bytes;
+    else {
+      const encoded = encode(decoder.decode(bytes, { stream: true }), false);
+      if (encoded !== undefined) yield encoded;
+    }
+  }
+  if (head !== undefined && head.length > 0) {
+    if (sniffEncoding(head, fileName) === 'utf-8') yield head;
+    else decoder = new ReportDecoder(fileName);
+    if (decoder !== undefined) {
+      const encoded = encode(decoder.decode(head, { stream: true }), false);
+      if (encoded !== undefined) yield encoded;
+    }
+  }
+  if (decoder !== undefined || carry !== '') {
+    const encoded = encode(decoder?.decode() ?? '', true);
+    if (encoded !== undefined) yield encoded;
+  }
 }
