@@ -21,19 +21,21 @@ import type { TableLoadResult } from './types.js';
 import { sql } from 'kysely';
 
 /**
- * Note the (sub)transaction that has just written every row of the source in the table (a first
- * load straight into it), read from one of them.
+ * Note the (sub)transaction that has just written every row of the source in these tables (a first
+ * load straight into them, all in one savepoint, so one writer), read from one of those rows.
  */
 export async function noteWriter(
   ctx: WindowContext,
   trx: Db,
-  decl: TableDecl,
+  decls: readonly TableDecl[],
   source: string,
 ): Promise<void> {
+  const probes = decls.map(
+    (decl) => sql`(select xmin::text as x from ${sql.id(decl.schema, decl.name)}
+                    where ${ofSource(ctx.options.window.organizationId, source)} limit 1)`,
+  );
   const result = await sql<{ x: string }>`
-    select xmin::text as x from ${sql.id(decl.schema, decl.name)}
-     where ${ofSource(ctx.options.window.organizationId, source)}
-     limit 1`.execute(trx);
+    select x from (${sql.join(probes, sql` union all `)}) as written limit 1`.execute(trx);
   if (result.rows[0]) ctx.writers.add(result.rows[0].x);
 }
 
@@ -195,7 +197,7 @@ export async function copyTextIntoTable(
         total += copied;
       }
       await buildDeferredIndexes(ctx, trx, decl);
-      await noteWriter(ctx, trx, decl, source.source);
+      await noteWriter(ctx, trx, [decl], source.source);
       return total;
     },
     refusedByTable,
@@ -244,7 +246,7 @@ export async function copyRawTextIntoTable(
         appendToLines(body.chunks, Buffer.from(`${lineage}\n`, 'utf8')),
       );
       await buildDeferredIndexes(ctx, trx, decl);
-      await noteWriter(ctx, trx, decl, source.source);
+      await noteWriter(ctx, trx, [decl], source.source);
     },
     (error) => hasSqlState(error, '23505'),
   );
@@ -335,7 +337,7 @@ export async function copyRawCsvIntoTable(
         copied += await insertStaged(ctx, trx, decl, source.source, staged, copy.stagingName);
       }
       await buildDeferredIndexes(ctx, trx, decl);
-      await noteWriter(ctx, trx, decl, source.source);
+      await noteWriter(ctx, trx, [decl], source.source);
       return copied;
     },
     (error) => hasSqlState(error, '23505', true),

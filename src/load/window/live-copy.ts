@@ -98,7 +98,12 @@ export async function loadLive(
     }
     await ctx.rejects.flush();
     for (const { table } of live.tables) await buildDeferredIndexes(ctx, trx, table);
-    for (const { table } of live.tables) await noteWriter(ctx, trx, table, live.source);
+    await noteWriter(
+      ctx,
+      trx,
+      live.tables.map((t) => t.table),
+      live.source,
+    );
     await copier.savepoint.release();
     for (const log of logLater) log();
     return results;
