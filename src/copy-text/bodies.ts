@@ -52,8 +52,11 @@ export interface SetAsideRecord {
 
 /** Ready COPY text lines of raw values (the fast XML path; their form: src/load/window/raw-text-copy.ts). */
 export interface RawCopyTextBody {
-  /** COPY text lines, whole lines per chunk; the iterator throws a refusal on what it cannot judge. */
-  chunks: AsyncIterable<string>;
+  /**
+   * COPY text lines as UTF-8 bytes, whole lines per chunk (each chunk its own buffer); the iterator
+   * throws a refusal on what it cannot judge.
+   */
+  chunks: AsyncIterable<Buffer>;
   /** Lines produced (final once `chunks` is exhausted). */
   records(): number;
 }

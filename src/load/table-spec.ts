@@ -168,7 +168,7 @@ export interface CopyTextSegment {
   columns: number;
   lines: number;
   /** The lines' bytes (opened when called). */
-  chunks: () => AsyncIterable<Uint8Array | string>;
+  chunks: () => AsyncIterable<Uint8Array>;
   /** The record number of the n-th line (1-based), for PostgreSQL's errors. */
   recordAt: (line: number) => number | undefined;
 }

@@ -163,15 +163,15 @@ for (const c of cases) {
       },
       { fileName: path.basename(c.file), report: c.report, childTables },
     );
-    let chars = 0;
-    for await (const chunk of report.body.chunks) chars += chunk.length;
-    for (const child of report.children) for await (const chunk of child.body().chunks) chars += chunk.length;
+    let bytes = 0;
+    for await (const chunk of report.body.chunks) bytes += chunk.length;
+    for (const child of report.children) for await (const chunk of child.body().chunks) bytes += chunk.length;
     digester?.digest();
     const used = process.cpuUsage(before);
     const records = report.body.records();
     const cpuMs = (used.user + used.system) / 1000;
     process.stdout.write(
-      `${JSON.stringify({ case: c.name, run, records, columns: report.columns.length, chars, cpuMs: Math.round(cpuMs), cpuMsPer100k: Math.round((cpuMs * 100_000) / records) })}\n`,
+      `${JSON.stringify({ case: c.name, run, records, columns: report.columns.length, bytes, cpuMs: Math.round(cpuMs), cpuMsPer100k: Math.round((cpuMs * 100_000) / records) })}\n`,
     );
     await rm(spools, { recursive: true, force: true });
   }

@@ -259,15 +259,10 @@ export async function copyRawTextIntoTable(
  * text format a LF byte always ends a line (a LF in a value is written `\n`).
  */
 export async function* appendToLines(
-  chunks: AsyncIterable<Uint8Array | string>,
+  chunks: AsyncIterable<Uint8Array>,
   suffix: Buffer,
 ): AsyncGenerator<Buffer> {
-  const suffixText = suffix.toString('utf8');
   for await (const chunk of chunks) {
-    if (typeof chunk === 'string') {
-      yield Buffer.from(chunk.replaceAll('\n', suffixText), 'utf8');
-      continue;
-    }
     const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     // Copied into one buffer (no object per line: a chunk holds thousands of lines).
     let lines = 0;

@@ -71,7 +71,7 @@ export async function copyRawTextLines(
   session: WarehouseSession,
   statement: string,
   body: RawCopyTextBody,
-  chunks: AsyncIterable<string | Uint8Array>,
+  chunks: AsyncIterable<Uint8Array>,
 ): Promise<void> {
   let copied: number;
   try {

@@ -1456,7 +1456,7 @@ export async function openRawXmlReport(
   const firstText = out.takeText();
 
   let records = 0;
-  async function* chunks(): AsyncGenerator<string> {
+  async function* chunks(): AsyncGenerator<Buffer> {
     try {
       // Records of the first chunk may have fewer fields than the final column count: pad them.
       const width = scanner.set.columns.length;
@@ -1474,7 +1474,7 @@ export async function openRawXmlReport(
       }
       records += head.length;
       await writeItems(false);
-      if (head.length > 0) yield head.join('');
+      if (head.length > 0) yield Buffer.from(head.join(''), 'utf8');
       while (!done) {
         const next = await iterator.next();
         if (next.done === true) {
@@ -1492,12 +1492,12 @@ export async function openRawXmlReport(
         await writeItems(false);
         if (out.length >= CHUNK_BYTES || (done && out.lines > 0)) {
           records += out.lines;
-          yield out.takeText();
+          yield out.takeBytes();
         }
       }
       if (out.lines > 0) {
         records += out.lines;
-        yield out.takeText();
+        yield out.takeBytes();
       }
       await writeItems(true);
       await closeSpools(true);
@@ -1544,7 +1544,7 @@ export async function openRawXmlReport(
 }
 
 /** A spool's COPY text lines, whole lines per chunk; with `keep`, only those fields (and the last). */
-async function* readSpool(path: string, keep: readonly number[] | undefined): AsyncGenerator<string> {
+async function* readSpool(path: string, keep: readonly number[] | undefined): AsyncGenerator<Buffer> {
   const kept: boolean[] = [];
   for (const i of keep ?? []) kept[i] = true;
   let rest: Buffer = Buffer.alloc(0);
@@ -1555,7 +1555,7 @@ async function* readSpool(path: string, keep: readonly number[] | undefined): As
     rest = bytes.subarray(end);
     if (end === 0) continue;
     if (keep === undefined) {
-      yield bytes.toString('utf8', 0, end);
+      yield bytes.subarray(0, end);
       continue;
     }
     // The kept fields of each line, then its last (the record number); a field never holds a tab
@@ -1587,7 +1587,7 @@ async function* readSpool(path: string, keep: readonly number[] | undefined): As
       } else if (keeping) to[o++] = c;
     }
     out.length = o;
-    yield out.takeText();
+    yield out.takeBytes();
   }
   if (rest.length > 0) throw refuseFastPath('a child table spool ends inside a line');
 }

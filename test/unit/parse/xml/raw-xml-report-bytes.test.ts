@@ -57,11 +57,11 @@ async function lines(chunks: () => AsyncIterable<Uint8Array | string>): Promise<
   }));
   const report = await openRawXmlReport(chunks, { fileName: 'bytes.xml', report: REPORT, childTables });
   let body = '';
-  for await (const chunk of report.body.chunks) body += chunk;
+  for await (const chunk of report.body.chunks) body += chunk.toString('utf8');
   const items = new Map<string, string>();
   for (const child of report.children) {
     let text = '';
-    for await (const chunk of child.body().chunks) text += chunk;
+    for await (const chunk of child.body().chunks) text += chunk.toString('utf8');
     items.set(child.group, text);
   }
   return { columns: report.columns.map((c) => c.column), body, items };

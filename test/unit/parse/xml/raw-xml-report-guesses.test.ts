@@ -86,7 +86,7 @@ async function read(text: string): Promise<Read> {
         return new Map(names.flatMap((n, i) => (fields[i] === '\\N' ? [] : [[n, fields[i]!] as const])));
       });
   let body = '';
-  for await (const chunk of report.body.chunks) body += chunk;
+  for await (const chunk of report.body.chunks) body += chunk.toString('utf8');
   const records = byName(
     report.columns.map((c) => c.column),
     body,
@@ -94,7 +94,7 @@ async function read(text: string): Promise<Read> {
   const items = new Map<string, Map<string, string>[]>();
   for (const child of report.children) {
     let lines = '';
-    for await (const chunk of child.body().chunks) lines += chunk;
+    for await (const chunk of child.body().chunks) lines += chunk.toString('utf8');
     items.set(
       child.group,
       byName(
