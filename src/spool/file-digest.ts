@@ -6,7 +6,7 @@ export const DIGEST_BLOCK_BYTES = 8 * 1024 * 1024;
 
 /**
  * The identity of a file's bytes: what a re-load compares to tell that a report file is the one
- * its window was last loaded from (src/pipeline/execute-window.ts).
+ * its window was last loaded from (src/pipeline/window/report.ts).
  */
 export interface FileDigest {
   /** SHA-256 (hex) over the SHA-256 digests of the file's blocks, then its length (8 bytes, big-endian). */

@@ -144,7 +144,7 @@ async function perRow(side: Side, c: LoadCase): Promise<Outcome> {
 type Path = 'fast' | 'fast-after-discovery' | 'per-row';
 
 /**
- * The executor's order (loadXmlFast, as src/pipeline/execute-window.ts calls it): the fast path
+ * The executor's order (loadXmlFast, as src/pipeline/window/report-file.ts calls it): the fast path
  * with the child tables' spools (again with column discovery if needed), else per-row.
  */
 async function fastFirst(

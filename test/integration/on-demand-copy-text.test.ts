@@ -7,7 +7,7 @@
  * reads the decoded records one by one). A first load of a source goes straight into the tables;
  * when a key is in a table already (another source's row) or twice in the source, it falls back
  * to the staging table and the merge: both are compared with the reference too. The COPY-text
- * side is handed each page's bytes as execute-window.ts is (OnDemandSpools): pages without bad rows
+ * side is handed each page's bytes as pipeline/window/on-demand.ts is (OnDemandSpools): pages without bad rows
  * are read by OnDemandPageScanner, the others parsed.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -115,7 +115,7 @@ type Kind = 'json' | 'copy' | 'live';
 
 interface Spools {
   json: Map<string, RecordSpool>;
-  /** The COPY-text path's spools (as execute-window.ts writes them). */
+  /** The COPY-text path's spools (as pipeline/window/on-demand.ts writes them). */
   pages?: OnDemandSpools;
   copy: Map<string, CopyTextSpool>;
 }
@@ -140,7 +140,7 @@ const checkPage = fastPageCheck(purchaseRefundDetailsResponseSchema)!;
 
 /**
  * Write the pages into the spools, then close them; the targets. The COPY-text path is handed
- * each page's bytes as execute-window.ts is: read by the scanner when it answers, parsed otherwise.
+ * each page's bytes as pipeline/window/on-demand.ts is: read by the scanner when it answers, parsed otherwise.
  */
 async function spoolPages(
   kind: Kind,
@@ -158,7 +158,7 @@ async function spoolPages(
       const scanned = onDemand.scan([Buffer.from(JSON.stringify(body), 'utf8')]);
       await onDemand.write(scanned ? { scanned } : { body: checkedPage(body) });
     } else {
-      // The previous path, as it was in execute-window.ts.
+      // The previous path, as it was in pipeline/window/on-demand.ts.
       const parsed = parseOnDemandResponse(def.endpoint, body, { source: `${source}#page${pages}` });
       for (const [name, records] of Object.entries(parsed.sections)) {
         if (!def.tables[name]) continue;
