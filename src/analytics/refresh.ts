@@ -15,6 +15,8 @@ export interface AfterRunOptions {
   pipelineTables: ReadonlyMap<string, readonly string[]>;
   /** The zone each organization's Transaction Request reports are cut in, when the run knows it. */
   zones: readonly { organizationId: string; timeZone: string }[];
+  /** False: record the zones only (`analytics.refresh: manual`). */
+  refreshViews?: boolean;
 }
 
 export interface AfterRunResult {
@@ -29,7 +31,7 @@ export async function refreshAfterRun(db: Db, options: AfterRunOptions): Promise
               where cybs_analytics.organizations.time_zone is distinct from excluded.time_zone`.execute(db);
   }
   const materialized = analyticsViews().filter((v) => v.materialized);
-  if (materialized.length === 0) return { refreshed: [] };
+  if (materialized.length === 0 || options.refreshViews === false) return { refreshed: [] };
   const pipelines =
     'pipelines' in options.loaded
       ? options.loaded.pipelines

@@ -220,6 +220,7 @@ export async function refreshModels(
       loaded,
       pipelineTables: new Map(rt.pipelines.map((p) => [p.name, pipelineTables(p.def).map((t) => t.name)])),
       zones: tr ? tr.organizations.map((organizationId) => ({ organizationId, timeZone: tr.timeZone })) : [],
+      refreshViews: rt.config.analytics.refresh === 'after-run',
     });
     if (result.refreshed.length > 0)
       rt.logger.info({ runId, views: result.refreshed }, 'cybs_analytics materialized views refreshed');

@@ -104,6 +104,12 @@ const analyticsSettingsSchema = z
       .refine((tz) => isValidTimeZone(tz), {
         message: 'expected an IANA time zone such as UTC or America/New_York',
       }),
+    /**
+     * When the materialized views are refreshed: `after-run` (each run, backfill and idle worker
+     * refreshes the views whose tables it loaded), or `manual` (never by the loader: a large
+     * warehouse refreshes on its own schedule with `select cybs_analytics.refresh()`).
+     */
+    refresh: z.enum(['after-run', 'manual']).default('after-run'),
   })
   .prefault({});
 

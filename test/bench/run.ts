@@ -252,7 +252,8 @@ async function main(): Promise<void> {
   const configPath = path.join(work, 'config.yaml');
   await writeFile(
     configPath,
-    'log:\n  level: warn\npipelines:\n  purchase_refund_details:\n    pageLimit: 2000\n',
+    // The loader against \copy: the analytics views are not refreshed after each command.
+    'log:\n  level: warn\nanalytics:\n  refresh: manual\npipelines:\n  purchase_refund_details:\n    pageLimit: 2000\n',
     'utf8',
   );
   const etl = (url: string, sim: Sim, args: string[]) =>
@@ -767,7 +768,7 @@ async function benchWorkers(cli: string, work: string): Promise<void> {
     const configPath = path.join(work, 'workers.yaml');
     await writeFile(
       configPath,
-      `log:\n  level: warn\ndefaults:\n  organizations: [${organizations.join(', ')}]\n`,
+      `log:\n  level: warn\nanalytics:\n  refresh: manual\ndefaults:\n  organizations: [${organizations.join(', ')}]\n`,
     );
     const argv = (args: string[]) => [...NODE_RUNTIME_FLAGS, cli, '--config', configPath, ...args];
     const envOf = (url: string) => ({ ...NODE_RUNTIME_ENV, ...sim.env, DATABASE_URL: url });

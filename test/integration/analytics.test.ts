@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { EXAMPLE_QUERIES } from '../../src/analytics/docs.js';
 import { analyticsViews } from '../../src/analytics/install.js';
+import { refreshAfterRun } from '../../src/analytics/refresh.js';
 import { checkCounts } from '../../src/analytics/run-checks.js';
 import { openWarehouse } from '../../src/warehouse/warehouse.js';
 import { cli } from '../helpers/cli.js';
@@ -555,5 +556,32 @@ describe('cybs_analytics on PostgreSQL', () => {
       [org],
     );
     expect(await failing()).toEqual([{ reference: 'F1', difference: '45.65' }]);
+  });
+
+  it('refreshes the views a run loaded the tables of, unless analytics.refresh is manual', async () => {
+    const warehouse = await openWarehouse({ url: database.url, path: dir });
+    const count = async () =>
+      Number((await client.query('select count(*) as n from cybs_analytics.ledger')).rows[0].n);
+    try {
+      const before = await count();
+      expect(before).toBeGreaterThan(0);
+      // A row gone from its table (by hand): the materialized view holds it until a refresh.
+      await client.query(
+        'delete from cybs.payment_batch_detail where ctid = (select ctid from cybs.payment_batch_detail limit 1)',
+      );
+      const after = (refreshViews: boolean) =>
+        refreshAfterRun(warehouse.db, {
+          loaded: { pipelines: ['payment_batch_detail'] },
+          pipelineTables: new Map([['payment_batch_detail', ['payment_batch_detail']]]),
+          zones: [],
+          refreshViews,
+        });
+      expect((await after(false)).refreshed).toEqual([]);
+      expect(await count()).toBe(before);
+      expect((await after(true)).refreshed).toEqual(['ledger']);
+      expect(await count()).toBeLessThan(before);
+    } finally {
+      await warehouse.close();
+    }
   });
 });
