@@ -60,25 +60,33 @@ export async function copySource(
   const reject = (recordNumber: number, raw: string, code: string, message: string) =>
     rejects.add(tableName, source, recordNumber, raw, code, message);
 
+  /** The next batch, its rejects recorded; null, and `done`, at the end. */
+  const nextBatch = async (): Promise<LoadBatch | null> => {
+    let next: IteratorResult<LoadBatch>;
+    try {
+      next = await iterator.next();
+    } catch (error) {
+      ctx.abort = error;
+      throw error;
+    }
+    if (next.done) {
+      done = true;
+      return null;
+    }
+    for (const r of next.value.rejects) reject(r.recordNumber, r.raw, r.code, r.message);
+    return next.value;
+  };
+
   try {
     // Up to the first record before anything is sent: a source without records (the usual records
     // beside a fast path) copies nothing and needs no staging table; its rejects still count.
     while (pending === null || position >= pending.records.length) {
-      let next: IteratorResult<LoadBatch>;
-      try {
-        next = await iterator.next();
-      } catch (error) {
-        ctx.abort = error;
-        throw error;
-      }
-      if (next.done) {
-        done = true;
+      pending = await nextBatch();
+      position = 0;
+      if (pending === null) {
         await rejects.flush();
         return 0;
       }
-      pending = next.value;
-      position = 0;
-      for (const r of pending.rejects) reject(r.recordNumber, r.raw, r.code, r.message);
     }
     await ensureStaging(copy);
     while (!done) {
@@ -98,20 +106,9 @@ export async function copySource(
       fill: for (;;) {
         if (pending === null) {
           if (rejects.full) break;
-          let next: IteratorResult<LoadBatch>;
-          try {
-            next = await iterator.next();
-          } catch (error) {
-            ctx.abort = error;
-            throw error;
-          }
-          if (next.done) {
-            done = true;
-            break;
-          }
-          pending = next.value;
+          pending = await nextBatch();
           position = 0;
-          for (const r of pending.rejects) reject(r.recordNumber, r.raw, r.code, r.message);
+          if (pending === null) break;
         }
         const records = pending.records;
         while (position < records.length) {
