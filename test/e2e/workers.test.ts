@@ -134,6 +134,21 @@ describe('workers on a shared queue (three processes, one killed mid-window)', (
       expect(steady.max).toBe(PER_CREDENTIAL);
 
       const survivors = workers.filter((w) => w !== victim);
+      // The workers refresh the models once they find the queue empty (nothing else runs a pass
+      // here): the worker that loaded the last window does, a moment after its job completed.
+      const modelled = async () =>
+        (await query<{ n: number }>(`select count(*)::int as n from cybs_analytics.transactions`))[0]!.n;
+      const loaded = async () =>
+        (await query<{ n: number }>(`select count(*)::int as n from cybs.transaction_request`))[0]!.n;
+      const refreshedBy = Date.now() + 60_000;
+      while ((await modelled()) !== (await loaded())) {
+        if (Date.now() > refreshedBy)
+          throw new Error(`the models were not refreshed: ${await modelled()} of ${await loaded()} requests`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(survivors.some((w) => w.stderr().includes('cybs_analytics materialized views refreshed'))).toBe(
+        true,
+      );
       for (const w of survivors) w.child.kill('SIGTERM');
       for (const w of survivors) {
         const exit = await w.exited;
@@ -170,16 +185,6 @@ describe('workers on a shared queue (three processes, one killed mid-window)', (
       expect(result.mismatches).toEqual([]);
       expect(result.rowsExpected).toBeGreaterThan(500);
       expect(await duplicateRows(world.db)).toBe(0);
-
-      // The workers refreshed the models once the queue was empty (nothing else ran a pass here).
-      expect(survivors.some((w) => w.stderr().includes('cybs_analytics materialized views refreshed'))).toBe(
-        true,
-      );
-      const modelled = await query<{ n: number }>(
-        `select count(*)::int as n from cybs_analytics.transactions`,
-      );
-      const loaded = await query<{ n: number }>(`select count(*)::int as n from cybs.transaction_request`);
-      expect(modelled[0]!.n).toBe(loaded[0]!.n);
     },
   );
 });
