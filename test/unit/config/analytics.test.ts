@@ -6,9 +6,22 @@ import { isCybsError } from '../../../src/errors.js';
 describe('analytics.enabled', () => {
   it('changes nothing when off', () => {
     const config = parseConfig('log:\n  level: warn\n');
-    expect(config.analytics).toEqual({ enabled: false, timezone: 'UTC' });
+    expect(config.analytics).toEqual({ enabled: false, timezone: 'UTC', refresh: 'after-run' });
     expect(config.pipelines).toEqual({});
     expect(config.subscriptions).toBeUndefined();
+  });
+
+  it('refreshes the views after each run unless refresh is manual, and names the setting when it is neither', () => {
+    expect(parseConfig('analytics:\n  refresh: manual\n').analytics.refresh).toBe('manual');
+    let error: unknown;
+    try {
+      parseConfig('analytics:\n  refresh: nightly\n');
+    } catch (e) {
+      error = e;
+    }
+    expect(isCybsError(error)).toBe(true);
+    expect((error as Error).message).toMatch(/analytics\.refresh/);
+    expect((error as Error).message).toMatch(/after-run.*manual|manual.*after-run/);
   });
 
   it('enables every pipeline the models read and declares their subscriptions with the fields they need', () => {
