@@ -15,7 +15,7 @@ import { planJobs } from '../../src/pipeline/run-pipelines.js';
 import type { WindowExecutor, WindowTask } from '../../src/pipeline/run-pipelines.js';
 import { runQueuedPass } from '../../src/queue/queue-pass.js';
 import type { QueuedPassOptions } from '../../src/queue/queue-pass.js';
-import { toJobData } from '../../src/queue/window-jobs.js';
+import { toJobData, windowJobKey } from '../../src/queue/window-jobs.js';
 import { openWindowQueue } from '../../src/queue/window-queue.js';
 import type { WindowQueue } from '../../src/queue/window-queue.js';
 import { startWindowWorker } from '../../src/queue/window-worker.js';
@@ -298,13 +298,18 @@ describe('a pass over the window queue', () => {
     // Another machine's worker loads them; this pass has none.
     const elsewhere = await startWorker(other, async (task) => {
       // org2's job is held until this pass has enqueued (org1's job exists: the pass inserts its
-      // jobs in one statement), so that the pass meets it queued or active, as the case requires,
+      // jobs in one statement; other jobs of the table do not count), so that the pass meets it queued or active, as the case requires,
       // however fast this worker would otherwise be.
+      const org1Key = windowJobKey(refOf('org1'));
       if (task.window.organizationId === 'org2')
         while (
           Number(
-            (await sql<{ n: string }>`select count(*) as n from pgboss.job`.execute(warehouse.db)).rows[0]!.n,
-          ) < 2
+            (
+              await sql<{
+                n: string;
+              }>`select count(*) as n from pgboss.job where singleton_key = ${org1Key}`.execute(warehouse.db)
+            ).rows[0]!.n,
+          ) < 1
         )
           await new Promise((resolve) => setTimeout(resolve, 20));
       loadedBy.push(task.window.organizationId);
