@@ -60,24 +60,11 @@ function wallClock(ms: number, tz: string): WallClock {
   };
 }
 
-/**
- * Offsets already computed, by zone and instant: every report search walks the subscription's
- * periods from the start of the data, asking for the same instants again (Intl is slow at it).
- */
-const offsets = new Map<string, number>();
-
 /** Offset of a zone at an instant, in minutes east of UTC (America/Chicago in winter → -360). */
 export function zoneOffsetMinutes(ms: number, tz: string): number {
-  const key = `${tz}|${ms}`;
-  let offset = offsets.get(key);
-  if (offset === undefined) {
-    const w = wallClock(ms, tz);
-    const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
-    offset = Math.round((asUtc - Math.floor(ms / 1000) * 1000) / 60_000);
-    if (offsets.size >= 100_000) offsets.clear();
-    offsets.set(key, offset);
-  }
-  return offset;
+  const w = wallClock(ms, tz);
+  const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
+  return Math.round((asUtc - Math.floor(ms / 1000) * 1000) / 60_000);
 }
 
 /** The instant at which the wall clock in `tz` shows `date` (`YYYY-MM-DD`) at `hour:minute`. */
