@@ -1430,26 +1430,33 @@ export async function openRawXmlReport(
     }
   };
 
-  // Read until the first record is complete (metadata, and the columns of that record).
+  // Read until the first record is complete (metadata, and the columns of that record). When that
+  // refuses or fails, the spools are closed here: `chunks()`, which would close them, never runs.
   const iterator = utf8Chunks(open(), options.fileName)[Symbol.asyncIterator]();
   const out = new LineSink();
   let done = false;
-  while (scanner.recordCount === 0 && !done) {
-    const next = await iterator.next();
-    if (next.done === true) {
-      done = true;
-      guard(() => {
-        scanner.end();
-        scanner.scan(out);
-      });
-    } else {
-      guard(() => {
-        scanner.push(next.value);
-        scanner.scan(out);
-      });
+  try {
+    while (scanner.recordCount === 0 && !done) {
+      const next = await iterator.next();
+      if (next.done === true) {
+        done = true;
+        guard(() => {
+          scanner.end();
+          scanner.scan(out);
+        });
+      } else {
+        guard(() => {
+          scanner.push(next.value);
+          scanner.scan(out);
+        });
+      }
     }
+    if (scanner.metadata === undefined) throw refuseFastPath('the XML file has no root element');
+  } catch (error) {
+    if (!done) await iterator.return?.(undefined);
+    await closeSpools(false);
+    throw error;
   }
-  if (scanner.metadata === undefined) throw refuseFastPath('the XML file has no root element');
   scanner.freeze();
   // The lines of the records read so far were cut to the columns known at each record: redo them.
   // (Only the first chunk's records; all of them have every column now, so re-scan the chunk.)
