@@ -106,10 +106,18 @@ export async function loadWindowIn(
     select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))::text as locked,
            ${tableColumnsJson(decls)} as columns`.execute(trx);
   const atStart = tableColumnsOf(decls, locked.rows[0]!.columns);
+  const previous = options.state?.previous;
+  // An unchanged re-load keeps the window's rejects; any other load replaces them, so they go in
+  // the first statement after the lock, with the snapshot the window's state needs.
+  const mayBeUnchanged = options.state?.skipIfUnchanged === true && previous !== undefined && !options.live;
   const taken = await takeSourceKeys(
     trx,
     organizationId,
     options.live ? [options.live.source] : options.targets.map((t) => t.source.source),
+    {
+      ...(mayBeUnchanged ? {} : { deleteRejectsOf: options.window }),
+      snapshot: options.state !== undefined,
+    },
   );
   const ctx: WindowContext = {
     options,
@@ -126,19 +134,16 @@ export async function loadWindowIn(
     tableColumns: atStart.columns,
     stagingMade: new Set(),
   };
-  const previous = options.state?.previous;
-  if (options.state) {
-    const taken = await sql<{ s: string; x: string }>`
-      select pg_current_snapshot()::text as s, pg_current_xact_id()::text as x`.execute(trx);
-    ctx.snapshot = taken.rows[0]!.s;
-    ctx.xid = BigInt(taken.rows[0]!.x);
+  if (taken.snapshot) {
+    ctx.snapshot = taken.snapshot.s;
+    ctx.xid = BigInt(taken.snapshot.x);
   }
-  if (options.state?.skipIfUnchanged && previous && !options.live) {
+  if (mayBeUnchanged) {
     if (await unchangedSince(ctx, trx, options.targets, previous)) {
       return confirmUnchanged(ctx, trx, options.targets, previous);
     }
+    await deleteWindowRejects(trx, options.window);
   }
-  await deleteWindowRejects(trx, options.window);
   const tables: TableLoadResult[] = [];
   /** The table and source of each of `tables`. */
   const loaded: { decl: TableDecl; source: string }[] = [];
