@@ -140,22 +140,24 @@ export async function openRawXmlReport(
   const iterator = utf8Chunks(open(), options.fileName)[Symbol.asyncIterator]();
   const out = new LineSink();
   let done = false;
-  try {
-    while (scanner.recordCount === 0 && !done) {
-      const next = await iterator.next();
-      if (next.done === true) {
-        done = true;
-        guard(() => {
-          scanner.end();
-          scanner.scan(out);
-        });
-      } else {
-        guard(() => {
-          scanner.push(next.value);
-          scanner.scan(out);
-        });
-      }
+  /** Read the file's next chunk into the scanner and scan it (the file's end once there is none). */
+  const scanNext = async (): Promise<void> => {
+    const next = await iterator.next();
+    if (next.done === true) {
+      done = true;
+      guard(() => {
+        scanner.end();
+        scanner.scan(out);
+      });
+    } else {
+      guard(() => {
+        scanner.push(next.value);
+        scanner.scan(out);
+      });
     }
+  };
+  try {
+    while (scanner.recordCount === 0 && !done) await scanNext();
     if (scanner.metadata === undefined) throw refuseFastPath('the XML file has no root element');
   } catch (error) {
     if (!done) await iterator.return?.(undefined);
@@ -188,19 +190,7 @@ export async function openRawXmlReport(
       await writeItems(false);
       if (head.length > 0) yield Buffer.from(head.join(''), 'utf8');
       while (!done) {
-        const next = await iterator.next();
-        if (next.done === true) {
-          done = true;
-          guard(() => {
-            scanner.end();
-            scanner.scan(out);
-          });
-        } else {
-          guard(() => {
-            scanner.push(next.value);
-            scanner.scan(out);
-          });
-        }
+        await scanNext();
         await writeItems(false);
         if (out.length >= CHUNK_BYTES || (done && out.lines > 0)) {
           records += out.lines;
