@@ -11,10 +11,11 @@ import type { FileDigester } from '../spool/file-digest.js';
 
 /**
  * A spool of typed records on disk, one JSON array per line: lets several loader targets be fed
- * from one pass over on-demand pages without holding them in memory.
+ * from one pass over on-demand pages without holding them in memory. The file is made at the first
+ * record: most spools (the records an on-demand section sets aside for the per-row path) get none.
  */
 export class RecordSpool {
-  private readonly out: WriteStream;
+  private out: WriteStream | undefined;
   private columns: ColumnSpec[] = [];
   /** Columns used when no page had records of this section (the table's declared ones). */
   private readonly fallback: SourceColumn[];
@@ -28,10 +29,16 @@ export class RecordSpool {
     private readonly path: string,
     fallbackColumns: readonly SourceColumn[],
   ) {
-    this.out = createWriteStream(path, { encoding: 'utf8' });
-    // Never an unhandled 'error' event (a full disk, a removed directory): the spool's error.
-    this.out.on('error', (error) => (this.error ??= error));
     this.fallback = [...fallbackColumns];
+  }
+
+  private file(): WriteStream {
+    if (this.out === undefined) {
+      this.out = createWriteStream(this.path, { encoding: 'utf8' });
+      // Never an unhandled 'error' event (a full disk, a removed directory): the spool's error.
+      this.out.on('error', (error) => (this.error ??= error));
+    }
+    return this.out;
   }
 
   setColumns(columns: readonly ColumnSpec[]): void {
@@ -43,7 +50,8 @@ export class RecordSpool {
     this.count++;
     const line = `${JSON.stringify([recordNumber, ...values])}\n`;
     this.hash.update(line, 'utf8');
-    if (!this.out.write(line)) await once(this.out, 'drain');
+    const out = this.file();
+    if (!out.write(line)) await once(out, 'drain');
   }
 
   addReject(reject: LoadBatch['rejects'][number]): void {
@@ -59,9 +67,10 @@ export class RecordSpool {
   /** Finish writing; safe to call more than once. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      if (!this.out.closed) {
-        const closed = once(this.out, 'close');
-        this.out.end();
+      const out = this.out;
+      if (out !== undefined && !out.closed) {
+        const closed = once(out, 'close');
+        out.end();
         await closed;
       }
       if (this.error) throw this.error;
@@ -77,7 +86,7 @@ export class RecordSpool {
 
   /** The spooled records as a loader source (call after close()). */
   toLoadSource(source: string, batchSize = 2000): RecordsSource {
-    const path = this.path;
+    const path = this.count > 0 ? this.path : undefined;
     const rejects = this.rejects;
     return {
       kind: 'records',
@@ -85,12 +94,12 @@ export class RecordSpool {
       columns: this.columns.length > 0 ? this.columns.map(toSourceColumn) : this.fallback,
       batches: (async function* (): AsyncGenerator<LoadBatch> {
         let batch: LoadRecord[] = [];
-        const lines = createInterface({
-          input: createReadStream(path, { encoding: 'utf8' }),
-          crlfDelay: Infinity,
-        });
+        const lines =
+          path === undefined
+            ? undefined
+            : createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
         let first = true;
-        for await (const line of lines) {
+        for await (const line of lines ?? []) {
           if (line === '') continue;
           const [recordNumber, ...values] = JSON.parse(line) as [number, ...LoadValue[]];
           batch.push(toLoadRecord({ recordNumber, values }));
