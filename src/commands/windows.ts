@@ -262,11 +262,13 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
         const state =
           job.state === 'retry'
             ? 'retry (waiting for its next attempt)'
-            : job.state === 'created'
-              ? 'created (queued)'
-              : job.state === 'failed' && job.deadLettered
-                ? `failed (dead-lettered: its retries are spent; the window waits for its backoff)`
-                : job.state;
+            : job.state === 'created' && job.waitingFor
+              ? `created (waiting for one-time report ${job.waitingFor}: its job wakes the window once the report is ready, else at the start after below)`
+              : job.state === 'created'
+                ? 'created (queued)'
+                : job.state === 'failed' && job.deadLettered
+                  ? `failed (dead-lettered: its retries are spent; the window waits for its backoff)`
+                  : job.state;
         out.write(field('job', `${job.id} on the window queue`));
         out.write(field('job state', state));
         out.write(field('job retries', `${job.retryCount} of ${job.retryLimit}`));
