@@ -215,27 +215,30 @@ describe('one-time reports as jobs of the window queue', () => {
     const range = { from: '2024-05-01', to: '2024-05-06' };
     const pass = backfill(a.queue, range, LATE);
     // Both workers took windows of the chunk, which wait for the report in the queue.
-    const waiting = await until('the windows to wait for the report', async () => {
+    // The report is created (its job then waits in the queue until the service is done with it).
+    const { waiting, row } = await until('the windows to wait for the created report', async () => {
       const counts = await readQueueCounts(warehouse.db);
-      return counts && counts.waitingForReport === 6 && counts.active === 0 ? counts : undefined;
+      const [report] = await reportRow(LATE);
+      return counts?.waitingForReport === 6 && counts.active === 0 && report && report.status !== 'REQUESTED'
+        ? { waiting: counts, row: report }
+        : undefined;
     });
     expect(waiting).toMatchObject({ queued: 6, waitingForReport: 6, oneTimeReports: 1 });
-    const [row] = await reportRow(LATE);
-    expect(row!.report_name).toBe(`cybs-etl_transaction_request_${LATE}_2024-05-01_2024-05-06`);
-    expect(['CREATED', 'QUEUED']).toContain(row!.status);
+    expect(row.report_name).toBe(`cybs-etl_transaction_request_${LATE}_2024-05-01_2024-05-06`);
+    expect(['CREATED', 'QUEUED']).toContain(row.status);
     const job = await readWindowJob(warehouse.db, {
       pipeline: 'transaction_request',
       organizationId: LATE,
       windowKey: '2024-05-03',
     });
-    expect(job).toMatchObject({ state: 'created', waitingFor: row!.report_name });
+    expect(job).toMatchObject({ state: 'created', waitingFor: row.report_name });
     const { rows: states } = await db.query<{ status: string; last_error_message: string }>(
       `select status, last_error_message from etl.windows where organization_id = $1`,
       [LATE],
     );
     for (const w of states) {
       expect(w.status).toBe('pending');
-      expect(w.last_error_message).toContain(`waiting for one-time report ${row!.report_name}`);
+      expect(w.last_error_message).toContain(`waiting for one-time report ${row.report_name}`);
     }
 
     // The service finishes the report: its job finds it, and the windows load.
@@ -248,7 +251,7 @@ describe('one-time reports as jobs of the window queue', () => {
     expect(a.counts.downloads).toBeLessThanOrEqual(1);
     expect(b.counts.downloads).toBeLessThanOrEqual(1);
     expect(a.counts.downloads + b.counts.downloads).toBeGreaterThanOrEqual(1);
-    expect(await reportRow(LATE)).toEqual([{ report_name: row!.report_name, status: 'COMPLETED' }]);
+    expect(await reportRow(LATE)).toEqual([{ report_name: row.report_name, status: 'COMPLETED' }]);
     // Each window committed once, from the one-time report; no row twice.
     const { rows } = await db.query<{ status: string; source_ref: string; rows_loaded: number }>(
       `select status, source_ref, rows_loaded from etl.windows where organization_id = $1`,
@@ -257,7 +260,7 @@ describe('one-time reports as jobs of the window queue', () => {
     expect(rows).toHaveLength(6);
     for (const w of rows) {
       expect(['loaded', 'no_data']).toContain(w.status);
-      expect(w.source_ref).toContain(`one-time report ${row!.report_name}`);
+      expect(w.source_ref).toContain(`one-time report ${row.report_name}`);
     }
     const loaded = rows.reduce((n, w) => n + Number(w.rows_loaded), 0);
     const { rows: count } = await db.query<{ n: number }>(
