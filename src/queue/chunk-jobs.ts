@@ -112,14 +112,19 @@ export async function runReportJob(deps: ReportJobDeps, data: ReportJobData): Pr
     return { kind: 'done' };
   }
   const backoff = deps.reports.backoff;
-  const now = deps.reports.now();
+  // Real time (not a run's --now): how long the service has been at it.
+  const now = new Date();
   const since = data.since ? new Date(data.since) : now;
   if (now.getTime() - since.getTime() > backoff.timeoutMs) {
+    const waited =
+      backoff.timeoutMs >= 60_000
+        ? `${Math.round(backoff.timeoutMs / 60_000)} minutes`
+        : `${Math.round(backoff.timeoutMs / 1000)} seconds`;
     await record({
       reportName: request.reportName,
       ...period,
       status: 'FAILED',
-      message: `still ${status} after ${Math.round(backoff.timeoutMs / 60_000)} minutes`,
+      message: `still ${status} at the service after ${waited}`,
     });
     return { kind: 'done' };
   }

@@ -306,12 +306,15 @@ export async function startWindowWorker(
           'one-time report job failed',
         );
         try {
-          // Its retries spent: the report is given up on, and its windows fail with the reason.
-          if (await isLastAttempt(deps.db, ONE_TIME_QUEUE, job)) {
+          // A verdict another attempt would meet again (the subscription lacks the period field,
+          // ...), or its retries spent: the report is given up on, its windows fail with the reason.
+          const verdict = error instanceof CybsError && error.stage === 'extract' && !error.retryable;
+          if (verdict || (await isLastAttempt(deps.db, ONE_TIME_QUEUE, job))) {
             await giveUpReport(report, job.data, `${code}: ${message}`);
             await wakeWaitingWindows(report, job.data);
           }
-          await boss.fail(ONE_TIME_QUEUE, attempt, { code, message });
+          if (verdict) await boss.complete(ONE_TIME_QUEUE, attempt, { code, message });
+          else await boss.fail(ONE_TIME_QUEUE, attempt, { code, message });
         } catch (e) {
           deps.logger.error(
             { err: (e as Error).message, job: job.id },

@@ -121,7 +121,7 @@ describe('one-time reports as jobs of the window queue', () => {
     await database?.drop();
   });
 
-  async function startMachine(concurrency: number): Promise<Machine> {
+  async function startMachine(concurrency: number, timeoutMs?: number): Promise<Machine> {
     const counts = { creates: 0, downloads: 0 };
     const counted: ReportingClient = {
       ...client,
@@ -137,7 +137,7 @@ describe('one-time reports as jobs of the window queue', () => {
     const logger = silentLogger();
     const reports = new OneTimeReports(
       { client: counted, logger },
-      { now, pollInitialMs: 100, pollMaxMs: 400 },
+      { now, pollInitialMs: 100, pollMaxMs: 400, ...(timeoutMs ? { timeoutMs } : {}) },
     );
     const queue = await openWindowQueue(warehouse.connection, { logger, supervise: true, settings });
     const worker = await startWindowWorker(
@@ -335,5 +335,30 @@ describe('one-time reports as jobs of the window queue', () => {
       sim.setFaults('');
       await stopMachines();
     }
+  }, 120_000);
+
+  it('a one-time report still not ready at the timeout fails its windows; the next backfill asks for it again', async () => {
+    const m = await startMachine(2, 500);
+    const range = { from: '2024-05-25', to: '2024-05-26' };
+    const name = `cybs-etl_transaction_request_${LATE}_2024-05-25_2024-05-26`;
+    const first = await backfill(m.queue, range, LATE);
+    expect(first.windows.failed).toBe(2);
+    expect(first.failures.map((f) => f.code)).toEqual(['EXTRACT_ONE_TIME_FAILED', 'EXTRACT_ONE_TIME_FAILED']);
+    expect(first.failures[0]!.message).toContain(`one-time report "${name}" was given up on`);
+    expect((await reportRow(LATE)).find((r) => r.report_name === name)?.status).toBe('FAILED');
+    // The jobs of the first pass spend their retries (each fails the same way), then a new pass
+    // asks for the report again, and it is ready by now.
+    await until("the first pass's jobs to be spent", async () => {
+      const counts = await readQueueCounts(warehouse.db);
+      return counts && counts.queued + counts.active + counts.retrying === 0 ? true : undefined;
+    });
+    sim.advance(10_000);
+    await stopMachines();
+    const again = await startMachine(2);
+    const second = await backfill(again.queue, range, LATE);
+    expect(second.failures).toEqual([]);
+    expect(second.windows.loaded + second.windows.no_data).toBe(2);
+    expect((await reportRow(LATE)).find((r) => r.report_name === name)?.status).toBe('COMPLETED');
+    await stopMachines();
   }, 120_000);
 });
