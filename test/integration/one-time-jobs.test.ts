@@ -177,6 +177,7 @@ describe('one-time reports as jobs of the window queue', () => {
     queue: WindowQueue,
     range: { from: string; to: string },
     organizationId: string,
+    force = false,
   ): Promise<QueuedPassSummary> {
     return runQueuedPass(
       { db: warehouse.db, logger: silentLogger(), queue, credential: 'cred' },
@@ -184,6 +185,7 @@ describe('one-time reports as jobs of the window queue', () => {
         pipelines,
         organizationId,
         range,
+        force,
         oneTime: range,
         runId: await startRun(warehouse.db, { command: 'backfill', trigger: 'test', pipelines: [] }),
         now,
@@ -269,6 +271,22 @@ describe('one-time reports as jobs of the window queue', () => {
     );
     expect(count[0]!.n).toBe(loaded);
     expect(loaded).toBeGreaterThan(0);
+    expect(await duplicateRows(db)).toBe(0);
+    await stopMachines();
+  }, 120_000);
+
+  it('finds the reports of an earlier backfill at the service when the warehouse forgot them, and creates none', async () => {
+    await db.query('delete from etl.one_time_reports');
+    const m = await startMachine(2);
+    // Its own chunk would be 2024-05-02..2024-05-04: the report of 2024-05-01..2024-05-06 covers it.
+    const summary = await backfill(m.queue, { from: '2024-05-02', to: '2024-05-04' }, LATE, true);
+    expect(summary.failures).toEqual([]);
+    expect(summary.windows.loaded + summary.windows.no_data).toBe(3);
+    expect(m.counts.creates).toBe(0);
+    expect(sim.store.adhocReports(LATE)).toHaveLength(1);
+    expect(await reportRow(LATE)).toEqual([
+      { report_name: `cybs-etl_transaction_request_${LATE}_2024-05-01_2024-05-06`, status: 'COMPLETED' },
+    ]);
     expect(await duplicateRows(db)).toBe(0);
     await stopMachines();
   }, 120_000);
