@@ -5,6 +5,9 @@
  * concurrency 1 is free while the report is being generated: another organization's window loads
  * meanwhile. The simulator's clock stands still, so the report is ready only when the test says.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PIPELINES } from '../../pipelines/index.js';
@@ -33,6 +36,7 @@ import type { SimulatorHandle } from '../../packages/simulator/src/server/start-
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { duplicateRows } from '../helpers/ground-truth.js';
+import { cli } from '../helpers/cli.js';
 
 const DAY = 86_400_000;
 const BASE = Date.parse('2024-06-10T19:00:00Z');
@@ -70,6 +74,7 @@ describe('one-time reports as jobs of the window queue', () => {
   let warehouse: Warehouse;
   let db: pg.Client;
   let client: ReportingClient;
+  let dir: string;
   const now = () => new Date(sim.now());
   const config = parseConfig(`defaults:\n  organizations: [${LATE}, ${EARLY}]\n`);
   const pipelines = resolvePipelines(
@@ -102,6 +107,7 @@ describe('one-time reports as jobs of the window queue', () => {
     const schedule = scheduleOfSubscription(sub, ZONE);
     if (typeof schedule === 'string') throw new Error(schedule);
     pipeline.reportSchedule = schedule;
+    dir = await mkdtemp(join(tmpdir(), 'cybs-onetime-jobs-'));
     database = await createTestDatabase('onetimejobs');
     warehouse = await openWarehouse({ url: database.url, path: '' });
     await migrateToLatest(warehouse.db);
@@ -119,6 +125,7 @@ describe('one-time reports as jobs of the window queue', () => {
     await warehouse?.close();
     await sim?.close();
     await database?.drop();
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   async function startMachine(concurrency: number, timeoutMs?: number): Promise<Machine> {
@@ -310,6 +317,23 @@ describe('one-time reports as jobs of the window queue', () => {
       [LATE],
     );
     expect(waiting.map((w) => w.status)).toEqual(['pending', 'pending']);
+    // What `windows show` and `status` tell of a window waiting for its report.
+    const config = join(dir, 'config.yaml');
+    await writeFile(config, `log: { level: silent }\ndefaults:\n  organizations: [${LATE}, ${EARLY}]\n`);
+    const env = { DATABASE_URL: database.url };
+    const show = await cli(
+      ['--config', config, 'windows', 'show', 'transaction_request', '2024-05-10', '--organization-id', LATE],
+      { env },
+    );
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout).toContain(`waiting for one-time report ${pending!.report_name}`);
+    expect(show.stdout).toMatch(
+      new RegExp(`one-time report\\s+${pending!.report_name}: (CREATED|QUEUED), looked at again at `),
+    );
+    const status = await cli(['--config', config, 'status'], { env });
+    expect(status.stdout).toContain(
+      '2 queued (2 of them waiting for the one-time reports of their chunks, 1 being generated)',
+    );
 
     sim.advance(10_000);
     const summary = await late;
