@@ -218,6 +218,10 @@ export interface OneTimeReportSeen {
   message?: string;
 }
 
+/** How many downloaded files no window uses a process keeps, and for how long. */
+const IDLE_FILES = 4;
+const IDLE_FILE_MS = 10 * 60_000;
+
 /** Polls of a report not ready yet: the first wait, the longest, and when to give up. */
 export interface OneTimeBackoff {
   initialMs: number;
@@ -229,12 +233,17 @@ export interface OneTimeBackoff {
  * Talking to the service about one-time reports: find the cybs-etl reports over a period, create
  * a chunk's report, look at one report's status (one search: the waits between looks are its job's,
  * src/queue/chunk-jobs.ts, which gives its worker back meanwhile), and download a COMPLETED report
- * once per process for every window of it that runs here (cached on disk until close()).
+ * once per process for every window of it that runs here. A file no window uses is kept a while
+ * for the chunk's windows still to come here (a few files, for minutes), then removed: a worker
+ * runs for days and sees thousands of chunks.
  */
 export class OneTimeReports {
   private readonly subscriptions = new Map<string, Promise<ReportSubscription>>();
-  /** Per report name: downloaded (once per process). */
-  private readonly downloads = new Map<string, Promise<OneTimeFile>>();
+  /** Per report name: downloaded (once per process), with the windows using it now. */
+  private readonly downloads = new Map<
+    string,
+    { file: Promise<OneTimeFile>; users: number; idleSince: number }
+  >();
   private dir: Promise<string> | undefined;
 
   constructor(
@@ -367,8 +376,11 @@ export class OneTimeReports {
     );
   }
 
-  /** A COMPLETED report's file, downloaded once by this process for all its windows here. */
-  download(
+  /**
+   * Use a COMPLETED report's file, downloaded once by this process for all its windows here; the
+   * file stays while `use` runs.
+   */
+  async withFile<T>(
     report: {
       reportName: string;
       reportId: string;
@@ -378,19 +390,43 @@ export class OneTimeReports {
       timeZone: string;
       organizationParam: string | undefined;
     },
-    signal?: AbortSignal,
-  ): Promise<OneTimeFile> {
-    let file = this.downloads.get(report.reportName);
-    if (!file) {
-      file = this.fetchFile(report, signal);
-      this.downloads.set(report.reportName, file);
-      file.catch(() => this.downloads.delete(report.reportName));
+    signal: AbortSignal | undefined,
+    use: (file: OneTimeFile) => Promise<T>,
+  ): Promise<T> {
+    const name = report.reportName;
+    let entry = this.downloads.get(name);
+    if (!entry) {
+      const file = this.fetchFile(report, signal);
+      entry = { file, users: 0, idleSince: 0 };
+      this.downloads.set(name, entry);
+      file.catch(() => this.downloads.delete(name));
     }
-    return file;
+    entry.users++;
+    try {
+      return await use(await entry.file);
+    } finally {
+      entry.users--;
+      entry.idleSince = Date.now();
+      await this.removeIdleFiles();
+    }
+  }
+
+  /** Remove the files no window has used for IDLE_FILE_MS, and the oldest idle ones beyond IDLE_FILES. */
+  private async removeIdleFiles(): Promise<void> {
+    const idle = [...this.downloads]
+      .filter(([, e]) => e.users === 0)
+      .sort((a, b) => b[1].idleSince - a[1].idleSince);
+    const now = Date.now();
+    for (const [i, [name, entry]] of idle.entries()) {
+      if (i < IDLE_FILES && now - entry.idleSince < IDLE_FILE_MS) continue;
+      this.downloads.delete(name);
+      const file = await entry.file.catch(() => undefined);
+      if (file) await rm(file.path, { force: true });
+    }
   }
 
   private async fetchFile(
-    report: Parameters<OneTimeReports['download']>[0],
+    report: Parameters<OneTimeReports['withFile']>[0],
     signal: AbortSignal | undefined,
   ): Promise<OneTimeFile> {
     const name = report.reportName;

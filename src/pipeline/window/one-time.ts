@@ -104,47 +104,46 @@ export async function executeOneTimeWindow(
   if (ready.status === 'NO_DATA') {
     return commitNoData(deps, task, def, source, sourceRef);
   }
-  const result = await reports.download(
-    {
-      reportName: ready.reportName,
-      reportId: ready.reportId ?? '',
-      start: ready.start,
-      end: ready.end,
-      mimeType: ready.mimeType,
-      timeZone: ready.timeZone ?? task.pipeline.timeZone,
-      organizationParam: organizationId,
-    },
-    task.signal,
-  );
-  const options = { fileName: basename(result.path), report: def.reportDefinitionName };
-  // The file must be the one-time report asked for: its organization, name and period.
-  checkReportHead(await readReportHead(result.path), {
-    format: result.format,
-    fileName: options.fileName,
-    reportDefinition: def.reportDefinitionName,
-    organizationId: task.window.organizationId,
-    reportName: result.reportName,
-    start: result.start,
-    end: result.end,
-    timeZone: task.pipeline.timeZone,
+  const file = {
+    reportName: ready.reportName,
+    reportId: ready.reportId ?? '',
+    start: ready.start,
+    end: ready.end,
+    mimeType: ready.mimeType,
+    timeZone: ready.timeZone ?? task.pipeline.timeZone,
+    organizationParam: organizationId,
+  };
+  return reports.withFile(file, task.signal, async (result) => {
+    const options = { fileName: basename(result.path), report: def.reportDefinitionName };
+    // The file must be the one-time report asked for: its organization, name and period.
+    checkReportHead(await readReportHead(result.path), {
+      format: result.format,
+      fileName: options.fileName,
+      reportDefinition: def.reportDefinitionName,
+      organizationId: task.window.organizationId,
+      reportName: result.reportName,
+      start: result.start,
+      end: result.end,
+      timeZone: task.pipeline.timeZone,
+    });
+    const field = PERIOD_FIELDS[def.reportDefinitionName]!;
+    const keepRejects = result.start.getTime() === task.window.start.getTime();
+    const inWindow = (records: RecordSource) => filterToWindow(records, field, task.window, keepRejects);
+    if (result.format === 'xml') {
+      // The window's records, and the items of those records in the child tables.
+      const open = () => Promise.resolve(createReadStream(result.path));
+      const xml = await openXmlFileTargets(def, open, options, { records: inWindow, rejects: keepRejects });
+      return commitWindow(deps, task, xml.targets(source), sourceRef, false);
+    }
+    const records = inWindow(await openCsvReport(createReadStream(result.path), options));
+    return commitWindow(
+      deps,
+      task,
+      [{ table: def.table, source: toLoadSource(records, source) }],
+      sourceRef,
+      false,
+    );
   });
-  const field = PERIOD_FIELDS[def.reportDefinitionName]!;
-  const keepRejects = result.start.getTime() === task.window.start.getTime();
-  const inWindow = (records: RecordSource) => filterToWindow(records, field, task.window, keepRejects);
-  if (result.format === 'xml') {
-    // The window's records, and the items of those records in the child tables.
-    const open = () => Promise.resolve(createReadStream(result.path));
-    const xml = await openXmlFileTargets(def, open, options, { records: inWindow, rejects: keepRejects });
-    return commitWindow(deps, task, xml.targets(source), sourceRef, false);
-  }
-  const records = inWindow(await openCsvReport(createReadStream(result.path), options));
-  return commitWindow(
-    deps,
-    task,
-    [{ table: def.table, source: toLoadSource(records, source) }],
-    sourceRef,
-    false,
-  );
 }
 
 /** A covering one-time report that ended in ERROR at the service, or that cybs-etl gave up on. */
