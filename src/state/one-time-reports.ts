@@ -69,24 +69,18 @@ function toRow(r: Row): OneTimeReportRow {
 const TABLE = sql.table('etl.one_time_reports');
 
 /**
- * The reports of a pipeline and organization whose period covers [start, end) (covers: true) or
- * overlaps it, the ready ones first (COMPLETED, NO_DATA), then those still to come, then the
- * failed ones (ERROR, FAILED).
+ * The reports of a pipeline and organization whose period covers [start, end), the ready ones
+ * first (COMPLETED, NO_DATA), then those still to come, then the failed ones (ERROR, FAILED).
  */
-export async function oneTimeReportsOver(
+export async function oneTimeReportsCovering(
   db: Db,
   ref: { pipeline: string; organizationId: string },
   period: { start: Date; end: Date },
-  covers: boolean,
 ): Promise<OneTimeReportRow[]> {
   const r = await sql<Row>`
     select * from ${TABLE}
      where pipeline = ${ref.pipeline} and organization_id = ${ref.organizationId}
-       and ${
-         covers
-           ? sql`period_start <= ${period.start} and period_end >= ${period.end}`
-           : sql`period_start < ${period.end} and period_end > ${period.start}`
-       }
+       and period_start <= ${period.start} and period_end >= ${period.end}
      order by case when status in ('COMPLETED', 'NO_DATA') then 0
                    when status in ('ERROR', 'FAILED') then 2 else 1 end,
               period_start, report_name`.execute(db);

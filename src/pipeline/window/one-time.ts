@@ -15,7 +15,7 @@ import {
 import { CybsError } from '../../errors.js';
 import {
   isFinalOneTimeStatus,
-  oneTimeReportsOver,
+  oneTimeReportsCovering,
   requestOneTimeReport,
 } from '../../state/one-time-reports.js';
 import type { OneTimeReportRow } from '../../state/one-time-reports.js';
@@ -60,7 +60,7 @@ export async function executeOneTimeWindow(
   const oneTime = task.oneTime!;
   const db = deps.warehouse.db;
   const ref = { pipeline: task.pipeline.name, organizationId: task.window.organizationId };
-  const covering = await oneTimeReportsOver(db, ref, task.window, true);
+  const covering = await oneTimeReportsCovering(db, ref, task.window);
   const ready = covering.find((r) => r.status === 'COMPLETED' || r.status === 'NO_DATA');
   if (!ready) {
     let pending = covering.find((r) => !isFinalOneTimeStatus(r.status));
