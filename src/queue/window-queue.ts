@@ -132,22 +132,18 @@ export async function openWindowQueue(
   if ((await boss.getQueue(WINDOW_DEAD_LETTER_QUEUE)) === null) {
     await boss.createQueue(WINDOW_DEAD_LETTER_QUEUE, { retentionSeconds: 30 * 86400 });
   }
+  // One job per key while queued, waiting to retry or active; failed attempts retried with backoff.
+  const exclusive = {
+    policy: 'exclusive',
+    retryBackoff: true,
+    retryDelayMax: RETRY_DELAY_MAX_SECONDS,
+    expireInSeconds: EXPIRE_SECONDS,
+  } as const;
   if ((await boss.getQueue(ONE_TIME_QUEUE)) === null) {
-    await boss.createQueue(ONE_TIME_QUEUE, {
-      policy: 'exclusive',
-      retryBackoff: true,
-      retryDelayMax: RETRY_DELAY_MAX_SECONDS,
-      expireInSeconds: EXPIRE_SECONDS,
-    });
+    await boss.createQueue(ONE_TIME_QUEUE, exclusive);
   }
   if ((await boss.getQueue(WINDOW_QUEUE)) === null) {
-    await boss.createQueue(WINDOW_QUEUE, {
-      policy: 'exclusive',
-      deadLetter: WINDOW_DEAD_LETTER_QUEUE,
-      retryBackoff: true,
-      retryDelayMax: RETRY_DELAY_MAX_SECONDS,
-      expireInSeconds: EXPIRE_SECONDS,
-    });
+    await boss.createQueue(WINDOW_QUEUE, { ...exclusive, deadLetter: WINDOW_DEAD_LETTER_QUEUE });
   }
   const { settings } = options;
   // Fetches run on a connection of their own, inside the transaction that holds the fetch lock;
