@@ -64,10 +64,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
           ctx,
           opts.pipelines,
           (s) => `\n${s}: stopping cleanly; run the same command again to continue where it stopped.\n`,
-          {
-            simulator: opts.simulator,
-            ...(opts.oneTimeReports ? { oneTimeReports: { range } } : {}),
-          },
+          { simulator: opts.simulator },
         );
         let progress: ReturnType<typeof createProgressReporter> | undefined;
         try {
@@ -86,6 +83,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
                 range,
                 force: opts.force,
                 ...(opts.organizationId ? { organizationId: opts.organizationId } : {}),
+                oneTime: opts.oneTimeReports,
               }),
             );
             for (const [name, reason] of rt.unavailable) {
@@ -105,6 +103,7 @@ export function registerBackfillCommand(program: Command, ctx: CliContext): void
             force: opts.force,
             ...(opts.organizationId ? { organizationId: opts.organizationId } : {}),
             ...(opts.concurrency ? { concurrency: opts.concurrency } : {}),
+            ...(opts.oneTimeReports ? { oneTime: range } : {}),
             signal: controller.signal,
             onProgress: (e) => progress?.update(e),
           });
@@ -133,6 +132,8 @@ async function enqueueRange(
     range: { from: string; to: string };
     force: boolean;
     organizationId?: string;
+    /** Windows no subscription report covers load from one-time reports. */
+    oneTime: boolean;
   },
 ): Promise<string> {
   const jobs = await planJobs(rt.warehouse.db, { ...options, now: rt.now });
@@ -144,7 +145,9 @@ async function enqueueRange(
   });
   try {
     const { added, alreadyQueued } = await queue.enqueue(
-      jobs.map((job) => toJobData(job, null, rt.credentialGroup)),
+      jobs.map((job) =>
+        toJobData(job, null, rt.credentialGroup, options.oneTime ? options.range : undefined),
+      ),
     );
     return (
       `Enqueued ${added} window(s) of ${options.range.from}..${options.range.to} for workers` +

@@ -23,6 +23,8 @@ export interface PassOptions {
   force?: boolean;
   /** A schedule pass: its cron fire's scheduled time (PlanOptions.firedAt). */
   firedAt?: Date;
+  /** Backfill: windows no subscription report covers load from one-time reports of chunks of this range. */
+  oneTime?: { from: string; to: string };
   concurrency?: number;
   signal?: AbortSignal;
   drain?: AbortSignal;
@@ -75,6 +77,7 @@ export async function openQueueWork(
           pipelines: new Map(rt.pipelines.map((p) => [p.name, p])),
           unavailable: rt.unavailable,
           now: rt.now,
+          oneTimeReports: rt.oneTimeReports,
         },
         {
           concurrency: options.concurrency,
@@ -162,6 +165,7 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
           force: options.force ?? false,
           maxCatchUpWindows: rt.config.defaults.maxCatchUpWindows,
           ...(options.firedAt ? { firedAt: options.firedAt } : {}),
+          ...(options.oneTime ? { oneTime: options.oneTime } : {}),
           runId,
           now: rt.now,
           detach: options.queue?.detach ?? false,
@@ -285,7 +289,7 @@ export async function prepareCommand(
   ctx: CliContext,
   selected: string[] | undefined,
   onSignal: (signal: string) => string,
-  extra: Pick<RuntimeOptions, 'oneTimeReports' | 'simulator'> = {},
+  extra: Pick<RuntimeOptions, 'simulator'> = {},
 ): Promise<{ rt: Runtime; pipelines: ResolvedPipeline[]; controller: AbortController; dispose: () => void }> {
   const out = ctx.io.stdout;
   const rt = await createRuntime(ctx, {

@@ -43,6 +43,8 @@ export interface Runtime {
   now: () => Date;
   /** The API credential's group in the window queue (a hash; see credentialGroup). */
   credentialGroup: string;
+  /** One-time reports of backfills, for the windows and report jobs this process runs. */
+  oneTimeReports: OneTimeReports;
 }
 
 export interface RuntimeOptions {
@@ -52,8 +54,6 @@ export interface RuntimeOptions {
   announce?: (line: string) => void;
   /** Only these pipelines need their subscription looked up. */
   selected?: readonly string[];
-  /** Backfill: load windows no subscription report covers from one-time reports (anchored on this range). */
-  oneTimeReports?: { range: { from: string; to: string } };
   /** `--simulator`: the built-in simulator stands in for CyberSource, whatever the environment holds. */
   simulator?: boolean;
 }
@@ -121,22 +121,16 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
     logger,
     options.selected,
   );
-  let oneTimeReports: OneTimeReports | undefined;
-  if (options.oneTimeReports) {
-    const reports = new OneTimeReports(
-      { client, logger },
-      { range: options.oneTimeReports.range, now: () => ctx.now() },
-    );
-    ctx.onClose(() => reports.close());
-    oneTimeReports = reports;
-  }
+  // Used by backfills' windows only (their jobs carry the backfill's range), by any process.
+  const oneTimeReports = new OneTimeReports({ client, logger }, { now: () => ctx.now() });
+  ctx.onClose(() => oneTimeReports.close());
   const executor = createWindowExecutor({
     warehouse,
     client,
     logger,
     metrics,
     organizationParam,
-    ...(oneTimeReports ? { oneTimeReports } : {}),
+    oneTimeReports,
   });
   return {
     config,
@@ -151,6 +145,7 @@ export async function createRuntime(ctx: CliContext, options: RuntimeOptions): P
     executor,
     now: () => ctx.now(),
     credentialGroup: credentialGroupOf(credentials),
+    oneTimeReports,
   };
 }
 

@@ -18,6 +18,7 @@ import { splitList } from './run.js';
 import { isoDay } from './backfill.js';
 import { formatTable } from './sql.js';
 import { readWindowJob, workerOfJob } from '../queue/queue-status.js';
+import { getOneTimeReport } from '../state/one-time-reports.js';
 import { enqueueFailedWindows, retryEnqueuedText } from './windows-retry.js';
 
 /**
@@ -224,11 +225,16 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
       const rejects = await readRejects(warehouse.db, w);
       const job = await readWindowJob(warehouse.db, w);
       const worker = workerOfJob(job, w.claim);
+      // The one-time report its job waits for, as that report's job last saw it.
+      const report = job?.waitingFor
+        ? await getOneTimeReport(warehouse.db, { ...w, reportName: job.waitingFor })
+        : undefined;
       const shown = {
         ...w,
         state: windowState({ ...w, retryDue: true }),
         rejects,
         job: job ? { ...job, worker } : null,
+        oneTimeReport: report ?? null,
       };
       if (opts.json) {
         ctx.io.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
@@ -262,16 +268,22 @@ export function registerWindowsCommand(program: Command, ctx: CliContext): void 
         const state =
           job.state === 'retry'
             ? 'retry (waiting for its next attempt)'
-            : job.state === 'created'
-              ? 'created (queued)'
-              : job.state === 'failed' && job.deadLettered
-                ? `failed (dead-lettered: its retries are spent; the window waits for its backoff)`
-                : job.state;
+            : job.state === 'created' && job.waitingFor
+              ? `created (waiting for one-time report ${job.waitingFor}: its job wakes the window once the report is ready, else at the start after below)`
+              : job.state === 'created'
+                ? 'created (queued)'
+                : job.state === 'failed' && job.deadLettered
+                  ? `failed (dead-lettered: its retries are spent; the window waits for its backoff)`
+                  : job.state;
         out.write(field('job', `${job.id} on the window queue`));
         out.write(field('job state', state));
         out.write(field('job retries', `${job.retryCount} of ${job.retryLimit}`));
         out.write(field('job start after', job.startAfter.toISOString()));
         out.write(field('job worker', worker));
+        if (report) {
+          const next = report.nextCheckAt ? `, looked at again at ${report.nextCheckAt.toISOString()}` : '';
+          out.write(field('one-time report', `${report.reportName}: ${report.status}${next}`));
+        }
       }
       out.write(`  rejects              ${rejects.count}${rejects.count > 0 ? ' (etl.rejects):' : ''}\n`);
       for (const r of rejects.first)

@@ -10,9 +10,12 @@
  * cybs-etl one-time report of the pipeline and organization that already covers the window, so a
  * re-run — even over a different range — reuses what exists instead of creating a second report.
  *
- * The report is polled through the search with exponential backoff until COMPLETED, NO_DATA or
- * ERROR, or a timeout; a COMPLETED report is downloaded once to a cache directory and shared by
- * every window of its chunk (the windows load only their own period's rows, see `filterToWindow`).
+ * A chunk's report is followed by a job of its own (src/queue/chunk-jobs.ts): it looks at the
+ * report through the search, and while the report is not COMPLETED, NO_DATA or ERROR it puts itself
+ * back in the queue for later (exponential backoff) instead of waiting in a worker. The status is
+ * kept in the warehouse (etl.one_time_reports), where every window of the chunk, on any machine,
+ * reads it; a COMPLETED report is downloaded once per process and shared by its windows there (the
+ * windows load only their own period's rows, see `filterToWindow`).
  */
 import { rm } from 'node:fs/promises';
 import type { ReportingClient } from '../api/reporting-client.js';
@@ -21,7 +24,6 @@ import type { ReportSearchResult, ReportSubscription } from '../api/types.js';
 import { CybsError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ColumnSpec, RecordBatch, RecordSource } from '../parse/records.js';
-import type { PlannedWindow } from '../state/windows.js';
 import { makeSpoolDir, spoolFilePath } from '../spool/spool-dirs.js';
 import { localDate } from '../time/time-zones.js';
 import { periodsStartingOn } from '../time/report-periods.js';
@@ -164,83 +166,84 @@ export function filterToWindow(
   };
 }
 
-export type OneTimeResult =
-  | {
-      kind: 'file';
-      path: string;
-      format: ReportFormat;
-      reportName: string;
-      reportId: string;
-      /** Start of the report's period: the window that starts there keeps the rejects. */
-      start: Date;
-      /** End of the report's period. */
-      end: Date;
-    }
-  | { kind: 'no_data'; reportName: string; reportId: string };
+/** A COMPLETED one-time report downloaded to this process's spool, shared by its windows. */
+export interface OneTimeFile {
+  path: string;
+  format: ReportFormat;
+  reportName: string;
+  reportId: string;
+  /** Start of the report's period: the window that starts there keeps the rejects. */
+  start: Date;
+  /** End of the report's period. */
+  end: Date;
+}
 
 export interface OneTimeReportsOptions {
-  /** The backfill's range of local days (anchors the chunks). */
-  range: { from: string; to: string };
   now: () => Date;
+  /** The first wait of a report's job between two looks at a report not ready yet; it doubles up to pollMaxMs. */
   pollInitialMs?: number;
   pollMaxMs?: number;
+  /** A report not final this long after its job first looked at it is given up on (FAILED). */
   timeoutMs?: number;
-  /** Waits between polls (tests may pass a faster one); default setTimeout. */
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
-}
-
-export interface OneTimeRequest {
-  pipeline: string;
-  reportDefinitionName: string;
-  /** The subscription whose settings the one-time report copies. */
-  subscriptionName: string;
-  window: PlannedWindow;
-  /** The subscription's schedule: chunks are whole report periods. */
-  schedule: ReportSchedule;
-  timeZone: string;
-  /** The organizationId parameter (partners only). */
-  organizationParam: string | undefined;
-  signal?: AbortSignal;
-}
-
-const FINAL = new Set(['COMPLETED', 'NO_DATA', 'ERROR']);
-
-function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-      },
-      { once: true },
-    );
-  });
-}
-
-/** A one-time report of this backfill's pipeline and organization, known by name and time frame. */
-interface KnownReport {
-  reportName: string;
-  start: number;
-  end: number;
-  /** The search result it was found with (absent: just created). */
-  found?: ReportSearchResult;
 }
 
 /**
- * The one-time reports of one backfill. For a window: a known report that covers it, else the
- * cybs-etl one-time reports the search finds over the window's chunk, else one created for the chunk
- * (at most once). Each report is polled and downloaded once and cached on disk until close().
+ * What a report's job needs to create and follow one one-time report of a backfill chunk (plain
+ * data: the job carries it; times as ISO text).
+ */
+export interface OneTimeReportRequest {
+  pipeline: string;
+  organizationId: string;
+  reportDefinitionName: string;
+  /** The subscription whose settings the one-time report copies. */
+  subscriptionName: string;
+  timeZone: string;
+  /** The organizationId parameter (partners only). */
+  organizationParam?: string;
+  reportName: string;
+  start: string;
+  end: string;
+}
+
+/** A one-time report as the search shows it. */
+export interface OneTimeReportSeen {
+  reportName: string;
+  start: Date;
+  end: Date;
+  status: string;
+  reportId?: string;
+  mimeType?: string;
+  timeZone?: string;
+  /** What the service said of a report in ERROR. */
+  message?: string;
+}
+
+/** How many downloaded files no window uses a process keeps, and for how long. */
+const IDLE_FILES = 4;
+const IDLE_FILE_MS = 10 * 60_000;
+
+/** Polls of a report not ready yet: the first wait, the longest, and when to give up. */
+export interface OneTimeBackoff {
+  initialMs: number;
+  maxMs: number;
+  timeoutMs: number;
+}
+
+/**
+ * Talking to the service about one-time reports: find the cybs-etl reports over a period, create
+ * a chunk's report, look at one report's status (one search: the waits between looks are its job's,
+ * src/queue/chunk-jobs.ts, which gives its worker back meanwhile), and download a COMPLETED report
+ * once per process for every window of it that runs here. A file no window uses is kept a while
+ * for the chunk's windows still to come here (a few files, for minutes), then removed: a worker
+ * runs for days and sees thousands of chunks.
  */
 export class OneTimeReports {
   private readonly subscriptions = new Map<string, Promise<ReportSubscription>>();
-  /** Per pipeline|organization: the one-time reports known so far. */
-  private readonly known = new Map<string, KnownReport[]>();
-  /** Per chunk name: discovery (search) of existing reports, then creation when needed. */
-  private readonly chunks = new Map<string, Promise<void>>();
-  /** Per report name: polled until final, downloaded. */
-  private readonly prepared = new Map<string, Promise<OneTimeResult>>();
+  /** Per report name: downloaded (once per process), with the windows using it now. */
+  private readonly downloads = new Map<
+    string,
+    { file: Promise<OneTimeFile>; users: number; idleSince: number }
+  >();
   private dir: Promise<string> | undefined;
 
   constructor(
@@ -248,12 +251,16 @@ export class OneTimeReports {
     private readonly options: OneTimeReportsOptions,
   ) {}
 
-  get range(): { from: string; to: string } {
-    return this.options.range;
-  }
-
   now(): Date {
     return this.options.now();
+  }
+
+  get backoff(): OneTimeBackoff {
+    return {
+      initialMs: this.options.pollInitialMs ?? 1_000,
+      maxMs: this.options.pollMaxMs ?? 30_000,
+      timeoutMs: this.options.timeoutMs ?? 30 * 60_000,
+    };
   }
 
   /** Whether a report definition's rows can be cut into windows (its period field is known). */
@@ -261,84 +268,20 @@ export class OneTimeReports {
     return PERIOD_FIELDS[reportDefinitionName] !== undefined;
   }
 
-  /** The ready one-time report that covers the request's window (found, or created and awaited). */
-  async reportFor(request: OneTimeRequest): Promise<OneTimeResult> {
-    const covering = () => {
-      const list = this.known.get(this.scope(request)) ?? [];
-      const w = request.window;
-      return list.find((r) => r.start <= w.start.getTime() && r.end >= w.end.getTime());
-    };
-    let report = covering();
-    if (!report) {
-      const chunk = chunkOfWindow(request.window, request.schedule, this.options.range, this.now());
-      const name = oneTimeReportName(request.pipeline, request.window.organizationId, chunk);
-      let pending = this.chunks.get(name);
-      if (!pending) {
-        pending = this.discoverOrCreate(request, chunk, name);
-        this.chunks.set(name, pending);
-        pending.catch(() => this.chunks.delete(name));
-      }
-      await pending;
-      report = covering();
-      if (!report) {
-        throw new CybsError(
-          'EXTRACT_ONE_TIME_UNCOVERED',
-          `no one-time report covers window ${request.window.windowKey} after creating ${name}`,
-          { stage: 'extract' },
-        );
-      }
-    }
-    let result = this.prepared.get(report.reportName);
-    if (!result) {
-      result = this.prepare(request, report);
-      this.prepared.set(report.reportName, result);
-      // Failures are not kept, except ERROR (the service's verdict): the next window tries again.
-      const name = report.reportName;
-      result.catch((error: unknown) => {
-        if (!(error instanceof CybsError && error.code === 'EXTRACT_ONE_TIME_ERROR'))
-          this.prepared.delete(name);
-      });
-    }
-    return result;
-  }
-
   async close(): Promise<void> {
     const dir = await this.dir?.catch(() => undefined);
     if (dir) await rm(dir, { recursive: true, force: true });
   }
 
-  private scope(request: OneTimeRequest): string {
-    return `${request.pipeline}|${request.window.organizationId}`;
-  }
-
-  private remember(request: OneTimeRequest, report: KnownReport): void {
-    const key = this.scope(request);
-    const list = this.known.get(key) ?? [];
-    if (!list.some((r) => r.reportName === report.reportName)) list.push(report);
-    // Completed reports first, so a covering COMPLETED report wins over an ERROR one.
-    const rank = (r: KnownReport) =>
-      !r.found || r.found.status === 'COMPLETED' ? 0 : r.found.status === 'ERROR' ? 2 : 1;
-    list.sort((a, b) => rank(a) - rank(b));
-    this.known.set(key, list);
-  }
-
-  private params(request: OneTimeRequest): { organizationId?: string } {
+  private params(request: { organizationParam?: string | undefined }): { organizationId?: string } {
     return request.organizationParam ? { organizationId: request.organizationParam } : {};
   }
 
-  private opts(request: OneTimeRequest): { signal?: AbortSignal } {
-    return request.signal ? { signal: request.signal } : {};
-  }
-
-  private subscription(request: OneTimeRequest): Promise<ReportSubscription> {
-    const key = `${request.window.organizationId}|${request.subscriptionName}`;
+  private subscription(request: OneTimeReportRequest): Promise<ReportSubscription> {
+    const key = `${request.organizationId}|${request.subscriptionName}`;
     let s = this.subscriptions.get(key);
     if (!s) {
-      s = this.deps.client.getSubscription(
-        request.subscriptionName,
-        this.params(request),
-        this.opts(request),
-      );
+      s = this.deps.client.getSubscription(request.subscriptionName, this.params(request));
       this.subscriptions.set(key, s);
       s.catch(() => this.subscriptions.delete(key));
     }
@@ -346,41 +289,50 @@ export class OneTimeReports {
   }
 
   /**
-   * The cybs-etl one-time reports of this pipeline and organization over the chunk (a re-run finds
-   * them by their names); when none covers the window, create the chunk's report.
+   * The cybs-etl one-time reports of the request's pipeline and organization over its period (a
+   * re-run finds them by their names, even those of a different range).
    */
-  private async discoverOrCreate(request: OneTimeRequest, chunk: OneTimeChunk, name: string): Promise<void> {
-    const prefix = `${ONE_TIME_NAME_PREFIX}_${request.pipeline}_${request.window.organizationId}_`;
-    let results: ReportSearchResult[] = [];
-    try {
-      const response = await this.deps.client.searchReports(
-        {
-          startTime: chunk.start,
-          endTime: chunk.end,
-          timeQueryType: 'reportTimeFrame',
-          reportFrequency: 'ADHOC',
-          ...this.params(request),
-        },
-        this.opts(request),
-      );
-      results = response.reportSearchResults;
-    } catch (error) {
-      if (!(isApiError(error) && error.status === 404)) throw error;
-    }
-    for (const r of results) {
-      const start = r.reportStartTime ? Date.parse(r.reportStartTime) : NaN;
-      const end = r.reportEndTime ? Date.parse(r.reportEndTime) : NaN;
-      if (!r.reportName.startsWith(prefix) || !(start < end)) continue;
-      this.remember(request, { reportName: r.reportName, start, end, found: r });
-    }
-    const w = request.window;
-    const list = this.known.get(this.scope(request)) ?? [];
-    if (list.some((r) => r.start <= w.start.getTime() && r.end >= w.end.getTime())) return;
-    await this.create(request, chunk, name);
-    this.remember(request, { reportName: name, start: chunk.start.getTime(), end: chunk.end.getTime() });
+  async discover(request: OneTimeReportRequest): Promise<OneTimeReportSeen[]> {
+    const prefix = `${ONE_TIME_NAME_PREFIX}_${request.pipeline}_${request.organizationId}_`;
+    const results = await this.search({
+      startTime: new Date(request.start),
+      endTime: new Date(request.end),
+      timeQueryType: 'reportTimeFrame',
+      reportFrequency: 'ADHOC',
+      ...this.params(request),
+    });
+    return results.flatMap((r) => {
+      const seen = seenOf(r);
+      return seen && r.reportName.startsWith(prefix) ? [seen] : [];
+    });
   }
 
-  private async create(request: OneTimeRequest, chunk: OneTimeChunk, name: string): Promise<void> {
+  /** The report as the search shows it now; undefined while the search does not show it yet. */
+  async look(request: OneTimeReportRequest): Promise<OneTimeReportSeen | undefined> {
+    const results = await this.search({
+      startTime: new Date(request.start),
+      endTime: new Date(request.end),
+      timeQueryType: 'reportTimeFrame',
+      reportName: request.reportName,
+      ...this.params(request),
+    });
+    const found = results.find((r) => r.reportName === request.reportName);
+    return found ? seenOf(found) : undefined;
+  }
+
+  private async search(
+    params: Parameters<ReportingClient['searchReports']>[0],
+  ): Promise<ReportSearchResult[]> {
+    try {
+      return (await this.deps.client.searchReports(params)).reportSearchResults;
+    } catch (error) {
+      if (isApiError(error) && error.status === 404) return [];
+      throw error;
+    }
+  }
+
+  /** Create the request's report, with its subscription's fields, format, zone, filters and preferences. */
+  async create(request: OneTimeReportRequest): Promise<void> {
     const sub = await this.subscription(request);
     const fields = [...(sub.reportFields ?? [])];
     const periodField = PERIOD_FIELDS[request.reportDefinitionName];
@@ -401,10 +353,10 @@ export class OneTimeReports {
         reportDefinitionName: sub.reportDefinitionName ?? request.reportDefinitionName,
         reportFields: fields,
         reportMimeType: formatOf(sub.reportMimeType) === 'xml' ? 'application/xml' : 'text/csv',
-        reportName: name,
+        reportName: request.reportName,
         timezone: sub.timezone ?? request.timeZone,
-        reportStartTime: chunk.start.toISOString(),
-        reportEndTime: chunk.end.toISOString(),
+        reportStartTime: request.start,
+        reportEndTime: request.end,
         reportFilters: filters,
         reportPreferences: {
           signedAmounts: preferences.signedAmounts === true,
@@ -412,96 +364,118 @@ export class OneTimeReports {
         },
       },
       this.params(request),
-      this.opts(request),
     );
     this.deps.logger.info(
       {
         pipeline: request.pipeline,
-        organizationId: request.window.organizationId,
-        reportName: name,
+        organizationId: request.organizationId,
+        reportName: request.reportName,
         outcome,
       },
       outcome === 'created' ? 'one-time report created' : 'one-time report already requested (304)',
     );
   }
 
-  /** Poll a known report until final; download a COMPLETED one (once). */
-  private async prepare(request: OneTimeRequest, known: KnownReport): Promise<OneTimeResult> {
-    const name = known.reportName;
-    const report = await this.poll(request, known);
-    const status = String(report.status);
-    if (status === 'ERROR') {
-      const said = ['message', 'statusMessage', 'errorMessage', 'reason']
-        .map((k) => (report as Record<string, unknown>)[k])
-        .find((v): v is string => typeof v === 'string');
-      throw new CybsError(
-        'EXTRACT_ONE_TIME_ERROR',
-        `one-time report "${name}" (${report.reportId}) ended in ERROR at the service${said ? `: ${said}` : ''}; its windows are failed`,
-        { stage: 'extract', context: { reportName: name, reportId: report.reportId } },
-      );
+  /**
+   * Use a COMPLETED report's file, downloaded once by this process for all its windows here; the
+   * file stays while `use` runs.
+   */
+  async withFile<T>(
+    report: {
+      reportName: string;
+      reportId: string;
+      start: Date;
+      end: Date;
+      mimeType: string | null;
+      timeZone: string;
+      organizationParam: string | undefined;
+    },
+    signal: AbortSignal | undefined,
+    use: (file: OneTimeFile) => Promise<T>,
+  ): Promise<T> {
+    const name = report.reportName;
+    let entry = this.downloads.get(name);
+    if (!entry) {
+      const file = this.fetchFile(report, signal);
+      entry = { file, users: 0, idleSince: 0 };
+      this.downloads.set(name, entry);
+      file.catch(() => this.downloads.delete(name));
     }
-    if (status === 'NO_DATA') return { kind: 'no_data', reportName: name, reportId: report.reportId };
-    const format = formatOf(report.reportMimeType);
-    const timezone = report.timezone ?? request.timeZone;
+    entry.users++;
+    try {
+      return await use(await entry.file);
+    } finally {
+      entry.users--;
+      entry.idleSince = Date.now();
+      await this.removeIdleFiles();
+    }
+  }
+
+  /** Remove the files no window has used for IDLE_FILE_MS, and the oldest idle ones beyond IDLE_FILES. */
+  private async removeIdleFiles(): Promise<void> {
+    const idle = [...this.downloads]
+      .filter(([, e]) => e.users === 0)
+      .sort((a, b) => b[1].idleSince - a[1].idleSince);
+    const now = Date.now();
+    for (const [i, [name, entry]] of idle.entries()) {
+      if (i < IDLE_FILES && now - entry.idleSince < IDLE_FILE_MS) continue;
+      this.downloads.delete(name);
+      const file = await entry.file.catch(() => undefined);
+      if (file) await rm(file.path, { force: true });
+    }
+  }
+
+  private async fetchFile(
+    report: Parameters<OneTimeReports['withFile']>[0],
+    signal: AbortSignal | undefined,
+  ): Promise<OneTimeFile> {
+    const name = report.reportName;
+    const format = formatOf(report.mimeType ?? undefined);
     const dir = await (this.dir ??= makeSpoolDir('one-time'));
     const path = spoolFilePath(dir, `${name}.${format}`);
     await this.deps.client.downloadReportToFile(
       {
         reportName: name,
         // reportDate of a multi-day report: its end date in its time zone (facts §2.8).
-        reportDate: localDate(new Date(known.end), timezone),
+        reportDate: localDate(report.end, report.timeZone),
         accept: format === 'xml' ? 'application/xml' : 'text/csv',
-        ...this.params(request),
+        ...this.params(report),
       },
       path,
-      this.opts(request),
+      signal ? { signal } : {},
     );
     this.deps.logger.info({ reportName: name, reportId: report.reportId }, 'one-time report downloaded');
     return {
-      kind: 'file',
       path,
       format,
       reportName: name,
       reportId: report.reportId,
-      start: new Date(known.start),
-      end: new Date(known.end),
+      start: report.start,
+      end: report.end,
     };
   }
+}
 
-  /** Search by name until the report is COMPLETED, NO_DATA or ERROR; backoff, then a timeout. */
-  private async poll(request: OneTimeRequest, known: KnownReport): Promise<ReportSearchResult> {
-    const sleep = this.options.sleep ?? defaultSleep;
-    const timeoutMs = this.options.timeoutMs ?? 30 * 60_000;
-    const maxMs = this.options.pollMaxMs ?? 30_000;
-    let delay = this.options.pollInitialMs ?? 1_000;
-    const started = performance.now();
-    let last = known.found;
-    for (;;) {
-      if (last && FINAL.has(String(last.status))) return last;
-      if (performance.now() - started > timeoutMs) {
-        throw new CybsError(
-          'EXTRACT_ONE_TIME_TIMEOUT',
-          `one-time report "${known.reportName}" is still ${last?.status ?? 'not visible'} after ${Math.round(timeoutMs / 60_000)} minutes; run the backfill again later`,
-          { stage: 'extract', retryable: true },
-        );
-      }
-      await sleep(delay, request.signal);
-      delay = Math.min(maxMs, delay * 2);
-      try {
-        const response = await this.deps.client.searchReports(
-          {
-            startTime: new Date(known.start),
-            endTime: new Date(known.end),
-            timeQueryType: 'reportTimeFrame',
-            reportName: known.reportName,
-            ...this.params(request),
-          },
-          this.opts(request),
-        );
-        last = response.reportSearchResults.find((r) => r.reportName === known.reportName) ?? last;
-      } catch (error) {
-        if (!(isApiError(error) && error.status === 404)) throw error;
-      }
-    }
-  }
+/** A search result as OneTimeReportSeen; undefined without a valid period. */
+function seenOf(r: ReportSearchResult): OneTimeReportSeen | undefined {
+  const start = r.reportStartTime ? Date.parse(r.reportStartTime) : NaN;
+  const end = r.reportEndTime ? Date.parse(r.reportEndTime) : NaN;
+  if (!(start < end)) return undefined;
+  const status = String(r.status);
+  const said =
+    status === 'ERROR'
+      ? ['message', 'statusMessage', 'errorMessage', 'reason']
+          .map((k) => (r as Record<string, unknown>)[k])
+          .find((v): v is string => typeof v === 'string')
+      : undefined;
+  return {
+    reportName: r.reportName,
+    start: new Date(start),
+    end: new Date(end),
+    status,
+    ...(r.reportId ? { reportId: r.reportId } : {}),
+    ...(r.reportMimeType ? { mimeType: r.reportMimeType } : {}),
+    ...(r.timezone ? { timeZone: r.timezone } : {}),
+    ...(said ? { message: said } : {}),
+  };
 }

@@ -1,6 +1,7 @@
 import type { Db } from '../warehouse/warehouse.js';
 import { isCybsError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
+import type { OneTimeReportRequest } from '../extract/one-time-reports.js';
 import { groupWindowStates, pairKey, readWindowStates, recordPipelineShapes } from '../state/completeness.js';
 import { claimWindow, ensureWindows, failWindow, releaseClaim, releaseNotReady } from '../state/windows.js';
 import type { WindowRow, WindowStatus } from '../state/windows.js';
@@ -23,6 +24,18 @@ export interface WindowTask {
    * (the job's completion) commits or rolls back with the rows; a throw rolls the window back.
    */
   beforeCommit?: BeforeWindowCommit;
+  /** A backfill's window: one no subscription report covers comes from a one-time report. */
+  oneTime?: OneTimeWindow;
+}
+
+/** How a backfill's window may use one-time reports (from its job: WindowJobData.oneTime). */
+export interface OneTimeWindow {
+  /** The backfill's range, which anchors the chunks. */
+  range: { from: string; to: string };
+  /** When its job was enqueued: a one-time report that failed before is asked for again. */
+  queuedAt: Date;
+  /** The one-time report it waited for: the subscription report need not be searched again. */
+  waitingFor?: string;
 }
 
 /** What a window's load transaction commits, as WindowTask.beforeCommit is told. */
@@ -42,7 +55,12 @@ export type WindowResult =
       unchanged?: boolean;
     }
   | { kind: 'no_data' }
-  | { kind: 'not_ready'; message: string };
+  | { kind: 'not_ready'; message: string }
+  /**
+   * The one-time report of its chunk is not ready: the window's job waits for it without a worker
+   * (put back in the queue; the report's job, which `report` describes, wakes it).
+   */
+  | { kind: 'waiting'; message: string; report: OneTimeReportRequest };
 
 export type WindowExecutor = (task: WindowTask) => Promise<WindowResult>;
 
@@ -113,6 +131,8 @@ export type WindowRunOutcome =
   | { kind: 'loaded'; rowsLoaded: number; rowsRejected: number; unchanged: boolean }
   | { kind: 'no_data' }
   | { kind: 'not_ready'; message: string }
+  /** Released until the one-time report it needs is ready (WindowResult `waiting`). */
+  | { kind: 'waiting'; message: string; report: OneTimeReportRequest }
   | { kind: 'failed'; code: string; message: string }
   /** Aborted (signal): its transaction rolled back, its window returned to what it was. */
   | { kind: 'interrupted' }
@@ -140,6 +160,8 @@ export interface RunWindowOptions {
    * that the failure counts toward the window's backoff (failWindow's jobSpent). Default: yes.
    */
   jobSpent?: () => Promise<boolean>;
+  /** Given to the executor (WindowTask.oneTime). */
+  oneTime?: OneTimeWindow;
 }
 
 /**
@@ -183,6 +205,7 @@ export async function runWindow(
           runId: options.runId,
           signal,
           ...(options.beforeCommit ? { beforeCommit: options.beforeCommit } : {}),
+          ...(options.oneTime ? { oneTime: options.oneTime } : {}),
         });
         break;
       } catch (error) {
@@ -198,7 +221,11 @@ export async function runWindow(
       }
     }
     let outcome: WindowRunOutcome;
-    if (result.kind === 'not_ready') {
+    if (result.kind === 'waiting') {
+      // Not ready, as the window's state says, until its one-time report is.
+      await releaseNotReady(deps.db, ref, claim, result.message);
+      outcome = result;
+    } else if (result.kind === 'not_ready') {
       const since = state.notReadySince ?? options.now();
       const horizonMs = job.pipeline.notReadyHorizonHours * 3_600_000;
       if (options.now().getTime() - since.getTime() > horizonMs) {
@@ -287,6 +314,9 @@ export function countOutcome(summary: RunSummary, job: PlannedJob, outcome: Wind
       break;
     case 'interrupted':
       summary.interrupted = true;
+      break;
+    case 'waiting':
+      // Its job is not settled: it is counted once it is.
       break;
   }
 }

@@ -35,6 +35,8 @@ export interface QueuedPassOptions extends PlanOptions {
   drain?: AbortSignal;
   onProgress?: (event: ProgressEvent) => void;
   pollMs?: number;
+  /** A backfill's range: its windows may load from one-time reports (WindowJobData.oneTime). */
+  oneTime?: { from: string; to: string };
 }
 
 export type QueuedPassSummary = RunSummary & { enqueued: number; alreadyQueued: number };
@@ -65,7 +67,7 @@ export async function runQueuedPass(
   };
   const jobs = await planJobs(deps.db, options);
   const { added, alreadyQueued, ids } = await deps.queue.enqueue(
-    jobs.map((job) => toJobData(job, options.runId, deps.credential)),
+    jobs.map((job) => toJobData(job, options.runId, deps.credential, options.oneTime)),
   );
   summary.enqueued = added;
   summary.alreadyQueued = alreadyQueued;

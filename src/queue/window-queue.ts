@@ -2,8 +2,15 @@ import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import type { Job, JobInsert } from 'pg-boss';
 import type { Logger } from '../observability/logger.js';
-import { QUEUE_SCHEMA, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE, windowJobKey } from './window-jobs.js';
-import type { WindowJobData } from './window-jobs.js';
+import {
+  ONE_TIME_QUEUE,
+  QUEUE_SCHEMA,
+  WINDOW_DEAD_LETTER_QUEUE,
+  WINDOW_QUEUE,
+  reportJobKey,
+  windowJobKey,
+} from './window-jobs.js';
+import type { ReportJobData, WindowJobData } from './window-jobs.js';
 
 /**
  * Windows as pg-boss jobs, in the warehouse (schema `pgboss`). A job is one window of one pipeline
@@ -13,7 +20,7 @@ import type { WindowJobData } from './window-jobs.js';
  * (etl.windows) records the attempt that claimed it, so a job that finds its window settled does
  * nothing, and an attempt whose job was handed on cannot commit.
  */
-export { QUEUE_SCHEMA, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE } from './window-jobs.js';
+export { ONE_TIME_QUEUE, QUEUE_SCHEMA, WINDOW_DEAD_LETTER_QUEUE, WINDOW_QUEUE } from './window-jobs.js';
 
 /** The longest wait between two retries of a window's job (the backoff doubles up to it). */
 const RETRY_DELAY_MAX_SECONDS = 1800;
@@ -46,6 +53,22 @@ export interface WindowQueue {
   settled(ids: readonly string[]): Promise<SettledJob[]>;
   /** Make jobs among `ids` that wait for a retry due now (a planner that wants them loaded at once). */
   retryNow(ids: readonly string[]): Promise<void>;
+  /** Claim the next due one-time report job (chunk-jobs.ts); undefined when there is none. */
+  fetchReportJob(): Promise<Job<ReportJobData> | undefined>;
+  /** Make sure a job follows this report (one per report: its singleton key). */
+  ensureReportJob(data: ReportJobData): Promise<void>;
+  /**
+   * Put an active job back in its queue, due in `delaySeconds`, with `data` (its attempt ends without
+   * counting as one: no retry is spent). False when the attempt no longer holds the job.
+   */
+  park(
+    queue: typeof WINDOW_QUEUE | typeof ONE_TIME_QUEUE,
+    attempt: { id: string; retryCount: number },
+    delaySeconds: number,
+    data: WindowJobData | ReportJobData,
+  ): Promise<boolean>;
+  /** Make the window jobs waiting for a one-time report due now: those of `windowKeys` (singleton keys). */
+  wake(reportName: string, windowKeys: readonly string[]): Promise<number>;
   stop(options?: { graceful?: boolean; timeoutMs?: number }): Promise<void>;
 }
 
@@ -109,14 +132,18 @@ export async function openWindowQueue(
   if ((await boss.getQueue(WINDOW_DEAD_LETTER_QUEUE)) === null) {
     await boss.createQueue(WINDOW_DEAD_LETTER_QUEUE, { retentionSeconds: 30 * 86400 });
   }
+  // One job per key while queued, waiting to retry or active; failed attempts retried with backoff.
+  const exclusive = {
+    policy: 'exclusive',
+    retryBackoff: true,
+    retryDelayMax: RETRY_DELAY_MAX_SECONDS,
+    expireInSeconds: EXPIRE_SECONDS,
+  } as const;
+  if ((await boss.getQueue(ONE_TIME_QUEUE)) === null) {
+    await boss.createQueue(ONE_TIME_QUEUE, exclusive);
+  }
   if ((await boss.getQueue(WINDOW_QUEUE)) === null) {
-    await boss.createQueue(WINDOW_QUEUE, {
-      policy: 'exclusive',
-      deadLetter: WINDOW_DEAD_LETTER_QUEUE,
-      retryBackoff: true,
-      retryDelayMax: RETRY_DELAY_MAX_SECONDS,
-      expireInSeconds: EXPIRE_SECONDS,
-    });
+    await boss.createQueue(WINDOW_QUEUE, { ...exclusive, deadLetter: WINDOW_DEAD_LETTER_QUEUE });
   }
   const { settings } = options;
   // Fetches run on a connection of their own, inside the transaction that holds the fetch lock;
@@ -197,6 +224,41 @@ export async function openWindowQueue(
           where name = $1 and id = any($2::uuid[]) and state = 'retry' and start_after > ${QUEUE_SCHEMA}.job_now()`,
         [WINDOW_QUEUE, ids],
       );
+    },
+    async fetchReportJob() {
+      const [job] = await boss.fetch<ReportJobData>(ONE_TIME_QUEUE, { batchSize: 1 });
+      return job;
+    },
+    async ensureReportJob(data) {
+      await boss.send(ONE_TIME_QUEUE, data, {
+        singletonKey: reportJobKey(data.request),
+        heartbeatSeconds: settings.heartbeatSeconds,
+        retryLimit: settings.retryLimit,
+        retryDelay: settings.retryDelaySeconds,
+        retryBackoff: true,
+        retryDelayMax: RETRY_DELAY_MAX_SECONDS,
+      });
+    },
+    async park(queue, attempt, delaySeconds, data) {
+      // started_on cleared: pg-boss counts a claim of a job that started before as a retry.
+      const parked = await fetchPool.query(
+        `update ${jobTable}
+            set state = 'created', started_on = null, heartbeat_on = null, data = $4::jsonb,
+                start_after = ${QUEUE_SCHEMA}.job_now() + make_interval(secs => $5)
+          where name = $1 and id = $2::uuid and retry_count = $3 and state = 'active'`,
+        [queue, attempt.id, attempt.retryCount, JSON.stringify(data), delaySeconds],
+      );
+      return parked.rowCount === 1;
+    },
+    async wake(reportName, windowKeys) {
+      if (windowKeys.length === 0) return 0;
+      const woken = await fetchPool.query(
+        `update ${jobTable} set start_after = ${QUEUE_SCHEMA}.job_now()
+          where name = $1 and singleton_key = any($2::text[]) and state = 'created'
+            and data->>'waitingFor' = $3 and start_after > ${QUEUE_SCHEMA}.job_now()`,
+        [WINDOW_QUEUE, windowKeys, reportName],
+      );
+      return woken.rowCount ?? 0;
     },
     async stop(stopOptions = {}) {
       await boss.stop({

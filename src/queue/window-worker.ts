@@ -7,9 +7,18 @@ import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { createLimiter } from '../pipeline/limiter.js';
 import { runWindow } from '../pipeline/run-pipelines.js';
 import type { CommittedOutcome, WindowExecutor, WindowRunOutcome } from '../pipeline/run-pipelines.js';
+import type { OneTimeReports } from '../extract/one-time-reports.js';
+import {
+  WAIT_FOR_REPORT_SECONDS,
+  giveUpReport,
+  runReportJob,
+  wakeIfReportFinal,
+  wakeWaitingWindows,
+} from './chunk-jobs.js';
+import type { ReportJobDeps } from './chunk-jobs.js';
 import { claimableOf, jobClaim, windowOfJob } from './window-jobs.js';
-import type { WindowJobData } from './window-jobs.js';
-import { QUEUE_SCHEMA, WINDOW_QUEUE } from './window-queue.js';
+import type { ReportJobData, WindowJobData } from './window-jobs.js';
+import { ONE_TIME_QUEUE, QUEUE_SCHEMA, WINDOW_QUEUE } from './window-queue.js';
 import type { WindowQueue } from './window-queue.js';
 
 /**
@@ -28,6 +37,8 @@ export interface WindowWorkerDeps {
   /** Pipelines that cannot run here, with the reason (their subscription does not exist, ...). */
   unavailable: ReadonlyMap<string, string>;
   now: () => Date;
+  /** One-time reports of backfills: this worker also runs their jobs (chunk-jobs.ts). */
+  oneTimeReports?: OneTimeReports;
 }
 
 export interface WindowWorkerOptions {
@@ -76,10 +87,14 @@ function jobFailure(data: WindowJobData, code: string, message: string): CybsErr
  * count is below its retry limit (set by the planner that enqueued it, queue.retryLimit). Read only
  * when an attempt fails.
  */
-async function isLastAttempt(db: Db, job: Job<WindowJobData>): Promise<boolean> {
+async function isLastAttempt(
+  db: Db,
+  queue: string,
+  job: { id: string; retryCount: number },
+): Promise<boolean> {
   const r = await sql<{ retry_limit: number }>`
     select retry_limit from ${sql.table(`${QUEUE_SCHEMA}.job`)}
-     where name = ${WINDOW_QUEUE} and id = ${job.id}::uuid`.execute(db);
+     where name = ${queue} and id = ${job.id}::uuid`.execute(db);
   const limit = r.rows[0]?.retry_limit;
   return limit === undefined || job.retryCount >= limit;
 }
@@ -151,7 +166,16 @@ export async function startWindowWorker(
           signal: abort.signal,
           ...(options.loadAttempts !== undefined ? { loadAttempts: options.loadAttempts } : {}),
           ...(options.sleep ? { sleep: options.sleep } : {}),
-          jobSpent: () => isLastAttempt(deps.db, job),
+          jobSpent: () => isLastAttempt(deps.db, WINDOW_QUEUE, job),
+          ...(data.oneTime
+            ? {
+                oneTime: {
+                  range: data.oneTime,
+                  queuedAt: new Date(data.queuedAt ?? 0),
+                  ...(data.waitingFor ? { waitingFor: data.waitingFor } : {}),
+                },
+              }
+            : {}),
           beforeCommit: async (trx, committed) => {
             completed = false;
             await completeInTransaction(job, trx, committed);
@@ -214,7 +238,8 @@ export async function startWindowWorker(
       inFlight++;
       try {
         const { outcome, completed } = await handle(job);
-        if (!completed) await boss.complete(WINDOW_QUEUE, attempt, outcome);
+        if (outcome.kind === 'waiting') await waitForReport(job, outcome.report);
+        else if (!completed) await boss.complete(WINDOW_QUEUE, attempt, outcome);
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         const code = error instanceof CybsError ? error.code : 'UNEXPECTED';
@@ -232,7 +257,79 @@ export async function startWindowWorker(
       }
     }
   };
-  const slots = Array.from({ length: options.concurrency }, () => slot());
+  const reportDeps: ReportJobDeps | undefined = deps.oneTimeReports
+    ? { db: deps.db, queue: deps.queue, reports: deps.oneTimeReports, logger: deps.logger }
+    : undefined;
+  /**
+   * A window whose one-time report is not ready: a job follows the report, and the window's job goes
+   * back to the queue, giving its worker (and credential) slot back, until that job wakes it.
+   */
+  const waitForReport = async (job: Job<WindowJobData>, report: ReportJobData['request']): Promise<void> => {
+    const data: ReportJobData = { request: report, credential: job.data.credential };
+    await deps.queue.ensureReportJob(data);
+    const attempt = { id: job.id, retryCount: job.retryCount };
+    const waiting = { ...job.data, waitingFor: report.reportName };
+    if (await deps.queue.park(WINDOW_QUEUE, attempt, WAIT_FOR_REPORT_SECONDS, waiting)) {
+      await wakeIfReportFinal(deps, data, job.data.window.windowKey);
+    }
+  };
+  /** Runs one-time report jobs, one step at a time (they wait in the queue, not here). */
+  const reportSlot = async (report: ReportJobDeps): Promise<void> => {
+    while (!stopping) {
+      let job: Job<ReportJobData> | undefined;
+      try {
+        job = await deps.queue.fetchReportJob();
+      } catch (error) {
+        deps.logger.warn({ err: (error as Error).message }, 'could not fetch a one-time report job');
+      }
+      if (!job) {
+        await pause();
+        continue;
+      }
+      const attempt = { id: job.id, retryCount: job.retryCount };
+      const beat = setInterval(() => {
+        void boss.touch(ONE_TIME_QUEUE, [attempt]).catch(() => {});
+      }, HEARTBEAT_REFRESH_MS);
+      try {
+        const step = await runReportJob(report, job.data);
+        if (step.kind === 'wait') {
+          await deps.queue.park(ONE_TIME_QUEUE, attempt, step.delayMs / 1000, step.data);
+        } else {
+          await wakeWaitingWindows(report, job.data);
+          await boss.complete(ONE_TIME_QUEUE, attempt);
+        }
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        const code = error instanceof CybsError ? error.code : 'UNEXPECTED';
+        deps.logger.warn(
+          { code, err: message, report: job.data.request.reportName },
+          'one-time report job failed',
+        );
+        try {
+          // A verdict another attempt would meet again (the subscription lacks the period field,
+          // ...), or its retries spent: the report is given up on, its windows fail with the reason.
+          const verdict = error instanceof CybsError && error.stage === 'extract' && !error.retryable;
+          if (verdict || (await isLastAttempt(deps.db, ONE_TIME_QUEUE, job))) {
+            await giveUpReport(report, job.data, `${code}: ${message}`);
+            await wakeWaitingWindows(report, job.data);
+          }
+          if (verdict) await boss.complete(ONE_TIME_QUEUE, attempt, { code, message });
+          else await boss.fail(ONE_TIME_QUEUE, attempt, { code, message });
+        } catch (e) {
+          deps.logger.error(
+            { err: (e as Error).message, job: job.id },
+            'could not record the failure of a one-time report job',
+          );
+        }
+      } finally {
+        clearInterval(beat);
+      }
+    }
+  };
+  const slots = [
+    ...Array.from({ length: options.concurrency }, () => slot()),
+    ...(reportDeps ? [reportSlot(reportDeps)] : []),
+  ];
   return {
     get inFlight() {
       return inFlight;

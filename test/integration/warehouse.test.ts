@@ -148,6 +148,7 @@ describe.each(backends)('migrations of tables made before them on %s', (_name, o
       '0007_windows_claimed_by_jobs',
       '0008_window_retries',
       '0009_alert_incidents',
+      '0010_one_time_reports',
     ]);
     const indexes = await sql<{ name: string }>`
       select indexrelid::regclass::text as name from pg_index i join pg_class t on t.oid = i.indrelid

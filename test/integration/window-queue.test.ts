@@ -145,10 +145,14 @@ describe('the window queue (pg-boss)', () => {
     expect(await jobStates()).toEqual(Array(10).fill(`${WINDOW_QUEUE}:created`));
     expect(await readQueueCounts(warehouse.db)).toEqual({
       queued: 10,
+      waitingForReport: 0,
       active: 0,
       retrying: 0,
       deadLettered: 0,
-      pipelines: [{ pipeline: 'alpha', queued: 10, active: 0, retrying: 0, deadLettered: 0 }],
+      oneTimeReports: 0,
+      pipelines: [
+        { pipeline: 'alpha', queued: 10, waitingForReport: 0, active: 0, retrying: 0, deadLettered: 0 },
+      ],
     });
     // Again later: still queued, nothing added.
     const again = await a.enqueue(jobs);
@@ -205,10 +209,14 @@ describe('the window queue (pg-boss)', () => {
     await w.stop(1000);
     expect(await readQueueCounts(warehouse.db)).toEqual({
       queued: 0,
+      waitingForReport: 0,
       active: 0,
       retrying: 0,
       deadLettered: 1,
-      pipelines: [{ pipeline: 'alpha', queued: 0, active: 0, retrying: 0, deadLettered: 1 }],
+      oneTimeReports: 0,
+      pipelines: [
+        { pipeline: 'alpha', queued: 0, waitingForReport: 0, active: 0, retrying: 0, deadLettered: 1 },
+      ],
     });
     expect(queueLine(await readQueueCounts(warehouse.db))).toBe(
       `\nWindow queue (cybs-etl worker): 0 queued, 0 being loaded, 0 waiting to retry, 1 dead-lettered (their windows stay failed; see ${WINDOW_DEAD_LETTER_QUEUE}).\n`,

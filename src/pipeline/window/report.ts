@@ -30,6 +30,10 @@ export async function executeReportWindow(
 ): Promise<WindowResult> {
   const reportName = task.pipeline.reportName ?? def.defaultReportName;
   const organizationId = deps.organizationParam(task.window.organizationId);
+  // Woken by the one-time report it waited for: the search found no subscription report before.
+  if (task.oneTime?.waitingFor && oneTimeApplies(deps, task, def)) {
+    return executeOneTimeWindow(deps, task, def, reportName, organizationId);
+  }
   const found = await findReport(deps.client, {
     reportName,
     ...(organizationId ? { organizationId } : {}),
