@@ -130,6 +130,12 @@ export interface CsvBytesSource extends LoadSourceBase {
    * form, an empty key): their typed records and rejects, as the per-row path gives them.
    */
   perRowRecords: (records: SetAsideRecord[]) => AsyncIterable<LoadBatch>;
+  /**
+   * The records that start on these lines (the file read again from its start, up to the last of
+   * them), typed by the per-row path; undefined when the lines cannot be vouched for (a value
+   * spanning lines before them): a re-load then reads the whole file.
+   */
+  recordsOn?: (lines: readonly number[]) => Promise<AsyncIterable<LoadBatch> | undefined>;
 }
 
 /**

@@ -188,6 +188,7 @@ export function toRawLoadSource(
   report: RawCsvReport,
   source: string,
   reopen: () => Promise<RawCsvReport>,
+  read?: () => AsyncIterable<Buffer>,
 ): CsvBytesSource {
   return {
     kind: 'csv-bytes',
@@ -196,7 +197,90 @@ export function toRawLoadSource(
     body: report.body,
     reopen: async () => (await reopen()).body,
     perRowRecords: (aside) => perRowBatches(report, aside, source),
+    ...(read
+      ? {
+          recordsOn: async (lines: readonly number[]) => {
+            const aside = await recordsOnLines(read(), report.body.firstLine, lines);
+            return aside && perRowBatches(report, aside, source);
+          },
+        }
+      : {}),
   };
+}
+
+const LF = 10;
+const CR = 13;
+const QUOTE = 34;
+
+/**
+ * The text of the records that start on these lines of a CSV file (`bytes`, from its start), read
+ * up to the last of them; undefined when a line cannot be told to hold exactly one whole record:
+ * before the first data line, past the end, or after a line whose quotes do not pair up (a value
+ * that spans lines) or that holds a carriage return other than its line end's (line numbers may
+ * then count differently from the scanner's).
+ */
+export async function recordsOnLines(
+  bytes: AsyncIterable<Buffer>,
+  firstLine: number,
+  lines: readonly number[],
+): Promise<SetAsideRecord[] | undefined> {
+  const wanted = [...new Set(lines)].sort((a, b) => a - b);
+  if (wanted.length === 0) return [];
+  if (wanted[0]! < firstLine) return undefined;
+  const last = wanted[wanted.length - 1]!;
+  const found: SetAsideRecord[] = [];
+  let next = 0;
+  let line = 1;
+  // The next carriage return and quote in the buffer being read (memchr, each byte looked at once).
+  let scanned: Buffer | undefined;
+  let nextCr = -1;
+  let nextQuote = -1;
+  /** Check the line in `buf` [start, end) (without its LF); false when it cannot be vouched for. */
+  const take = (buf: Buffer, start: number, end: number): boolean => {
+    if (buf !== scanned) {
+      scanned = buf;
+      nextCr = buf.indexOf(CR, start);
+      nextQuote = buf.indexOf(QUOTE, start);
+    }
+    const stop = end > start && buf[end - 1] === CR ? end - 1 : end;
+    for (; nextCr >= 0 && nextCr < end; nextCr = buf.indexOf(CR, nextCr + 1)) {
+      if (nextCr !== stop) return false;
+    }
+    let quotes = 0;
+    for (; nextQuote >= 0 && nextQuote < end; nextQuote = buf.indexOf(QUOTE, nextQuote + 1)) quotes++;
+    if (quotes % 2 !== 0) return false;
+    if (line === wanted[next]) {
+      found.push({ line, text: buf.toString('utf8', start, stop) });
+      next++;
+    }
+    line++;
+    return true;
+  };
+  let rest: Buffer | undefined;
+  for await (const chunk of bytes) {
+    scanned = undefined;
+    let start = 0;
+    if (rest !== undefined) {
+      const lf = chunk.indexOf(LF);
+      if (lf < 0) {
+        rest = Buffer.concat([rest, chunk]);
+        continue;
+      }
+      const whole = Buffer.concat([rest, chunk.subarray(0, lf)]);
+      rest = undefined;
+      if (!take(whole, 0, whole.length)) return undefined;
+      if (line > last) return found;
+      start = lf + 1;
+    }
+    for (let lf = chunk.indexOf(LF, start); lf >= 0; lf = chunk.indexOf(LF, start)) {
+      if (!take(chunk, start, lf)) return undefined;
+      if (line > last) return found;
+      start = lf + 1;
+    }
+    if (start < chunk.length) rest = Buffer.from(chunk.subarray(start));
+  }
+  if (rest !== undefined && rest.length > 0 && !take(rest, 0, rest.length)) return undefined;
+  return next === wanted.length ? found : undefined;
 }
 
 /**

@@ -10,7 +10,9 @@ import { deleteItemsLeftBehind } from './merge.js';
 import { buildDeferredIndexes } from './prepare-target.js';
 import { RejectWriter, checkRejects, deleteWindowRejects } from './rejects.js';
 import { confirmUnchanged, loadedState, unchangedSince } from './reload-check.js';
+import type { SourceRows } from './reload-check.js';
 import { takeSourceKeys } from './source-keys.js';
+import { restoreTouched } from './touched-reload.js';
 import { DEFAULT_REJECT_THRESHOLD } from './types.js';
 import type { LoadWindowOptions, LoadWindowResult, TableLoadResult } from './types.js';
 import { sql } from 'kysely';
@@ -100,10 +102,16 @@ export async function loadWindow(
           ctx.xid = BigInt(taken.rows[0]!.x);
         }
         if (options.state?.skipIfUnchanged && previous && !options.live) {
-          if (await unchangedSince(ctx, trx, options.targets, previous)) {
+          const counts: SourceRows[] = [];
+          if (await unchangedSince(ctx, trx, options.targets, previous, counts)) {
             const unchanged = await confirmUnchanged(ctx, trx, options.targets, previous);
             if (options.beforeCommit) await options.beforeCommit(trx, unchanged);
             return unchanged;
+          }
+          const restored = await restoreTouched(ctx, trx, options.targets, previous, counts);
+          if (restored) {
+            if (options.beforeCommit) await options.beforeCommit(trx, restored);
+            return restored;
           }
         }
         await deleteWindowRejects(trx, options.window);

@@ -33,9 +33,10 @@ export async function unchangedSince(
   trx: Db,
   targets: readonly LoadWindowTarget[],
   previous: LoadedState,
+  counts?: SourceRows[],
 ): Promise<boolean> {
   const tables = targets.map((t) => ({ table: t.table, source: t.source.source }));
-  if (!(await tablesUnchangedSinceLoadIn(trx, ctx.options.window, tables, previous))) return false;
+  if (!(await tablesUnchangedSinceLoadIn(trx, ctx.options.window, tables, previous, counts))) return false;
   ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.owned, 0);
   ctx.rejects.count = previous.rejected;
   try {
@@ -77,6 +78,7 @@ export async function tablesUnchangedSinceLoadIn(
   window: LoadWindowOptions['window'],
   tables: readonly { table: TableDecl; source: string }[],
   previous: LoadedState,
+  counts?: SourceRows[],
 ): Promise<boolean> {
   if (previous.tables.length !== tables.length) return false;
   // Every committed id is below the snapshot's xmax; the writers must be less than 2^31 below it.
@@ -88,8 +90,9 @@ export async function tablesUnchangedSinceLoadIn(
     const age = now - BigInt(writer);
     if (age <= 0n || age >= XID_HORIZON) return false;
   }
-  const writers = `{${previous.writers.map((w) => String(BigInt(w) % XID_EPOCH)).join(',')}}`;
+  const writers = writersArray(previous);
   const { organizationId } = window;
+  let same = true;
   if ((await countWindowRejects(trx, window)) !== previous.rejected) return false;
   for (const [index, { table: decl, source }] of tables.entries()) {
     const before = previous.tables[index]!;
@@ -102,9 +105,29 @@ export async function tablesUnchangedSinceLoadIn(
       select count(*) as owned, count(*) filter (where not (xmin = any(${writers}::xid[]))) as other
         from ${sql.id(decl.schema, decl.name)}
        where ${ofSource(organizationId, source)}`.execute(trx);
-    if (Number(rows.rows[0]!.owned) !== before.owned || Number(rows.rows[0]!.other) !== 0) return false;
+    const owned = Number(rows.rows[0]!.owned);
+    const other = Number(rows.rows[0]!.other);
+    if (owned !== before.owned || other !== 0) {
+      // With `counts`, every table is counted (for restoreTouched), else the first difference ends it.
+      if (!counts) return false;
+      same = false;
+    }
+    counts?.push({ owned, other });
   }
-  return true;
+  return same;
+}
+
+/** What a table holds of the source, as tablesUnchangedSinceLoadIn counted it. */
+export interface SourceRows {
+  /** Rows of the source. */
+  owned: number;
+  /** Those of them that none of the last load's writers wrote (changed or added since). */
+  other: number;
+}
+
+/** The last load's writers as the 32-bit ids rows carry (`xmin`), an `xid[]` literal. */
+export function writersArray(previous: LoadedState): string {
+  return `{${previous.writers.map((w) => String(BigInt(w) % XID_EPOCH)).join(',')}}`;
 }
 
 /**

@@ -1,0 +1,194 @@
+/**
+ * A re-load of the very bytes the window's last load read, into tables that something else has
+ * touched since (a row edited by hand): only the source's rows that are not as that load left them
+ * are read from the file again, staged and merged, where a full re-load would stage and compare
+ * every record of the file. The same statements as the full merge decide what is rewritten, so
+ * the tables, the window's rejects and the result end as the full merge would leave them.
+ */
+import { isFastPathRefusal } from '../../copy-text/fast-path-refusal.js';
+import { isCybsError } from '../../errors.js';
+import { LOAD_ERROR_CODES } from '../../warehouse/database-errors.js';
+import type { Db } from '../../warehouse/warehouse.js';
+import type { WindowContext } from './context.js';
+import { copySource } from './copy-staging.js';
+import { mergeIdentity, upsert } from './merge.js';
+import { createChangedRowsSql, sameKey, upsertSql } from './merge-sql.js';
+import { prepareTarget } from './prepare-target.js';
+import { checkRejects, restampWindowRejects } from './rejects.js';
+import { loadedState, writersArray } from './reload-check.js';
+import type { SourceRows } from './reload-check.js';
+import { hasSqlState, withSavepoint } from './savepoint.js';
+import { ofSource } from './source-keys.js';
+import type { LoadWindowResult, LoadWindowTarget, LoadedState, TableLoadResult } from './types.js';
+import { sql } from 'kysely';
+
+/**
+ * The most rows of a source that may differ from what the last load left for them to be restored
+ * one by one: a share of the source's rows, and at least a few.
+ */
+export const MAX_TOUCHED_SHARE = 0.02;
+export const MIN_TOUCHED_LIMIT = 64;
+
+/** Thrown inside the restore's savepoint: something it cannot vouch for, so the full load follows. */
+class NotRestorable extends Error {}
+
+/**
+ * Restore what was touched since the window's last load, when the load reads the very bytes that
+ * load read (LoadWindowOptions.state.skipIfUnchanged) and its tables hold what it left but for a
+ * few rows (`counts`, from tablesUnchangedSinceLoadIn): each of the source's rows that none of the
+ * last load's writers wrote is read again from the file by its `_source_row` and merged as the
+ * full merge would (the rows equal to the file left as they are). Only when every such row still
+ * has the key of its line's record and the source owns as many rows as the last load left: then
+ * nothing was deleted, taken over by another source or added under the source, and nothing
+ * vanished. Each of those, a source with no way to read single records again (recordsOn), a key
+ * the file held twice, a child table, more rows touched than MAX_TOUCHED_SHARE, or a record that
+ * reads differently: undefined, having written nothing, and the caller loads the whole file.
+ */
+export async function restoreTouched(
+  ctx: WindowContext,
+  trx: Db,
+  targets: readonly LoadWindowTarget[],
+  previous: LoadedState,
+  counts: readonly SourceRows[],
+): Promise<LoadWindowResult | undefined> {
+  if (counts.length !== targets.length || previous.tables.length !== targets.length) return undefined;
+  if (counts.every((c) => c.other === 0)) return undefined;
+  for (const [index, target] of targets.entries()) {
+    const before = previous.tables[index]!;
+    const count = counts[index]!;
+    const source = target.source;
+    if (source.kind !== 'csv-bytes' || source.recordsOn === undefined) return undefined;
+    if (target.table.parent !== undefined || before.staged !== before.owned) return undefined;
+    if (count.owned !== before.owned || count.other > touchedLimit(before.owned)) return undefined;
+  }
+  // The reject threshold as the load would check it (the file's rejects are the last load's).
+  ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.owned, 0);
+  ctx.rejects.count = previous.rejected;
+  const rejects = ctx.rejects.mark();
+  const writers = new Set(ctx.writers);
+  const undo = () => {
+    ctx.rowsLoaded = 0;
+    ctx.rejects.reset({ count: 0, samples: 0 });
+    ctx.writers = writers;
+    ctx.abort = undefined;
+  };
+  try {
+    checkRejects(ctx, true);
+  } catch {
+    undo();
+    return undefined;
+  }
+  const outcome = await withSavepoint(
+    trx,
+    'cybs_touched',
+    ctx.stagingMade,
+    async () => {
+      const tables: TableLoadResult[] = [];
+      for (const [index, target] of targets.entries()) {
+        tables.push(await restoreTable(ctx, trx, target, index, previous, counts[index]!));
+      }
+      if (ctx.rejects.count !== rejects.count) throw new NotRestorable('a record read again was rejected');
+      return tables;
+    },
+    // A record read again that is now rejected (over the cap) or a key met twice: the full load decides.
+    (error) =>
+      error instanceof NotRestorable ||
+      isFastPathRefusal(error) ||
+      hasSqlState(error, '21000') ||
+      (isCybsError(error) && error.code === LOAD_ERROR_CODES.rejectThreshold),
+  );
+  if (!outcome.done) {
+    ctx.options.logger?.debug(
+      { reason: (outcome.error as Error).message },
+      'touched rows not restorable one by one; loading the whole file',
+    );
+    undo();
+    return undefined;
+  }
+  const tables = outcome.value;
+  if (previous.rejected > 0) await restampWindowRejects(trx, ctx.options.window, ctx.options.runId);
+  const result: LoadWindowResult = { tables, rowsLoaded: ctx.rowsLoaded, rowsRejected: previous.rejected };
+  const loaded = targets.map((t) => ({ decl: t.table, source: t.source.source }));
+  const state = await loadedState(ctx, trx, tables, loaded);
+  if (state) result.state = state;
+  const { pipeline, organizationId, windowKey } = ctx.options.window;
+  ctx.options.logger?.info(
+    {
+      pipeline,
+      organizationId,
+      windowKey,
+      restored: counts.reduce((n, c) => n + c.other, 0),
+      rewritten: tables.reduce((n, t) => n + t.updated, 0),
+    },
+    "the same sources as the window's last load: only the rows touched since were read again",
+  );
+  return result;
+}
+
+function touchedLimit(owned: number): number {
+  return Math.max(MIN_TOUCHED_LIMIT, Math.floor(owned * MAX_TOUCHED_SHARE));
+}
+
+/** One table's touched rows, read again from its source and merged. */
+async function restoreTable(
+  ctx: WindowContext,
+  trx: Db,
+  target: LoadWindowTarget,
+  index: number,
+  previous: LoadedState,
+  count: SourceRows,
+): Promise<TableLoadResult> {
+  const { table: decl, source } = target;
+  const { organizationId } = ctx.options.window;
+  const tableName = `${decl.schema}.${decl.name}`;
+  const touched = await sql<{ at: string; line: string | null }>`
+    select ctid::text as at, "_source_row"::text as line from ${sql.id(decl.schema, decl.name)}
+     where ${ofSource(organizationId, source.source)}
+       and not (xmin = any(${writersArray(previous)}::xid[]))`.execute(trx);
+  const lines = touched.rows.map((r) => (r.line === null ? NaN : Number(r.line)));
+  if (touched.rows.length !== count.other || lines.some((l) => !Number.isSafeInteger(l))) {
+    throw new NotRestorable('the touched rows changed while they were read');
+  }
+  if (new Set(lines).size !== lines.length) throw new NotRestorable('two touched rows of one line');
+  if (source.kind !== 'csv-bytes' || source.recordsOn === undefined) throw new NotRestorable('no recordsOn');
+  const { staged, drift, stagingName } = await prepareTarget(ctx, trx, target, index);
+  if (drift.length > 0) throw new NotRestorable('column types differ from the table');
+  const records = await source.recordsOn(lines);
+  if (records === undefined) throw new NotRestorable('the lines cannot be read on their own');
+  const copy = { ctx, trx, decl, staged, stagingName, drift: false };
+  const copied = await copySource(copy, source.source, records);
+  if (copied !== lines.length) throw new NotRestorable('a line read again gave no record');
+  // Each touched row is its line's record, changed: the same key (and so the row the full merge
+  // compares that record with).
+  const staging = sql.id('pg_temp', stagingName);
+  const matched = await sql<{ n: string }>`
+    select count(*) as n from ${staging} as s
+      join ${sql.id(decl.schema, decl.name)} as t on t.ctid = any(${`{${touched.rows.map((r) => `"${r.at}"`).join(',')}}`}::tid[])
+     where t."_source_row" = s."_source_row" and ${sameKey(decl, 't', 's')}`.execute(trx);
+  if (Number(matched.rows[0]!.n) !== lines.length) throw new NotRestorable("a touched row's key changed");
+  // A few rows: the planner is told so, and looks each up by the table's key index.
+  await sql`analyze ${staging}`.execute(trx);
+  // The full merge's statements: the staged rows that differ from the table's, then their upsert.
+  const changedName = `${stagingName}_changed`;
+  const compared = [...staged.map((c) => c.name), '_source_row'];
+  await createChangedRowsSql(decl, organizationId, source.source, compared, stagingName, changedName).execute(
+    trx,
+  );
+  const who = mergeIdentity(ctx, source);
+  const data = staged.map((c) => c.name);
+  const merge = await upsert(trx, upsertSql(decl, who, data, sql.id('pg_temp', changedName), false));
+  if (merge.inserted > 0) throw new NotRestorable('a record read again is not in the table');
+  if (merge.writer !== undefined) ctx.writers.add(merge.writer);
+  const before = previous.tables[index]!;
+  return {
+    table: tableName,
+    inserted: 0,
+    updated: merge.updated,
+    unchanged: before.owned - merge.updated,
+    deleted: 0,
+    rejected: before.rejected,
+    staged: before.owned,
+    duplicates: 0,
+    columnsAdded: [],
+  };
+}

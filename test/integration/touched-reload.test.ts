@@ -1,0 +1,309 @@
+/**
+ * A re-load of the very CSV file the window's last load read, after its rows were touched by hand:
+ * the rows touched are read again from the file one by one (restoreTouched) when that is certain
+ * to end as the full merge does, and the whole file is loaded otherwise. Each case runs the same
+ * steps on two warehouses: the reference re-loads by reading the whole file (no state), the other
+ * with the window's state; their tables, rejects, results and failures must be the same.
+ */
+import { Readable } from 'node:stream';
+import pino from 'pino';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPORT_PIPELINES } from '../../pipelines/index.js';
+import { openRawCsvReport } from '../../src/parse/csv/raw-csv-report.js';
+import { loadWindow } from '../../src/load/window/load-window.js';
+import type { LoadedState, LoadWindowResult } from '../../src/load/window/load-window.js';
+import { recordsOnLines, toRawLoadSource } from '../../src/pipeline/record-source.js';
+import type { Warehouse } from '../../src/warehouse/warehouse.js';
+import { warehouseBackends } from '../helpers/load.js';
+
+const ORG = 'org_1';
+const REPORT = 'TransactionRequestClass';
+const pipeline = REPORT_PIPELINES.find((p) => p.reportDefinitionName === REPORT)!;
+const HEADER = 'RequestID,RequestDate,paymentData_amount,paymentData_currencyCode,Rmsg';
+
+const id = (i: number) => `79524800000000${String(i).padStart(8, '0')}`;
+
+/** 40 records (lines 3-42); line 10's amount is refused (a reject); line 20 quotes a comma. */
+function csv(options: { amountOf?: (i: number) => string; multiLineAt?: number; eol?: string } = {}): string {
+  const eol = options.eol ?? '\n';
+  const lines = [
+    `${ORG},TransactionRequestReport_Daily,TransactionRequest,1.0,2026-01-01T00:00:00Z to 2026-01-02T00:00:00Z`,
+    HEADER,
+  ];
+  for (let i = 1; i <= 40; i++) {
+    const amount = i === 8 ? 'ten' : (options.amountOf?.(i) ?? `${i}.25`);
+    const message = i === 18 ? '"done, twice"' : i === options.multiLineAt ? `"two${eol}lines"` : 'ok';
+    lines.push(`${id(i)},2026-01-01T08:00:00Z,${amount},USD,${message}`);
+  }
+  return lines.join(eol) + eol;
+}
+
+function chunksOf(text: string, size: number): Readable {
+  const bytes = Buffer.from(text, 'utf8');
+  const parts: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += size) parts.push(bytes.subarray(i, i + size));
+  return Readable.from(parts);
+}
+
+interface Side {
+  warehouse: Warehouse;
+  cleanup: () => Promise<void>;
+  runs: number[];
+  states: Map<string, LoadedState>;
+  logs: string[];
+}
+
+type Outcome =
+  { result: Omit<LoadWindowResult, 'state' | 'unchanged'>; unchanged: boolean } | { error: string };
+
+describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as const))(
+  'a re-load of a touched window on %s',
+  (_backend, open) => {
+    let reference: Side;
+    let restoring: Side;
+
+    const openSide = async (): Promise<Side> => {
+      const opened = await open();
+      const runs: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await sql<{
+          id: string;
+        }>`insert into etl.runs (command) values ('test') returning id`.execute(opened.warehouse.db);
+        runs.push(Number(r.rows[0]!.id));
+      }
+      return { ...opened, runs, states: new Map(), logs: [] };
+    };
+
+    beforeAll(async () => {
+      reference = await openSide();
+      restoring = await openSide();
+    });
+    afterAll(async () => {
+      await reference?.cleanup();
+      await restoring?.cleanup();
+    });
+
+    /** One load of `window` from `text` (the executor's fast path), keeping its state on the restoring side. */
+    async function load(side: Side, window: string, run: number, text: string, org = ORG): Promise<Outcome> {
+      const previous = side.states.get(window);
+      const open = () => openRawCsvReport(chunksOf(text, 61), { fileName: 'f.csv', report: REPORT });
+      try {
+        const report = await open();
+        const source = toRawLoadSource(report, `report/${window}`, open, () => chunksOf(text, 61));
+        const result = await loadWindow(side.warehouse, {
+          window: { pipeline: pipeline.name, organizationId: org, windowKey: window },
+          targets: [{ table: pipeline.table, source }],
+          runId: side.runs[run]!,
+          rejectThreshold: 0.1,
+          ...(side === restoring ? { state: { previous, skipIfUnchanged: previous !== undefined } } : {}),
+          logger: pino({ level: 'debug' }, { write: (line: string) => side.logs.push(line) }),
+        });
+        if (result.state) side.states.set(window, result.state);
+        const { state: _state, unchanged, ...rest } = result;
+        return { result: rest, unchanged: unchanged === true };
+      } catch (error) {
+        return { error: `${(error as { code?: string }).code}: ${(error as Error).message}` };
+      }
+    }
+
+    async function both(window: string, run: number, text: string, org = ORG) {
+      for (const side of [reference, restoring]) side.logs.length = 0;
+      return {
+        reference: await load(reference, window, run, text, org),
+        restoring: await load(restoring, window, run, text, org),
+      };
+    }
+
+    const restored = () =>
+      restoring.logs.some((l) => l.includes('only the rows touched since were read again'));
+
+    async function onBoth(statement: string): Promise<void> {
+      for (const side of [reference, restoring]) await sql.raw(statement).execute(side.warehouse.db);
+    }
+
+    /** The rows (every column but `_loaded_at`) and the window's rejects. */
+    async function contents(side: Side, window: string) {
+      const rows = await sql<Record<string, unknown>>`
+        select * from cybs.transaction_request where _source like ${`%${window}%`} order by request_id`.execute(
+        side.warehouse.db,
+      );
+      const rejects = await sql<Record<string, unknown>>`
+        select source, record_number::int as record_number, raw_text, error_code, message, run_id::int as run_id
+          from etl.rejects where window_key = ${window} order by record_number`.execute(side.warehouse.db);
+      return {
+        rows: rows.rows.map(({ _loaded_at: _omit, ...rest }) => rest),
+        loadedAt: rows.rows.map((r) => String(r['_loaded_at'])),
+        rejects: rejects.rows,
+      };
+    }
+
+    async function expectSame(window: string) {
+      const r = await contents(reference, window);
+      const s = await contents(restoring, window);
+      expect(s.rows).toEqual(r.rows);
+      expect(s.rejects).toEqual(r.rejects);
+      return s;
+    }
+
+    const outcome = (o: Outcome) => ('error' in o ? o : o.result);
+
+    /** First load, `tamper`, re-load: the same on both sides; then a third load is recognised. */
+    async function touched(window: string, tamper: () => Promise<void>, text = csv()): Promise<boolean> {
+      const first = await both(window, 0, text);
+      expect(outcome(first.restoring)).toEqual(outcome(first.reference));
+      expect(outcome(first.restoring)).toMatchObject({ rowsLoaded: 39, rowsRejected: 1 });
+      const before = await contents(restoring, window);
+      await tamper();
+      const again = await both(window, 1, text);
+      expect(again.restoring).toMatchObject({ unchanged: false });
+      expect(outcome(again.restoring)).toEqual(outcome(again.reference));
+      const wasRestored = restored();
+      const after = await expectSame(window);
+      // The rows the re-load left as they were keep when they were written, and by which run.
+      for (const [i, row] of after.rows.entries()) {
+        const earlier = before.rows.findIndex((b) => b['request_id'] === row['request_id']);
+        if (String(row['_run_id']) === String(restoring.runs[0]) && earlier >= 0) {
+          expect(after.loadedAt[i]).toBe(before.loadedAt[earlier]);
+        }
+      }
+      const third = await both(window, 2, text);
+      expect(third.restoring).toMatchObject({ unchanged: true });
+      expect(outcome(third.restoring)).toEqual(outcome(third.reference));
+      await expectSame(window);
+      return wasRestored;
+    }
+
+    it('a value changed by hand: only that row is read again, and the result is the full merge’s', async () => {
+      const wasRestored = await touched('w-value', () =>
+        onBoth(
+          `update cybs.transaction_request set amount = 999 where _source = 'report/w-value' and request_id in ('${id(5)}', '${id(18)}')`,
+        ),
+      );
+      expect(wasRestored).toBe(true);
+      const [t] = (await contents(restoring, 'w-value')).rows.filter((r) => r['request_id'] === id(5));
+      expect(t).toMatchObject({ amount: '5.25', _run_id: String(restoring.runs[1]) });
+    });
+
+    it('a row rewritten by hand to the same values: read again, left as it is, and then recognised', async () => {
+      const wasRestored = await touched('w-same', () =>
+        onBoth(
+          `update cybs.transaction_request set amount = amount where _source = 'report/w-same' and request_id = '${id(40)}'`,
+        ),
+      );
+      expect(wasRestored).toBe(true);
+    });
+
+    it('lineage columns changed by hand: read again, and left as the full merge leaves them', async () => {
+      const wasRestored = await touched('w-lineage', () =>
+        onBoth(
+          `update cybs.transaction_request set _source = 'report/w-lineage (edited)', _run_id = null
+            where _source = 'report/w-lineage' and request_id = '${id(39)}'`,
+        ),
+      );
+      expect(wasRestored).toBe(true);
+    });
+
+    const fallbacks: [string, (w: string) => Promise<void>][] = [
+      [
+        'a row deleted by hand',
+        (w) =>
+          onBoth(
+            `delete from cybs.transaction_request where _source = 'report/${w}' and request_id = '${id(9)}'`,
+          ),
+      ],
+      [
+        'a row of the source added by hand',
+        (w) =>
+          onBoth(
+            `insert into cybs.transaction_request (request_id, amount, _organization_id, _source, _source_row, _source_key)
+             select '${id(900)}', 1, '${ORG}', 'report/${w}', 900, source_key
+               from etl.sources where organization_id = '${ORG}' and source = 'report/${w}'`,
+          ),
+      ],
+      [
+        'a row deleted and another added under its line',
+        (w) =>
+          onBoth(
+            `delete from cybs.transaction_request where _source = 'report/${w}' and request_id = '${id(11)}';
+             insert into cybs.transaction_request (request_id, amount, _organization_id, _source, _source_row, _source_key)
+             select '${id(901)}', 1, '${ORG}', 'report/${w}', 13, source_key
+               from etl.sources where organization_id = '${ORG}' and source = 'report/${w}'`,
+          ),
+      ],
+      [
+        'a key changed by hand',
+        (w) =>
+          onBoth(
+            `update cybs.transaction_request set request_id = '${id(902)}' where _source = 'report/${w}' and request_id = '${id(12)}'`,
+          ),
+      ],
+      [
+        'a row taken over by another window’s source',
+        async () => {
+          const text = csv().split('\n').slice(0, 3).join('\n') + '\n';
+          const other = await both('w-other', 0, text);
+          expect(outcome(other.restoring)).toEqual(outcome(other.reference));
+        },
+      ],
+    ];
+
+    it.each(fallbacks)('%s: the whole file is loaded, as by the full merge', async (name, tamper) => {
+      const window = `w-f${fallbacks.findIndex(([n]) => n === name)}`;
+      const wasRestored = await touched(window, async () => {
+        await tamper(window);
+        // And a value changed beside it.
+        await onBoth(
+          `update cybs.transaction_request set amount = 7 where _source = 'report/${window}' and request_id = '${id(30)}'`,
+        );
+      });
+      expect(wasRestored).toBe(false);
+    });
+
+    it('a value spanning lines before the touched row: the whole file; after it: the row alone', async () => {
+      const change = (w: string) => () =>
+        onBoth(
+          `update cybs.transaction_request set amount = 1 where _source = 'report/${w}' and request_id = '${id(25)}'`,
+        );
+      expect(await touched('w-span-before', change('w-span-before'), csv({ multiLineAt: 20 }))).toBe(false);
+      expect(await touched('w-span-after', change('w-span-after'), csv({ multiLineAt: 30 }))).toBe(true);
+    });
+
+    it('CRLF line ends: the row alone', async () => {
+      const w = 'w-crlf';
+      const change = () =>
+        onBoth(
+          `update cybs.transaction_request set amount = 1 where _source = 'report/${w}' and request_id = '${id(2)}'`,
+        );
+      expect(await touched(w, change, csv({ eol: '\r\n' }))).toBe(true);
+    });
+
+    it('a touched row whose line now reads as a reject: the whole file', async () => {
+      // The rejected line's number given to a row by hand: that line gives no record.
+      const wasRestored = await touched('w-reject', () =>
+        onBoth(
+          `update cybs.transaction_request set _source_row = 10 where _source = 'report/w-reject' and request_id = '${id(9)}'`,
+        ),
+      );
+      expect(wasRestored).toBe(false);
+    });
+  },
+);
+
+describe('recordsOnLines', () => {
+  const read = (text: string, size: number) => chunksOf(text, size) as AsyncIterable<Buffer>;
+  const text = 'meta\nh1,h2\na,1\r\nb,"x,y"\nc,3\n"d\ne",4\nf,5';
+  it.each([1, 2, 3, 7, 100])('the records on given lines, whole, in chunks of %d', async (size) => {
+    expect(await recordsOnLines(read(text, size), 3, [5, 3, 4])).toEqual([
+      { line: 3, text: 'a,1' },
+      { line: 4, text: 'b,"x,y"' },
+      { line: 5, text: 'c,3' },
+    ]);
+    // A value spanning lines before a line asked for: not vouched for; the last line without LF is read.
+    expect(await recordsOnLines(read(text, size), 3, [8])).toBeUndefined();
+    expect(await recordsOnLines(read('m\nh\na,1\nb,2', size), 3, [4])).toEqual([{ line: 4, text: 'b,2' }]);
+    expect(await recordsOnLines(read(text, size), 3, [2])).toBeUndefined();
+    expect(await recordsOnLines(read('m\nh\na,1\n', size), 3, [5])).toBeUndefined();
+    expect(await recordsOnLines(read('m\nh\na\r,1\nb,2\n', size), 3, [4])).toBeUndefined();
+  });
+});
