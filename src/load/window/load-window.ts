@@ -23,7 +23,9 @@ import { sql } from 'kysely';
  *
  *   advisory lock (pipeline, organization, window) → [a re-load of the very sources the window's
  *   last load read, into tables that still hold what it left (`state`, unchangedSince): the
- *   window's state only → COMMIT] → delete the window's previous rejects →
+ *   window's state only → COMMIT; or that hold it but for a few rows touched since: those rows
+ *   read again from the file and merged (restoreTouched) → COMMIT] → delete the window's
+ *   previous rejects →
  *   for each target: create the table / add columns (recorded in etl.schema_changes) →
  *   a first load (the table has no rows of the source yet) on PostgreSQL: one COPY straight into
  *   the table, lineage values appended, in a savepoint (a key already there or twice: rolled

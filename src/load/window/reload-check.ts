@@ -51,19 +51,49 @@ export async function unchangedSince(
 }
 
 /**
- * Whether the tables hold what the window's last load left (tablesUnchangedSinceLoadIn), read in a
- * transaction of its own: a hint, while the window's file downloads, that a re-load cannot be
- * recognised (then it need not wait for the download's end). The load decides in its own.
+ * Whether the tables hold what the window's last load left (tablesUnchangedSinceLoadIn), or, with
+ * `touched`, hold it but for a few rows changed since (fewTouched: a re-load of the same file then
+ * reads only those again, restoreTouched), read in a transaction of its own: a hint, while the
+ * window's file downloads, that a re-load of the same file cannot be served without reading it
+ * whole (then it need not wait for the download's end). The load decides in its own.
  */
 export async function tablesUnchangedSinceLoad(
   warehouse: Warehouse,
   window: LoadWindowOptions['window'],
   tables: readonly { table: TableDecl; source: string }[],
   previous: LoadedState,
+  touched = false,
 ): Promise<boolean> {
   return warehouse.session((session) =>
-    session.db.transaction().execute((trx) => tablesUnchangedSinceLoadIn(trx, window, tables, previous)),
+    session.db.transaction().execute(async (trx) => {
+      const counts: SourceRows[] = [];
+      if (await tablesUnchangedSinceLoadIn(trx, window, tables, previous, touched ? counts : undefined))
+        return true;
+      return touched && fewTouched(previous, counts);
+    }),
   );
+}
+
+/**
+ * The most rows of a source that may differ from what the last load left for a re-load of the
+ * same file to read them again one by one (restoreTouched): a share of the source's rows, and at
+ * least a few.
+ */
+export const MAX_TOUCHED_SHARE = 0.02;
+export const MIN_TOUCHED_LIMIT = 64;
+
+/**
+ * Whether every table holds as many rows of its source as the last load left, a few of them
+ * (MAX_TOUCHED_SHARE) written by others since, and no key twice in the file (`counts`, from
+ * tablesUnchangedSinceLoadIn).
+ */
+export function fewTouched(previous: LoadedState, counts: readonly SourceRows[]): boolean {
+  if (counts.length === 0 || counts.length !== previous.tables.length) return false;
+  return counts.every((count, index) => {
+    const { owned, staged } = previous.tables[index]!;
+    const limit = Math.max(MIN_TOUCHED_LIMIT, Math.floor(owned * MAX_TOUCHED_SHARE));
+    return staged === owned && count.owned === owned && count.other <= limit;
+  });
 }
 
 /**

@@ -15,19 +15,12 @@ import { mergeIdentity, upsert } from './merge.js';
 import { createChangedRowsSql, sameKey, upsertSql } from './merge-sql.js';
 import { prepareTarget } from './prepare-target.js';
 import { checkRejects, restampWindowRejects } from './rejects.js';
-import { loadedState, writersArray } from './reload-check.js';
+import { fewTouched, loadedState, writersArray } from './reload-check.js';
 import type { SourceRows } from './reload-check.js';
 import { hasSqlState, withSavepoint } from './savepoint.js';
 import { ofSource } from './source-keys.js';
 import type { LoadWindowResult, LoadWindowTarget, LoadedState, TableLoadResult } from './types.js';
 import { sql } from 'kysely';
-
-/**
- * The most rows of a source that may differ from what the last load left for them to be restored
- * one by one: a share of the source's rows, and at least a few.
- */
-export const MAX_TOUCHED_SHARE = 0.02;
-export const MIN_TOUCHED_LIMIT = 64;
 
 /** Thrown inside the restore's savepoint: something it cannot vouch for, so the full load follows. */
 class NotRestorable extends Error {}
@@ -41,7 +34,7 @@ class NotRestorable extends Error {}
  * has the key of its line's record and the source owns as many rows as the last load left: then
  * nothing was deleted, taken over by another source or added under the source, and nothing
  * vanished. Each of those, a source with no way to read single records again (recordsOn), a key
- * the file held twice, a child table, more rows touched than MAX_TOUCHED_SHARE, or a record that
+ * the file held twice, a child table, more rows touched than fewTouched allows, or a record that
  * reads differently: undefined, having written nothing, and the caller loads the whole file.
  */
 export async function restoreTouched(
@@ -51,15 +44,12 @@ export async function restoreTouched(
   previous: LoadedState,
   counts: readonly SourceRows[],
 ): Promise<LoadWindowResult | undefined> {
-  if (counts.length !== targets.length || previous.tables.length !== targets.length) return undefined;
+  if (counts.length !== targets.length || !fewTouched(previous, counts)) return undefined;
   if (counts.every((c) => c.other === 0)) return undefined;
-  for (const [index, target] of targets.entries()) {
-    const before = previous.tables[index]!;
-    const count = counts[index]!;
-    const source = target.source;
-    if (source.kind !== 'csv-bytes' || source.recordsOn === undefined) return undefined;
-    if (target.table.parent !== undefined || before.staged !== before.owned) return undefined;
-    if (count.owned !== before.owned || count.other > touchedLimit(before.owned)) return undefined;
+  for (const { table, source } of targets) {
+    if (source.kind !== 'csv-bytes' || source.recordsOn === undefined || table.parent !== undefined) {
+      return undefined;
+    }
   }
   // The reject threshold as the load would check it (the file's rejects are the last load's).
   ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.owned, 0);
@@ -123,10 +113,6 @@ export async function restoreTouched(
     "the same sources as the window's last load: only the rows touched since were read again",
   );
   return result;
-}
-
-function touchedLimit(owned: number): number {
-  return Math.max(MIN_TOUCHED_LIMIT, Math.floor(owned * MAX_TOUCHED_SHARE));
 }
 
 /** One table's touched rows, read again from its source and merged. */
