@@ -5,7 +5,6 @@
  * steps on two warehouses: the reference re-loads by reading the whole file (no state), the other
  * with the window's state; their tables, rejects, results and failures must be the same.
  */
-import { Readable } from 'node:stream';
 import pino from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +14,7 @@ import { loadWindow } from '../../src/load/window/load-window.js';
 import type { LoadedState, LoadWindowResult } from '../../src/load/window/load-window.js';
 import { recordsOnLines, toRawLoadSource } from '../../src/pipeline/record-source.js';
 import type { Warehouse } from '../../src/warehouse/warehouse.js';
-import { warehouseBackends } from '../helpers/load.js';
+import { chunksOf, insertRuns, warehouseBackends } from '../helpers/load.js';
 
 const ORG = 'org_1';
 const REPORT = 'TransactionRequestClass';
@@ -39,13 +38,6 @@ function csv(options: { amountOf?: (i: number) => string; multiLineAt?: number; 
   return lines.join(eol) + eol;
 }
 
-function chunksOf(text: string, size: number): Readable {
-  const bytes = Buffer.from(text, 'utf8');
-  const parts: Buffer[] = [];
-  for (let i = 0; i < bytes.length; i += size) parts.push(bytes.subarray(i, i + size));
-  return Readable.from(parts);
-}
-
 interface Side {
   warehouse: Warehouse;
   cleanup: () => Promise<void>;
@@ -65,13 +57,7 @@ describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as co
 
     const openSide = async (): Promise<Side> => {
       const opened = await open();
-      const runs: number[] = [];
-      for (let i = 0; i < 3; i++) {
-        const r = await sql<{
-          id: string;
-        }>`insert into etl.runs (command) values ('test') returning id`.execute(opened.warehouse.db);
-        runs.push(Number(r.rows[0]!.id));
-      }
+      const runs = await insertRuns(opened.warehouse.db, 3);
       return { ...opened, runs, states: new Map(), logs: [] };
     };
 
