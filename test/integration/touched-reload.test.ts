@@ -190,16 +190,18 @@ describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as co
       expect(wasRestored).toBe(true);
     });
 
-    const fallbacks: [string, (w: string) => Promise<void>][] = [
+    const tamperings: [string, boolean, (w: string) => Promise<void>][] = [
       [
         'a row deleted by hand',
+        true,
         (w) =>
           onBoth(
-            `delete from cybs.transaction_request where _source = 'report/${w}' and request_id = '${id(9)}'`,
+            `delete from cybs.transaction_request where _source = 'report/${w}' and request_id in ('${id(1)}', '${id(9)}', '${id(40)}')`,
           ),
       ],
       [
         'a row of the source added by hand',
+        false,
         (w) =>
           onBoth(
             `insert into cybs.transaction_request (request_id, amount, _organization_id, _source, _source_row, _source_key)
@@ -209,6 +211,7 @@ describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as co
       ],
       [
         'a row deleted and another added under its line',
+        false,
         (w) =>
           onBoth(
             `delete from cybs.transaction_request where _source = 'report/${w}' and request_id = '${id(11)}';
@@ -218,7 +221,19 @@ describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as co
           ),
       ],
       [
+        'a row deleted and another added under a line of its own',
+        false,
+        (w) =>
+          onBoth(
+            `delete from cybs.transaction_request where _source = 'report/${w}' and request_id = '${id(11)}';
+             insert into cybs.transaction_request (request_id, amount, _organization_id, _source, _source_row, _source_key)
+             select '${id(901)}', 1, '${ORG}', 'report/${w}', 43, source_key
+               from etl.sources where organization_id = '${ORG}' and source = 'report/${w}'`,
+          ),
+      ],
+      [
         'a key changed by hand',
+        false,
         (w) =>
           onBoth(
             `update cybs.transaction_request set request_id = '${id(902)}' where _source = 'report/${w}' and request_id = '${id(12)}'`,
@@ -226,25 +241,29 @@ describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as co
       ],
       [
         'a row taken over by another window’s source',
+        true,
         async () => {
-          const text = csv().split('\n').slice(0, 3).join('\n') + '\n';
+          const text = [...csv().split('\n').slice(0, 2), csv().split('\n')[20]].join('\n') + '\n';
           const other = await both('w-other', 0, text);
           expect(outcome(other.restoring)).toEqual(outcome(other.reference));
+          expect(outcome(other.restoring)).toMatchObject({ rowsLoaded: 1 });
         },
       ],
     ];
 
-    it.each(fallbacks)('%s: the whole file is loaded, as by the full merge', async (name, tamper) => {
-      const window = `w-f${fallbacks.findIndex(([n]) => n === name)}`;
-      const wasRestored = await touched(window, async () => {
-        await tamper(window);
-        // And a value changed beside it.
-        await onBoth(
-          `update cybs.transaction_request set amount = 7 where _source = 'report/${window}' and request_id = '${id(30)}'`,
-        );
-      });
-      expect(wasRestored).toBe(false);
-    });
+    it.each(tamperings)(
+      '%s, and a value changed beside it: loaded as by the full merge',
+      async (name, restorable, tamper) => {
+        const window = `w-f${tamperings.findIndex(([n]) => n === name)}`;
+        const wasRestored = await touched(window, async () => {
+          await tamper(window);
+          await onBoth(
+            `update cybs.transaction_request set amount = 7 where _source = 'report/${window}' and request_id = '${id(30)}'`,
+          );
+        });
+        expect(wasRestored).toBe(restorable);
+      },
+    );
 
     it('a value spanning lines before the touched row: the whole file; after it: the row alone', async () => {
       const change = (w: string) => () =>

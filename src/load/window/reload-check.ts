@@ -83,16 +83,17 @@ export const MAX_TOUCHED_SHARE = 0.02;
 export const MIN_TOUCHED_LIMIT = 64;
 
 /**
- * Whether every table holds as many rows of its source as the last load left, a few of them
- * (MAX_TOUCHED_SHARE) written by others since, and no key twice in the file (`counts`, from
- * tablesUnchangedSinceLoadIn).
+ * Whether every table holds the rows of its source that the last load left but for a few
+ * (MAX_TOUCHED_SHARE) written by others or gone since, and the file held no key twice (`counts`,
+ * from tablesUnchangedSinceLoadIn).
  */
 export function fewTouched(previous: LoadedState, counts: readonly SourceRows[]): boolean {
   if (counts.length === 0 || counts.length !== previous.tables.length) return false;
   return counts.every((count, index) => {
     const { owned, staged } = previous.tables[index]!;
     const limit = Math.max(MIN_TOUCHED_LIMIT, Math.floor(owned * MAX_TOUCHED_SHARE));
-    return staged === owned && count.owned === owned && count.other <= limit;
+    const lost = owned - count.owned;
+    return staged === owned && lost >= 0 && lost + count.other <= limit;
   });
 }
 

@@ -12,7 +12,14 @@ import type { Db } from '../../warehouse/warehouse.js';
 import type { WindowContext } from './context.js';
 import { copySource } from './copy-staging.js';
 import { mergeIdentity, upsert } from './merge.js';
-import { createChangedRowsSql, sameKey, upsertSql } from './merge-sql.js';
+import {
+  countOwnedSql,
+  createChangedRowsSql,
+  noNestedLoopSql,
+  resetNestedLoopSql,
+  sameKey,
+  upsertSql,
+} from './merge-sql.js';
 import { prepareTarget } from './prepare-target.js';
 import { checkRejects, restampWindowRejects } from './rejects.js';
 import { fewTouched, loadedState, writersArray } from './reload-check.js';
@@ -28,14 +35,15 @@ class NotRestorable extends Error {}
 /**
  * Restore what was touched since the window's last load, when the load reads the very bytes that
  * load read (LoadWindowOptions.state.skipIfUnchanged) and its tables hold what it left but for a
- * few rows (`counts`, from tablesUnchangedSinceLoadIn): each of the source's rows that none of the
- * last load's writers wrote is read again from the file by its `_source_row` and merged as the
- * full merge would (the rows equal to the file left as they are). Only when every such row still
- * has the key of its line's record and the source owns as many rows as the last load left: then
- * nothing was deleted, taken over by another source or added under the source, and nothing
- * vanished. Each of those, a source with no way to read single records again (recordsOn), a key
- * the file held twice, a child table, more rows touched than fewTouched allows, or a record that
- * reads differently: undefined, having written nothing, and the caller loads the whole file.
+ * few rows (`counts`, from tablesUnchangedSinceLoadIn; fewTouched): each of the source's rows that
+ * none of the last load's writers wrote, and each line whose row is gone (deleted, or taken over
+ * by another source), is read again from the file by its line and merged as the full merge would
+ * (the rows equal to the file left as they are). Only when every touched row still has the key of
+ * its line's record, and the source then owns as many rows as the last load left: nothing was
+ * added under the source, and the full merge would delete nothing. Otherwise (a row added under
+ * the source, a key changed), for a source with no way to read single records again (recordsOn),
+ * a key the file held twice, a child table, more rows touched than fewTouched allows, or a record
+ * that reads differently: undefined, having written nothing, and the caller loads the whole file.
  */
 export async function restoreTouched(
   ctx: WindowContext,
@@ -45,7 +53,7 @@ export async function restoreTouched(
   counts: readonly SourceRows[],
 ): Promise<LoadWindowResult | undefined> {
   if (counts.length !== targets.length || !fewTouched(previous, counts)) return undefined;
-  if (counts.every((c) => c.other === 0)) return undefined;
+  if (counts.every((c, i) => c.other === 0 && c.owned === previous.tables[i]!.owned)) return undefined;
   for (const { table, source } of targets) {
     if (source.kind !== 'csv-bytes' || source.recordsOn === undefined || table.parent !== undefined) {
       return undefined;
@@ -107,7 +115,8 @@ export async function restoreTouched(
       pipeline,
       organizationId,
       windowKey,
-      restored: counts.reduce((n, c) => n + c.other, 0),
+      touched: counts.reduce((n, c) => n + c.other, 0),
+      missing: counts.reduce((n, c, i) => n + previous.tables[i]!.owned - c.owned, 0),
       rewritten: tables.reduce((n, t) => n + t.updated, 0),
     },
     "the same sources as the window's last load: only the rows touched since were read again",
@@ -115,7 +124,13 @@ export async function restoreTouched(
   return result;
 }
 
-/** One table's touched rows, read again from its source and merged. */
+/**
+ * One table's touched rows and missing lines, read again from its source and merged. The missing
+ * lines (rows deleted, or taken over by another source, since) are the lines of the file, from its
+ * first data line on, that neither a row of the source nor a reject of the window holds: as many
+ * as the source lost, the first ones (a file of one-line records holds every record and reject of
+ * the last load on consecutive lines, which reading them again vouches for).
+ */
 async function restoreTable(
   ctx: WindowContext,
   trx: Db,
@@ -125,10 +140,13 @@ async function restoreTable(
   count: SourceRows,
 ): Promise<TableLoadResult> {
   const { table: decl, source } = target;
+  if (source.kind !== 'csv-bytes' || source.recordsOn === undefined) throw new NotRestorable('no recordsOn');
   const { organizationId } = ctx.options.window;
   const tableName = `${decl.schema}.${decl.name}`;
+  const table = sql.id(decl.schema, decl.name);
+  const before = previous.tables[index]!;
   const touched = await sql<{ at: string; line: string | null }>`
-    select ctid::text as at, "_source_row"::text as line from ${sql.id(decl.schema, decl.name)}
+    select ctid::text as at, "_source_row"::text as line from ${table}
      where ${ofSource(organizationId, source.source)}
        and not (xmin = any(${writersArray(previous)}::xid[]))`.execute(trx);
   const lines = touched.rows.map((r) => (r.line === null ? NaN : Number(r.line)));
@@ -136,22 +154,26 @@ async function restoreTable(
     throw new NotRestorable('the touched rows changed while they were read');
   }
   if (new Set(lines).size !== lines.length) throw new NotRestorable('two touched rows of one line');
-  if (source.kind !== 'csv-bytes' || source.recordsOn === undefined) throw new NotRestorable('no recordsOn');
+  const lost = before.owned - count.owned;
+  const missing =
+    lost > 0 ? await missingLines(ctx, trx, decl, source.source, source.body.firstLine, before, lost) : [];
   const { staged, drift, stagingName } = await prepareTarget(ctx, trx, target, index);
   if (drift.length > 0) throw new NotRestorable('column types differ from the table');
-  const records = await source.recordsOn(lines);
+  const records = await source.recordsOn([...lines, ...missing]);
   if (records === undefined) throw new NotRestorable('the lines cannot be read on their own');
   const copy = { ctx, trx, decl, staged, stagingName, drift: false };
   const copied = await copySource(copy, source.source, records);
-  if (copied !== lines.length) throw new NotRestorable('a line read again gave no record');
+  if (copied !== lines.length + missing.length) throw new NotRestorable('a line read again gave no record');
   // Each touched row is its line's record, changed: the same key (and so the row the full merge
   // compares that record with).
   const staging = sql.id('pg_temp', stagingName);
-  const matched = await sql<{ n: string }>`
-    select count(*) as n from ${staging} as s
-      join ${sql.id(decl.schema, decl.name)} as t on t.ctid = any(${`{${touched.rows.map((r) => `"${r.at}"`).join(',')}}`}::tid[])
-     where t."_source_row" = s."_source_row" and ${sameKey(decl, 't', 's')}`.execute(trx);
-  if (Number(matched.rows[0]!.n) !== lines.length) throw new NotRestorable("a touched row's key changed");
+  if (lines.length > 0) {
+    const matched = await sql<{ n: string }>`
+      select count(*) as n from ${staging} as s
+        join ${table} as t on t.ctid = any(${`{${touched.rows.map((r) => `"${r.at}"`).join(',')}}`}::tid[])
+       where t."_source_row" = s."_source_row" and ${sameKey(decl, 't', 's')}`.execute(trx);
+    if (Number(matched.rows[0]!.n) !== lines.length) throw new NotRestorable("a touched row's key changed");
+  }
   // A few rows: the planner is told so, and looks each up by the table's key index.
   await sql`analyze ${staging}`.execute(trx);
   // The full merge's statements: the staged rows that differ from the table's, then their upsert.
@@ -163,18 +185,53 @@ async function restoreTable(
   const who = mergeIdentity(ctx, source);
   const data = staged.map((c) => c.name);
   const merge = await upsert(trx, upsertSql(decl, who, data, sql.id('pg_temp', changedName), false));
-  if (merge.inserted > 0) throw new NotRestorable('a record read again is not in the table');
   if (merge.writer !== undefined) ctx.writers.add(merge.writer);
-  const before = previous.tables[index]!;
+  // The source owns what the last load left again, and nothing else: the full merge would then
+  // delete nothing either.
+  if (lost > 0 || merge.inserted > 0) {
+    const owned = await countOwnedSql(decl, organizationId, source.source).execute(trx);
+    if (Number(owned.rows[0]!.n) !== before.owned) throw new NotRestorable('the source owns other rows');
+  }
   return {
     table: tableName,
-    inserted: 0,
+    inserted: merge.inserted,
     updated: merge.updated,
-    unchanged: before.owned - merge.updated,
+    unchanged: before.owned - merge.inserted - merge.updated,
     deleted: 0,
     rejected: before.rejected,
     staged: before.owned,
     duplicates: 0,
     columnsAdded: [],
   };
+}
+
+/**
+ * The first `lost` lines from `firstLine` to the last the last load's records and rejects fill
+ * (`before.owned` + `before.rejected` lines) that no row of the source and no reject of the window
+ * holds; NotRestorable unless there are that many.
+ */
+async function missingLines(
+  ctx: WindowContext,
+  trx: Db,
+  decl: LoadWindowTarget['table'],
+  source: string,
+  firstLine: number,
+  before: LoadedState['tables'][number],
+  lost: number,
+): Promise<number[]> {
+  const { pipeline, organizationId, windowKey } = ctx.options.window;
+  const last = firstLine + before.owned + before.rejected - 1;
+  // Hash anti joins over the source's rows, whatever the statistics say (see noNestedLoopSql).
+  await noNestedLoopSql().execute(trx);
+  const gaps = await sql<{ l: string }>`
+    select l::text as l from generate_series(${firstLine}::bigint, ${last}::bigint) as l
+     where not exists (select 1 from ${sql.id(decl.schema, decl.name)} as t
+                        where ${ofSource(organizationId, source, 't')} and t."_source_row" = l)
+       and not exists (select 1 from etl.rejects as r
+                        where r.pipeline = ${pipeline} and r.organization_id = ${organizationId}
+                          and r.window_key = ${windowKey} and r.record_number = l)
+     order by l limit ${lost + 1}`.execute(trx);
+  await resetNestedLoopSql().execute(trx);
+  if (gaps.rows.length !== lost) throw new NotRestorable('the missing lines cannot be told');
+  return gaps.rows.map((r) => Number(r.l));
 }
