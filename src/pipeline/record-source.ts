@@ -9,6 +9,7 @@ import type {
   CsvBytesSource,
   LoadBatch,
   LoadRecord,
+  RecordLinesQuery,
   RecordsSource,
   SourceColumn,
   TableDecl,
@@ -199,9 +200,11 @@ export function toRawLoadSource(
     perRowRecords: (aside) => perRowBatches(report, aside, source),
     ...(read
       ? {
-          recordsOn: async (lines: readonly number[]) => {
-            const aside = await recordsOnLines(read(), report.body.firstLine, lines);
-            return aside && perRowBatches(report, aside, source);
+          recordsOn: async (query: RecordLinesQuery) => {
+            const aside = await recordsOnLines(read(), report.body.firstLine, query);
+            return (
+              aside && { lines: aside.map((r) => r.line), batches: perRowBatches(report, aside, source) }
+            );
           },
         }
       : {}),
@@ -211,76 +214,127 @@ export function toRawLoadSource(
 const LF = 10;
 const CR = 13;
 const QUOTE = 34;
+const COMMA = 44;
 
 /**
- * The text of the records that start on these lines of a CSV file (`bytes`, from its start), read
- * up to the last of them; undefined when a line cannot be told to hold exactly one whole record:
- * before the first data line, past the end, or after a line whose quotes do not pair up (a value
- * that spans lines) or that holds a carriage return other than its line end's (line numbers may
- * then count differently from the scanner's).
+ * The text (without its line end) and line of each wanted record of a CSV file (`bytes`, from its
+ * start) from `firstLine` on, numbered as the fast path's scanner numbers them (the line a record
+ * starts on; a line break inside quotes is a line); undefined when the file, up to where it is
+ * read, is not plain RFC 4180 that every reader splits alike: a quote that neither opens a value
+ * nor closes one, a carriage return that is not part of a CRLF, an empty line, an unclosed quote.
  */
 export async function recordsOnLines(
   bytes: AsyncIterable<Buffer>,
   firstLine: number,
-  lines: readonly number[],
+  query: RecordLinesQuery,
 ): Promise<SetAsideRecord[] | undefined> {
-  const wanted = [...new Set(lines)].sort((a, b) => a - b);
-  if (wanted.length === 0) return [];
-  if (wanted[0]! < firstLine) return undefined;
-  const last = wanted[wanted.length - 1]!;
   const found: SetAsideRecord[] = [];
-  let next = 0;
   let line = 1;
-  // The next carriage return and quote in the buffer being read (memchr, each byte looked at once).
-  let scanned: Buffer | undefined;
-  let nextCr = -1;
-  let nextQuote = -1;
-  /** Check the line in `buf` [start, end) (without its LF); false when it cannot be vouched for. */
-  const take = (buf: Buffer, start: number, end: number): boolean => {
-    if (buf !== scanned) {
-      scanned = buf;
-      nextCr = buf.indexOf(CR, start);
-      nextQuote = buf.indexOf(QUOTE, start);
-    }
-    const stop = end > start && buf[end - 1] === CR ? end - 1 : end;
-    for (; nextCr >= 0 && nextCr < end; nextCr = buf.indexOf(CR, nextCr + 1)) {
-      if (nextCr !== stop) return false;
-    }
-    let quotes = 0;
-    for (; nextQuote >= 0 && nextQuote < end; nextQuote = buf.indexOf(QUOTE, nextQuote + 1)) quotes++;
-    if (quotes % 2 !== 0) return false;
-    if (line === wanted[next]) {
-      found.push({ line, text: buf.toString('utf8', start, stop) });
-      next++;
-    }
-    line++;
-    return true;
+  let inQuote = false;
+  /** The line the current record starts on, and its bytes so far when it is wanted. */
+  let recordLine = 1;
+  let capture: Buffer[] | undefined;
+  // The two bytes before the chunk being read (a LF before the file: a record starts there).
+  let last1 = LF;
+  let last2 = LF;
+  /** The previous chunk ended in a quote inside quotes (closing, or the first of two), or a CR. */
+  let pendingQuote = false;
+  let pendingCr = false;
+  const wanted = (at: number) => at >= firstLine && query.wants(at);
+  const finish = (tail: Buffer) => {
+    const text = Buffer.concat([...capture!, tail]);
+    const end = text.length > 0 && text[text.length - 1] === CR ? text.length - 1 : text.length;
+    found.push({ line: recordLine, text: text.toString('utf8', 0, end) });
+    capture = undefined;
   };
-  let rest: Buffer | undefined;
   for await (const chunk of bytes) {
-    scanned = undefined;
-    let start = 0;
-    if (rest !== undefined) {
-      const lf = chunk.indexOf(LF);
-      if (lf < 0) {
-        rest = Buffer.concat([rest, chunk]);
+    const n = chunk.length;
+    if (n === 0) continue;
+    let i = 0;
+    let captureFrom = 0;
+    if (pendingCr && chunk[0] !== LF) return undefined;
+    pendingCr = false;
+    if (pendingQuote) {
+      pendingQuote = false;
+      if (chunk[0] === QUOTE) i = 1;
+      else if (chunk[0] === COMMA || chunk[0] === CR || chunk[0] === LF) inQuote = false;
+      else return undefined;
+    }
+    const before = (at: number, back: number): number | undefined =>
+      at - back >= 0 ? chunk[at - back] : at - back === -1 ? last1 : last2;
+    // The next quote, CR and LF (memchr; -2: not looked for yet): every other byte is passed over.
+    let q = chunk.indexOf(QUOTE, i);
+    let cr = -2;
+    let lf = -2;
+    while (i < n) {
+      if (inQuote) {
+        // Inside quotes only a quote ends them; the line breaks passed are lines.
+        const end = q < 0 ? n : q;
+        line += countLf(chunk, i, end);
+        for (let at = chunk.indexOf(CR, i); at >= 0 && at < end; at = chunk.indexOf(CR, at + 1)) {
+          if (at + 1 === n) pendingCr = true;
+          else if (chunk[at + 1] !== LF) return undefined;
+        }
+        if (q < 0) break;
+        if (q + 1 >= n) {
+          pendingQuote = true;
+          break;
+        }
+        const next = chunk[q + 1]!;
+        if (next === QUOTE) {
+          i = q + 2;
+        } else {
+          if (next !== COMMA && next !== CR && next !== LF) return undefined;
+          inQuote = false;
+          i = q + 1;
+        }
+        q = chunk.indexOf(QUOTE, i);
         continue;
       }
-      const whole = Buffer.concat([rest, chunk.subarray(0, lf)]);
-      rest = undefined;
-      if (!take(whole, 0, whole.length)) return undefined;
-      if (line > last) return found;
-      start = lf + 1;
+      if (cr === -2 || (cr >= 0 && cr < i)) cr = chunk.indexOf(CR, i);
+      if (lf === -2 || (lf >= 0 && lf < i)) lf = chunk.indexOf(LF, i);
+      const at = Math.min(q < 0 ? n : q, cr < 0 ? n : cr, lf < 0 ? n : lf);
+      if (at >= n) break;
+      i = at + 1;
+      const b = chunk[at];
+      if (b === QUOTE) {
+        // Opens a value: at a field's start only.
+        const prior = before(at, 1);
+        if (prior !== COMMA && prior !== LF) return undefined;
+        inQuote = true;
+        q = chunk.indexOf(QUOTE, i);
+      } else if (b === CR) {
+        if (i >= n) pendingCr = true;
+        else if (chunk[i] !== LF) return undefined;
+      } else {
+        // A LF outside quotes ends the record (an empty one is a blank line).
+        const prior = before(at, 1);
+        if (prior === LF || (prior === CR && before(at, 2) === LF)) return undefined;
+        if (capture) finish(chunk.subarray(captureFrom, at));
+        if (recordLine >= query.through) return found;
+        line++;
+        recordLine = line;
+        if (wanted(recordLine)) {
+          capture = [];
+          captureFrom = i;
+        }
+      }
     }
-    for (let lf = chunk.indexOf(LF, start); lf >= 0; lf = chunk.indexOf(LF, start)) {
-      if (!take(chunk, start, lf)) return undefined;
-      if (line > last) return found;
-      start = lf + 1;
-    }
-    if (start < chunk.length) rest = Buffer.from(chunk.subarray(start));
+    // A copy: the reader may reuse its buffer for the next chunk.
+    if (capture) capture.push(Buffer.from(chunk.subarray(captureFrom)));
+    last2 = n >= 2 ? chunk[n - 2]! : last1;
+    last1 = chunk[n - 1]!;
   }
-  if (rest !== undefined && rest.length > 0 && !take(rest, 0, rest.length)) return undefined;
-  return next === wanted.length ? found : undefined;
+  if (pendingCr || (inQuote && !pendingQuote)) return undefined;
+  if (capture && capture.some((part) => part.length > 0)) finish(Buffer.alloc(0));
+  return found;
+}
+
+/** The LF bytes in `chunk` [from, to). */
+function countLf(chunk: Buffer, from: number, to: number): number {
+  let lines = 0;
+  for (let at = chunk.indexOf(LF, from); at >= 0 && at < to; at = chunk.indexOf(LF, at + 1)) lines++;
+  return lines;
 }
 
 /**

@@ -265,13 +265,16 @@ describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as co
       },
     );
 
-    it('a value spanning lines before the touched row: the whole file; after it: the row alone', async () => {
+    it('values spanning lines before and after the touched and deleted rows: those rows alone', async () => {
       const change = (w: string) => () =>
         onBoth(
-          `update cybs.transaction_request set amount = 1 where _source = 'report/${w}' and request_id = '${id(25)}'`,
+          `update cybs.transaction_request set amount = 1 where _source = 'report/${w}' and request_id = '${id(25)}';
+           delete from cybs.transaction_request where _source = 'report/${w}' and request_id = '${id(33)}'`,
         );
-      expect(await touched('w-span-before', change('w-span-before'), csv({ multiLineAt: 20 }))).toBe(false);
-      expect(await touched('w-span-after', change('w-span-after'), csv({ multiLineAt: 30 }))).toBe(true);
+      expect(await touched('w-span-before', change('w-span-before'), csv({ multiLineAt: 20 }))).toBe(true);
+      expect(await touched('w-span-after', change('w-span-after'), csv({ multiLineAt: 36 }))).toBe(true);
+      // The touched row's own value spans lines.
+      expect(await touched('w-span-at', change('w-span-at'), csv({ multiLineAt: 25 }))).toBe(true);
     });
 
     it('CRLF line ends: the row alone', async () => {
@@ -280,7 +283,7 @@ describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as co
         onBoth(
           `update cybs.transaction_request set amount = 1 where _source = 'report/${w}' and request_id = '${id(2)}'`,
         );
-      expect(await touched(w, change, csv({ eol: '\r\n' }))).toBe(true);
+      expect(await touched(w, change, csv({ eol: '\r\n', multiLineAt: 1 }))).toBe(true);
     });
 
     it('a touched row whose line now reads as a reject: the whole file', async () => {
@@ -297,18 +300,30 @@ describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as co
 
 describe('recordsOnLines', () => {
   const read = (text: string, size: number) => chunksOf(text, size) as AsyncIterable<Buffer>;
-  const text = 'meta\nh1,h2\na,1\r\nb,"x,y"\nc,3\n"d\ne",4\nf,5';
-  it.each([1, 2, 3, 7, 100])('the records on given lines, whole, in chunks of %d', async (size) => {
-    expect(await recordsOnLines(read(text, size), 3, [5, 3, 4])).toEqual([
-      { line: 3, text: 'a,1' },
-      { line: 4, text: 'b,"x,y"' },
-      { line: 5, text: 'c,3' },
-    ]);
-    // A value spanning lines before a line asked for: not vouched for; the last line without LF is read.
-    expect(await recordsOnLines(read(text, size), 3, [8])).toBeUndefined();
-    expect(await recordsOnLines(read('m\nh\na,1\nb,2', size), 3, [4])).toEqual([{ line: 4, text: 'b,2' }]);
-    expect(await recordsOnLines(read(text, size), 3, [2])).toBeUndefined();
-    expect(await recordsOnLines(read('m\nh\na,1\n', size), 3, [5])).toBeUndefined();
-    expect(await recordsOnLines(read('m\nh\na\r,1\nb,2\n', size), 3, [4])).toBeUndefined();
-  });
+  const on = (text: string, size: number, lines: number[], through = Infinity) =>
+    recordsOnLines(read(text, size), 3, { wants: (line) => lines.includes(line), through });
+  const text = 'meta\nh1,h2\na,1\r\nb,"x,y"\nc,3\n"d\r\ne",4\n"g""h",""\nf,5';
+  it.each([1, 2, 3, 7, 100])(
+    'the records that start on given lines, whole, in chunks of %d',
+    async (size) => {
+      expect(await on(text, size, [5, 3, 4], 5)).toEqual([
+        { line: 3, text: 'a,1' },
+        { line: 4, text: 'b,"x,y"' },
+        { line: 5, text: 'c,3' },
+      ]);
+      // A line break inside quotes is a line; a continuation line starts no record; no final LF.
+      expect(await on(text, size, [6, 7, 8, 9])).toEqual([
+        { line: 6, text: '"d\r\ne",4' },
+        { line: 8, text: '"g""h",""' },
+        { line: 9, text: 'f,5' },
+      ]);
+      // Only from the first data line on.
+      expect(await on(text, size, [1, 2])).toEqual([]);
+      // What readers may split differently: a quote inside a value, a bare CR, a blank line, an
+      // unclosed quote, a quote closed before other text.
+      for (const odd of ['a"b,1', 'a\r,1', '', '"a,1', '"a"b,1']) {
+        expect(await on(`m\nh\nx,0\n${odd}\nb,2\n`, size, [5])).toBeUndefined();
+      }
+    },
+  );
 });

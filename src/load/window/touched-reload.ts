@@ -12,14 +12,7 @@ import type { Db } from '../../warehouse/warehouse.js';
 import type { WindowContext } from './context.js';
 import { copySource } from './copy-staging.js';
 import { mergeIdentity, upsert } from './merge.js';
-import {
-  countOwnedSql,
-  createChangedRowsSql,
-  noNestedLoopSql,
-  resetNestedLoopSql,
-  sameKey,
-  upsertSql,
-} from './merge-sql.js';
+import { countOwnedSql, createChangedRowsSql, sameKey, upsertSql } from './merge-sql.js';
 import { prepareTarget } from './prepare-target.js';
 import { checkRejects, restampWindowRejects } from './rejects.js';
 import { fewTouched, loadedState, writersArray } from './reload-check.js';
@@ -155,14 +148,23 @@ async function restoreTable(
   }
   if (new Set(lines).size !== lines.length) throw new NotRestorable('two touched rows of one line');
   const lost = before.owned - count.owned;
-  const missing =
-    lost > 0 ? await missingLines(ctx, trx, decl, source.source, source.body.firstLine, before, lost) : [];
   const { staged, drift, stagingName } = await prepareTarget(ctx, trx, target, index);
   if (drift.length > 0) throw new NotRestorable('column types differ from the table');
-  const records = await source.recordsOn([...lines, ...missing]);
-  if (records === undefined) throw new NotRestorable('the lines cannot be read on their own');
+  // The touched rows' lines, and the records in the lines no row or reject holds (the whole file
+  // read), which are the lines of the rows lost.
+  const wanted = new Set(lines);
+  const free = lost > 0 ? await freeLines(ctx, trx, decl, source.source, source.body.firstLine) : undefined;
+  const read = await source.recordsOn({
+    wants: (line) => wanted.has(line) || (free !== undefined && free(line)),
+    through: free ? Infinity : Math.max(...lines),
+  });
+  if (read === undefined) throw new NotRestorable('the records cannot be told by line');
+  const missing = read.lines.filter((line) => !wanted.has(line));
+  if (read.lines.length - missing.length !== lines.length)
+    throw new NotRestorable('a touched line is no record');
+  if (missing.length !== lost) throw new NotRestorable('the lost rows are not the free lines');
   const copy = { ctx, trx, decl, staged, stagingName, drift: false };
-  const copied = await copySource(copy, source.source, records);
+  const copied = await copySource(copy, source.source, read.batches);
   if (copied !== lines.length + missing.length) throw new NotRestorable('a line read again gave no record');
   // Each touched row is its line's record, changed: the same key (and so the row the full merge
   // compares that record with).
@@ -206,32 +208,48 @@ async function restoreTable(
 }
 
 /**
- * The first `lost` lines from `firstLine` to the last the last load's records and rejects fill
- * (`before.owned` + `before.rejected` lines) that no row of the source and no reject of the window
- * holds; NotRestorable unless there are that many.
+ * Whether a line from `firstLine` on is held by neither a row of the source nor a reject of the
+ * window, as a test on the ranges between the lines held (one sort of the source's lines).
  */
-async function missingLines(
+async function freeLines(
   ctx: WindowContext,
   trx: Db,
   decl: LoadWindowTarget['table'],
   source: string,
   firstLine: number,
-  before: LoadedState['tables'][number],
-  lost: number,
-): Promise<number[]> {
+): Promise<(line: number) => boolean> {
   const { pipeline, organizationId, windowKey } = ctx.options.window;
-  const last = firstLine + before.owned + before.rejected - 1;
-  // Hash anti joins over the source's rows, whatever the statistics say (see noNestedLoopSql).
-  await noNestedLoopSql().execute(trx);
-  const gaps = await sql<{ l: string }>`
-    select l::text as l from generate_series(${firstLine}::bigint, ${last}::bigint) as l
-     where not exists (select 1 from ${sql.id(decl.schema, decl.name)} as t
-                        where ${ofSource(organizationId, source, 't')} and t."_source_row" = l)
-       and not exists (select 1 from etl.rejects as r
-                        where r.pipeline = ${pipeline} and r.organization_id = ${organizationId}
-                          and r.window_key = ${windowKey} and r.record_number = l)
-     order by l limit ${lost + 1}`.execute(trx);
-  await resetNestedLoopSql().execute(trx);
-  if (gaps.rows.length !== lost) throw new NotRestorable('the missing lines cannot be told');
-  return gaps.rows.map((r) => Number(r.l));
+  // A sort of a million lines in memory, and hash joins whatever the statistics say.
+  await sql`select set_config('work_mem', '64MB', true)`.execute(trx);
+  const ranges = await sql<{ a: string; b: string | null }>`
+    select g.a::text as a, g.b::text as b from (
+      select l + 1 as a, lead(l) over (order by l) - 1 as b
+        from (select "_source_row" as l from ${sql.id(decl.schema, decl.name)}
+               where ${ofSource(organizationId, source)}
+              union all
+              select r.record_number from etl.rejects as r
+               where r.pipeline = ${pipeline} and r.organization_id = ${organizationId}
+                 and r.window_key = ${windowKey} and r.record_number is not null
+              union all
+              select ${firstLine - 1}::bigint) as held
+    ) as g
+     where g.b is null or g.b >= g.a
+     order by g.a`.execute(trx);
+  await sql`reset work_mem`.execute(trx);
+  const starts = ranges.rows.map((r) => Number(r.a));
+  const ends = ranges.rows.map((r) => (r.b === null ? Infinity : Number(r.b)));
+  return (line) => {
+    // The last range starting at or before the line.
+    let lo = 0;
+    let hi = starts.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid]! <= line) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found >= 0 && line <= ends[found]! && line >= firstLine;
+  };
 }
