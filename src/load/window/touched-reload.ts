@@ -119,10 +119,9 @@ export async function restoreTouched(
 
 /**
  * One table's touched rows and missing lines, read again from its source and merged. The missing
- * lines (rows deleted, or taken over by another source, since) are the lines of the file, from its
- * first data line on, that neither a row of the source nor a reject of the window holds: as many
- * as the source lost, the first ones (a file of one-line records holds every record and reject of
- * the last load on consecutive lines, which reading them again vouches for).
+ * lines (rows deleted, or taken over by another source, since) are the lines a record of the file
+ * starts on, from its first data line on, that neither a row of the source nor a reject of the
+ * window holds: there must be as many as the rows the source lost.
  */
 async function restoreTable(
   ctx: WindowContext,
@@ -148,6 +147,18 @@ async function restoreTable(
   }
   if (new Set(lines).size !== lines.length) throw new NotRestorable('two touched rows of one line');
   const lost = before.owned - count.owned;
+  const result: TableLoadResult = {
+    table: tableName,
+    inserted: 0,
+    updated: 0,
+    unchanged: before.owned,
+    deleted: 0,
+    rejected: before.rejected,
+    staged: before.owned,
+    duplicates: 0,
+    columnsAdded: [],
+  };
+  if (lines.length === 0 && lost === 0) return result;
   const { staged, drift, stagingName } = await prepareTarget(ctx, trx, target, index);
   if (drift.length > 0) throw new NotRestorable('column types differ from the table');
   // The touched rows' lines, and the records in the lines no row or reject holds (the whole file
@@ -195,15 +206,10 @@ async function restoreTable(
     if (Number(owned.rows[0]!.n) !== before.owned) throw new NotRestorable('the source owns other rows');
   }
   return {
-    table: tableName,
+    ...result,
     inserted: merge.inserted,
     updated: merge.updated,
     unchanged: before.owned - merge.inserted - merge.updated,
-    deleted: 0,
-    rejected: before.rejected,
-    staged: before.owned,
-    duplicates: 0,
-    columnsAdded: [],
   };
 }
 
@@ -219,7 +225,7 @@ async function freeLines(
   firstLine: number,
 ): Promise<(line: number) => boolean> {
   const { pipeline, organizationId, windowKey } = ctx.options.window;
-  // A sort of a million lines in memory, and hash joins whatever the statistics say.
+  // The source's lines sorted in memory (a million take some 30 MB).
   await sql`select set_config('work_mem', '64MB', true)`.execute(trx);
   const ranges = await sql<{ a: string; b: string | null }>`
     select g.a::text as a, g.b::text as b from (
