@@ -319,3 +319,9 @@ export function summaryOf(builder: BatchBuilder): SourceSummary {
     batches: t.batches,
   };
 }
+
+/** Read a whole record source once, to learn every column it has (first pass of an XML file). */
+export async function collectColumns(records: RecordSource): Promise<ColumnSpec[]> {
+  for await (const batch of records.batches) void batch;
+  return [...records.columns];
+}

@@ -19,7 +19,8 @@ import type { LiveFeed, LiveLines } from '../load/window/load-window.js';
 import { LineMap } from '../load/line-map.js';
 import { serialiseCsvRow } from '../parse/csv/csv-report.js';
 import type { ColumnSpec, TypedRecord } from '../parse/records.js';
-import { RecordSpool, toSourceColumn } from './record-source.js';
+import { toSourceColumn } from '../load/report-sources.js';
+import { RecordSpool } from './record-source.js';
 import type { FileDigester } from '../spool/file-digest.js';
 
 /**

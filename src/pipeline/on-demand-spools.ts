@@ -14,7 +14,7 @@ import type { ScanPlan, ScannedPage, ScannedSection } from '../parse/json/on-dem
 import type { ColumnSpec, RecordSource, RejectedRecord, TypedRecord } from '../parse/records.js';
 import { CopyTextSpool } from './copy-text-spool.js';
 import type { OnDemandPipelineDef } from './define-pipeline.js';
-import { declaredColumns } from './record-source.js';
+import { declaredColumns } from '../load/report-sources.js';
 
 /** A section the scanner reads, with its spool and the columns of its lines. */
 interface ScannedSectionSpool {

@@ -17,13 +17,8 @@ import { makeSpoolDir } from '../spool/spool-dirs.js';
 import { rm } from 'node:fs/promises';
 import type { OpenXmlReportOptions } from '../parse/xml/xml-report.js';
 import { join } from 'node:path';
-import {
-  collectColumns,
-  declaredColumns,
-  toLoadSource,
-  toRawXmlLoadSource,
-  toSourceColumn,
-} from './record-source.js';
+import { collectColumns } from '../parse/records.js';
+import { declaredColumns, toLoadSource, toRawXmlLoadSource, toSourceColumn } from '../load/report-sources.js';
 
 /** A report pipeline's tables, as far as an XML file is concerned. */
 export interface XmlReportTables {

@@ -5,7 +5,7 @@ import type { QueueStatus } from '../queue/queue-status.js';
 import { pairKey } from './completeness.js';
 import type { Completeness, GapSpan } from './completeness.js';
 import { readLastRuns } from './status.js';
-import type { RunRow } from './status.js';
+import type { RunRow, WindowErrorRow } from './status.js';
 
 /**
  * What the status page shows, read set-wise from etl.*: a summary per pipeline, and one page of
@@ -37,9 +37,8 @@ export interface StripCell {
   };
 }
 
-export interface StatusPageRow {
-  pipeline: string;
-  organizationId: string;
+/** Windows by state, of one pipeline and organization or summed over a pipeline. */
+interface WindowCounts {
   loaded: number;
   noData: number;
   failed: number;
@@ -47,6 +46,11 @@ export interface StatusPageRow {
   /** Expected windows never loaded (completeness.ts's gaps, as `status` counts them). */
   gaps: number;
   rejects: number;
+}
+
+export interface StatusPageRow extends WindowCounts {
+  pipeline: string;
+  organizationId: string;
   lastLoadedWindow: string | null;
   lagSeconds: number | null;
   freshnessSeconds: number;
@@ -54,15 +58,9 @@ export interface StatusPageRow {
   strip: StripCell[];
 }
 
-export interface PipelineSummary {
+export interface PipelineSummary extends WindowCounts {
   pipeline: string;
   organizations: number;
-  loaded: number;
-  noData: number;
-  failed: number;
-  notReady: number;
-  gaps: number;
-  rejects: number;
   staleOrganizations: number;
   /** The largest lag of its organizations (never-loaded ones aside). */
   maxLagSeconds: number | null;
@@ -247,20 +245,15 @@ export async function readStatusPageData(
     page.rows.length === 0
       ? []
       : (
-          await sql<{
-            pipeline: string;
-            organization_id: string;
-            window_key: string;
-            status: string;
-            last_error_code: string | null;
-            last_error_message: string | null;
-            attempts: number;
-            rows_loaded: string;
-            rows_rejected: string;
-            updated_at: Date;
-            first_day: string;
-            last_day: string;
-          }>`
+          await sql<
+            WindowErrorRow & {
+              rows_loaded: string;
+              rows_rejected: string;
+              updated_at: Date;
+              first_day: string;
+              last_day: string;
+            }
+          >`
             select pipeline, organization_id, window_key, status, last_error_code, last_error_message,
                    attempts, rows_loaded, rows_rejected, updated_at,
                    left(window_key, 10) as first_day,

@@ -2,6 +2,17 @@ import { sql } from 'kysely';
 import type { Db } from '../warehouse/warehouse.js';
 import type { FailedWindow } from './completeness.js';
 
+/** A window's row as `status` and the status page read it: its state and its last error. */
+export interface WindowErrorRow {
+  pipeline: string;
+  organization_id: string;
+  window_key: string;
+  status: string;
+  last_error_code: string | null;
+  last_error_message: string | null;
+  attempts: number;
+}
+
 export interface PipelineOrgStatus {
   pipeline: string;
   organizationId: string;
@@ -68,18 +79,9 @@ export async function readStatus(
     select distinct on (pipeline, organization_id) pipeline, organization_id, window_key, window_start, window_end
     from etl.windows where status in ('loaded', 'no_data') and window_end <= ${now}
     order by pipeline, organization_id, window_end desc`.execute(db);
-  const problems = await sql<{
-    pipeline: string;
-    organization_id: string;
-    window_key: string;
-    status: string;
-    last_error_code: string | null;
-    last_error_message: string | null;
-    not_ready_since: Date | null;
-    attempts: number;
-    failures: number;
-    retry_after: Date | null;
-  }>`
+  const problems = await sql<
+    WindowErrorRow & { not_ready_since: Date | null; failures: number; retry_after: Date | null }
+  >`
     select pipeline, organization_id, window_key, status, last_error_code, last_error_message, not_ready_since,
            attempts, failures, retry_after
     from etl.windows

@@ -38,7 +38,7 @@ export function isValidTimeZone(timeZone: string): boolean {
  * bounds of the same days) once per organization and pipeline, and Intl's formatToParts is slow.
  */
 const offsets = new Map<string, number>();
-const MAX_OFFSETS = 100_000;
+const MAX_OFFSETS = 10_000;
 
 /** Offset of the zone from UTC at an instant, in milliseconds (local = utc + offset). */
 export function zoneOffsetMs(instant: Date, timeZone: string): number {

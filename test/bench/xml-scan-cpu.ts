@@ -19,7 +19,7 @@ import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { createReportingClient } from '../../src/api/reporting-client.js';
 import { XML_REPEATED_GROUPS } from '../../src/catalog/child-tables.js';
 import { parseConfig } from '../../src/config/load-config.js';
-import { declaredColumns } from '../../src/pipeline/record-source.js';
+import { declaredColumns } from '../../src/load/report-sources.js';
 import { openRawXmlReport } from '../../src/parse/xml/raw-xml-report.js';
 import type { FastXmlChildTable } from '../../src/parse/xml/raw-xml-report.js';
 import { applyV8RuntimeFlags } from '../../src/runtime-flags.js';

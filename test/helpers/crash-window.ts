@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import type { LoadWindowOptions } from '../../src/load/window/load-window.js';
+import type { LoadWindowOptions, LoadWindowResult } from '../../src/load/window/load-window.js';
+import type { Db } from '../../src/warehouse/warehouse.js';
 import type {
   LoadBatch,
   LoadRecord,
@@ -93,15 +94,19 @@ export function crashWindowOptions(
     ],
     runId,
     rejectThreshold: 0.05,
-    beforeCommit: async (trx, result) => {
-      await sql`insert into etl.windows (pipeline, organization_id, window_key, window_start, window_end, status,
+  };
+}
+
+/** The crash window's row in etl.windows, written in its load's transaction (loadWindowThen). */
+export function recordCrashWindow(runId: number | null) {
+  return async (trx: Db, result: LoadWindowResult): Promise<void> => {
+    await sql`insert into etl.windows (pipeline, organization_id, window_key, window_start, window_end, status,
                                          rows_loaded, rows_rejected, run_id)
                 values ('crash', 'org_crash', '2026-11-20', '2026-11-20', '2026-11-21', 'loaded',
                         ${result.rowsLoaded}, ${result.rowsRejected}, ${runId})
                 on conflict (pipeline, organization_id, window_key) do update
                    set status = 'loaded', rows_loaded = excluded.rows_loaded, rows_rejected = excluded.rows_rejected`.execute(
-        trx,
-      );
-    },
+      trx,
+    );
   };
 }

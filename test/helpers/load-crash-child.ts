@@ -5,9 +5,9 @@
  *
  * usage: node --import tsx test/helpers/load-crash-child.ts <postgres-url | embedded-data-dir> <rows>
  */
-import { loadWindow } from '../../src/load/window/load-window.js';
 import { openWarehouse } from '../../src/warehouse/warehouse.js';
-import { crashWindowOptions } from './crash-window.js';
+import { crashWindowOptions, recordCrashWindow } from './crash-window.js';
+import { loadWindowThen } from './load-then.js';
 
 const [target, rowsArg] = process.argv.slice(2);
 if (!target || !rowsArg) throw new Error('usage: load-crash-child.ts <url | dir> <rows>');
@@ -16,7 +16,7 @@ const warehouse = await openWarehouse(
   target.startsWith('postgres') ? { url: target, path: '' } : { path: target },
 );
 let announced = false;
-await loadWindow(
+await loadWindowThen(
   warehouse,
   crashWindowOptions(rows, null, (produced) => {
     if (!announced && produced >= rows / 2) {
@@ -24,6 +24,7 @@ await loadWindow(
       process.stdout.write('COPY_STARTED\n');
     }
   }),
+  recordCrashWindow(null),
 );
 process.stdout.write('COMMITTED\n');
 await warehouse.close();

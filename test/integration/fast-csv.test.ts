@@ -19,12 +19,13 @@ import { parseConfig } from '../../src/config/load-config.js';
 import { openRawCsvReport } from '../../src/parse/csv/raw-csv-report.js';
 import { isFastPathRefusal } from '../../src/copy-text/fast-path-refusal.js';
 import { loadWindow } from '../../src/load/window/load-window.js';
+import { loadWindowThen } from '../helpers/load-then.js';
 import type { LoadedState, LoadWindowResult } from '../../src/load/window/load-window.js';
 import { migrateToLatest } from '../../src/warehouse/migrate.js';
 import { openWarehouse } from '../../src/warehouse/warehouse.js';
 import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { openCsvReport, serialiseCsvRow } from '../../src/parse/csv/csv-report.js';
-import { toLoadSource, toRawLoadSource } from '../../src/pipeline/record-source.js';
+import { toLoadSource, toRawLoadSource } from '../../src/load/report-sources.js';
 import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
@@ -382,15 +383,18 @@ describe('fast CSV path ≡ per-row path', () => {
       let txNow = '';
       // An organization of its own: no key of the file is in the table yet.
       const options = windowOptions({ ...TR, text: simulated, windowKey });
-      await loadWindow(fast.warehouse, {
-        ...options,
-        window: { ...options.window, organizationId: `org_${windowKey}` },
-        targets: [{ table: p.table, source: toRawLoadSource(await open(), `src:${windowKey}`, open) }],
-        logger: pino({ level: 'debug' }, { write: (line: string) => logs.push(line) }),
-        beforeCommit: async (trx) => {
+      await loadWindowThen(
+        fast.warehouse,
+        {
+          ...options,
+          window: { ...options.window, organizationId: `org_${windowKey}` },
+          targets: [{ table: p.table, source: toRawLoadSource(await open(), `src:${windowKey}`, open) }],
+          logger: pino({ level: 'debug' }, { write: (line: string) => logs.push(line) }),
+        },
+        async (trx) => {
           txNow = (await sql<{ now: string }>`select now()::text as now`.execute(trx)).rows[0]!.now;
         },
-      });
+      );
       const stamps = await sql<{ at: string }>`
         select distinct _loaded_at::text as at from cybs.transaction_request
          where _source = ${`src:${windowKey}`}`.execute(fast.warehouse.db);

@@ -9,7 +9,13 @@ import { migrateToLatest } from '../../src/warehouse/migrate.js';
 import { openWarehouse } from '../../src/warehouse/warehouse.js';
 import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { projectRoot } from '../../src/paths.js';
-import { crashWindowOptions, CRASH_TABLE, expectedCrashRows } from '../helpers/crash-window.js';
+import {
+  crashWindowOptions,
+  CRASH_TABLE,
+  expectedCrashRows,
+  recordCrashWindow,
+} from '../helpers/crash-window.js';
+import { loadWindowThen } from '../helpers/load-then.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { count, generatedSource } from '../helpers/load.js';
 import { warehouseTempDir } from '../helpers/temp-dir.js';
@@ -121,7 +127,7 @@ describe.each(backends)('a loader killed mid-window on %s', (name, make) => {
       expect(await count(warehouse.db, 'etl.rejects', `window_key = '2026-11-20'`)).toBe(0);
 
       const started = performance.now();
-      const result = await loadWindow(warehouse, crashWindowOptions(rows, null));
+      const result = await loadWindowThen(warehouse, crashWindowOptions(rows, null), recordCrashWindow(null));
       const seconds = (performance.now() - started) / 1000;
       console.log(
         `[load-crash] ${name}: re-load of ${rows} records (${result.rowsLoaded} rows, ${result.rowsRejected} rejects) ` +

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CybsError } from '../../src/errors.js';
-import { loadWindow } from '../../src/load/window/load-window.js';
+import { loadWindowThen } from '../helpers/load-then.js';
 import type { LoadWindowOptions, LoadWindowResult } from '../../src/load/window/load-window.js';
 import type { SourceColumn, TableDecl } from '../../src/load/table-spec.js';
 import type { LoadValue } from '../../src/copy-text/bodies.js';
@@ -84,12 +84,20 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
   let run2: number;
   let run3: number;
 
-  const load = (options: Partial<LoadWindowOptions> & Pick<LoadWindowOptions, 'targets'>) =>
-    loadWindow(warehouse, {
-      window: { pipeline: 'test', organizationId: ORG, windowKey: '2026-11-20' },
-      runId: run1,
-      ...options,
-    });
+  /** A window load; `then` runs in its transaction after the data (as the window's state is written). */
+  const load = (
+    options: Partial<LoadWindowOptions> & Pick<LoadWindowOptions, 'targets'>,
+    then?: (trx: Db, result: LoadWindowResult) => Promise<void>,
+  ) =>
+    loadWindowThen(
+      warehouse,
+      {
+        window: { pipeline: 'test', organizationId: ORG, windowKey: '2026-11-20' },
+        runId: run1,
+        ...options,
+      },
+      then,
+    );
 
   beforeAll(async () => {
     ({ warehouse, cleanup } = await open());
@@ -627,11 +635,13 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
       );
     };
     for (let attempt = 0; attempt < 2; attempt++) {
-      const result = await load({
-        window: { pipeline: 'test', organizationId: ORG, windowKey: 'under' },
-        targets: [{ table: decl, source: generatedSource('u', TXN_COLUMNS, items(), 7) }],
-        beforeCommit: windowState,
-      });
+      const result = await load(
+        {
+          window: { pipeline: 'test', organizationId: ORG, windowKey: 'under' },
+          targets: [{ table: decl, source: generatedSource('u', TXN_COLUMNS, items(), 7) }],
+        },
+        windowState,
+      );
       // 2 rejects of 200 records = 1%: not more than the threshold.
       expect(result).toMatchObject({ rowsLoaded: 198, rowsRejected: 2 });
     }
@@ -674,23 +684,25 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
         ? { reject: { recordNumber: i, raw: `raw ${i}`, code: 'MAP_BAD_VALUE', message: 'Bad amount.' } }
         : [...txnRow(i), 'e'],
     );
-    let beforeCommitCalled = false;
-    const error = await load({
-      window: { pipeline: 'test', organizationId: ORG, windowKey: 'over' },
-      targets: [{ table: decl, source: generatedSource('o', columns, items) }],
-      beforeCommit: async (trx) => {
-        beforeCommitCalled = true;
+    let thenCalled = false;
+    const error = await load(
+      {
+        window: { pipeline: 'test', organizationId: ORG, windowKey: 'over' },
+        targets: [{ table: decl, source: generatedSource('o', columns, items) }],
+      },
+      async (trx) => {
+        thenCalled = true;
         await sql`insert into etl.windows (pipeline, organization_id, window_key, window_start, window_end)
                   values ('test', ${ORG}, 'over', '2026-11-20', '2026-11-21')`.execute(trx);
       },
-    }).catch((e: unknown) => e);
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CybsError);
     expect(error).toMatchObject({
       code: 'LOAD_REJECT_THRESHOLD',
       retryable: false,
       context: { rejected: 5, loaded: 96 },
     });
-    expect(beforeCommitCalled).toBe(false);
+    expect(thenCalled).toBe(false);
     expect(await count(warehouse.db, 'cybs.over')).toBe(5);
     expect(await count(warehouse.db, 'etl.rejects', `window_key = 'over'`)).toBe(0);
     expect(await count(warehouse.db, 'etl.windows', `window_key = 'over'`)).toBe(0);
@@ -884,16 +896,18 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
     expect(await count(warehouse.db, 'cybs.multi_a')).toBe(20);
   });
 
-  it('a failing beforeCommit rolls the whole window back; a succeeding one commits with it', async () => {
+  it("a failure of what the caller writes in the window's transaction rolls the whole window back; a success commits with it", async () => {
     const decl = txnDecl('before_commit');
     const items = range(1, 10).map((i) => txnRow(i));
-    const failure = await load({
-      window: { pipeline: 'test', organizationId: ORG, windowKey: 'bc' },
-      targets: [{ table: decl, source: generatedSource('bc', TXN_COLUMNS, items) }],
-      beforeCommit: async () => {
+    const failure = await load(
+      {
+        window: { pipeline: 'test', organizationId: ORG, windowKey: 'bc' },
+        targets: [{ table: decl, source: generatedSource('bc', TXN_COLUMNS, items) }],
+      },
+      async () => {
         throw new CybsError('STATE_LEASE_LOST', 'lease lost', { stage: 'state' });
       },
-    }).catch((e: unknown) => e);
+    ).catch((e: unknown) => e);
     expect(failure).toMatchObject({ code: 'STATE_LEASE_LOST' });
     const exists = await sql<{ t: unknown }>`select to_regclass('cybs.before_commit') as t`.execute(
       warehouse.db,
@@ -901,18 +915,20 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
     expect(exists.rows[0]!.t).toBeNull();
 
     let seen: LoadWindowResult | undefined;
-    await load({
-      window: { pipeline: 'test', organizationId: ORG, windowKey: 'bc' },
-      runId: run3,
-      targets: [{ table: decl, source: generatedSource('bc', TXN_COLUMNS, items) }],
-      beforeCommit: async (trx, result) => {
+    await load(
+      {
+        window: { pipeline: 'test', organizationId: ORG, windowKey: 'bc' },
+        runId: run3,
+        targets: [{ table: decl, source: generatedSource('bc', TXN_COLUMNS, items) }],
+      },
+      async (trx, result) => {
         seen = result;
         await sql`insert into etl.windows (pipeline, organization_id, window_key, window_start, window_end,
                                            status, rows_loaded, counts, run_id)
                   values ('test', ${ORG}, 'bc', '2026-11-20', '2026-11-21', 'loaded', ${result.rowsLoaded},
                           ${JSON.stringify(result.tables[0])}::jsonb, ${run3})`.execute(trx);
       },
-    });
+    );
     expect(seen).toMatchObject({ rowsLoaded: 10, rowsRejected: 0 });
     const w = await sql<{ status: string; inserted: number }>`
       select status, (counts->>'inserted')::int as inserted from etl.windows where window_key = 'bc'`.execute(

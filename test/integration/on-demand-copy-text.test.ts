@@ -29,7 +29,8 @@ import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { parseOnDemandResponse } from '../../src/parse/json/on-demand.js';
 import type { CopyTextSpool } from '../../src/pipeline/copy-text-spool.js';
 import { OnDemandSpools } from '../../src/pipeline/on-demand-spools.js';
-import { RecordSpool, declaredColumns } from '../../src/pipeline/record-source.js';
+import { declaredColumns } from '../../src/load/report-sources.js';
+import { RecordSpool } from '../../src/pipeline/record-source.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { declaredIndexes, indexesOf } from '../helpers/indexes.js';
@@ -142,13 +143,13 @@ const checkPage = fastPageCheck(purchaseRefundDetailsResponseSchema)!;
  * Write the pages into the spools, then close them; the targets. The COPY-text path is handed
  * each page's bytes as pipeline/window/on-demand.ts is: read by the scanner when it answers, parsed otherwise.
  */
-async function spoolPages(
-  kind: Kind,
-  spools: Spools,
-  pagesOf = PAGES,
-  source = SOURCE,
-  pageDone: () => void = () => undefined,
-) {
+async function spoolPages(kind: Kind, spools: Spools, pagesOf = PAGES, source = SOURCE) {
+  for await (const _page of pageSteps(spools, pagesOf, source));
+  return targetsOf(spools, source);
+}
+
+/** The pages spooled one per step, as a live load's feed (LiveLoad.pages) is iterated. */
+async function* pageSteps(spools: Spools, pagesOf = PAGES, source = SOURCE): AsyncGenerator<number> {
   const { json, pages: onDemand } = spools;
   const offsets = new Map<string, number>();
   let pages = 0;
@@ -176,15 +177,18 @@ async function spoolPages(
         offsets.set(name, Math.max(last, base + records.summary().dataRows));
       }
     }
-    pageDone();
+    yield pages;
     // As a fetch would, give the event loop to the copier between pages.
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
-  if (onDemand) {
-    await onDemand.close();
-    return () => onDemand.targets();
-  }
-  for (const spool of json.values()) await spool.close();
+  if (onDemand) await onDemand.close();
+  else for (const spool of json.values()) await spool.close();
+}
+
+/** The complete targets of the spooled pages. */
+function targetsOf(spools: Spools, source = SOURCE) {
+  const { json, pages: onDemand } = spools;
+  if (onDemand) return () => onDemand.targets();
   return () =>
     Object.keys(def.tables).map((name) => ({
       table: def.tables[name]!,
@@ -264,10 +268,8 @@ async function load(side: Side, load: LoadCase = {}): Promise<LoadWindowResult> 
             feed: spools.copy.get(name)!.feed,
           })),
           source: load.source ?? SOURCE,
-          produce: async (pageDone) => {
-            const targets = await spoolPages('live', spools, load.pages, load.source, pageDone);
-            return () => withPerRow(targets());
-          },
+          pages: pageSteps(spools, load.pages, load.source),
+          targets: () => withPerRow(targetsOf(spools, load.source)()),
         },
       });
     }
@@ -509,13 +511,13 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
             };
           }),
           source,
-          produce: async (pageDone) => {
-            const targets = await spoolPages('live', spools, pages, source, () => {
+          pages: (async function* () {
+            for await (const page of pageSteps(spools, pages, source)) {
               written++;
-              pageDone();
-            });
-            return targets;
-          },
+              yield page;
+            }
+          })(),
+          targets: () => targetsOf(spools, source)(),
         },
       });
       await expect(failed).rejects.toThrow(/spool read failed/);
@@ -555,7 +557,11 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
           feed: { take: () => ({ lines: 0, chunks: async function* () {} }) },
         })),
         source: `${SOURCE}/api-failure`,
-        produce: () => Promise.reject(refused),
+        // eslint-disable-next-line require-yield
+        pages: (async function* () {
+          throw refused;
+        })(),
+        targets: () => [],
       },
     });
     await expect(failed).rejects.toBe(refused);

@@ -12,7 +12,7 @@ import { REPORT_PIPELINES } from '../../pipelines/index.js';
 import { openRawCsvReport } from '../../src/parse/csv/raw-csv-report.js';
 import { loadWindow } from '../../src/load/window/load-window.js';
 import type { LoadedState, LoadWindowResult } from '../../src/load/window/load-window.js';
-import { recordsOnLines, toRawLoadSource } from '../../src/pipeline/record-source.js';
+import { recordsOnLines, toRawLoadSource } from '../../src/load/report-sources.js';
 import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { chunksOf, insertRuns, warehouseBackends } from '../helpers/load.js';
 

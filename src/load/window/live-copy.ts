@@ -41,14 +41,14 @@ export async function loadLive(
   live: LiveLoad,
 ): Promise<TableLoadResult[] | (() => LoadWindowTarget[])> {
   const copier = await startLiveCopy(ctx, trx, live);
-  let targets: () => LoadWindowTarget[];
   try {
-    targets = await live.produce(copier ? copier.pageDone : () => undefined);
+    for await (const _page of live.pages) copier?.pageDone();
   } catch (error) {
-    // The caller's failure wins; the COPY in flight must end before the transaction rolls back.
+    // The fetch's failure wins; the COPY in flight must end before the transaction rolls back.
     await copier?.stop();
     throw error;
   }
+  const targets = () => live.targets();
   if (copier === undefined) return targets;
   const copied = await copier.finish();
   if (copied === undefined) return targets;
@@ -127,8 +127,8 @@ export interface LiveCopy {
   /** Opened before the first COPY; released or rolled back by loadLive once the window is fetched. */
   savepoint: Savepoint;
   /**
-   * Tell the copier that a page was written (see LiveLoad.produce); throws the copier's failure
-   * when no fallback can follow it (the load fails).
+   * Tell the copier that a page was written (a step of LiveLoad.pages); throws the copier's
+   * failure when no fallback can follow it (the load fails, and the fetch ends).
    */
   pageDone: () => void;
   /** Stop after the COPY in flight, whatever its outcome. */

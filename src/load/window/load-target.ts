@@ -35,6 +35,19 @@ export async function loadTarget(
       return firstLoadResult(ctx, tableName, source.source, added, direct, started, rejectedBefore);
     }
     const stagedCount = await strategy.intoStaging();
+    if (stagedCount === 0 && ctx.newSources.has(source.source)) {
+      // A source new to etl.sources that brought no row: it owns nothing to merge or delete.
+      return firstLoadResult(
+        ctx,
+        tableName,
+        source.source,
+        added,
+        0,
+        started,
+        rejectedBefore,
+        'table load phases (a new source with no rows: nothing to merge)',
+      );
+    }
     await ensureStaging(copy);
     ctx.rowsLoaded += stagedCount;
     await buildDeferredIndexes(ctx, trx, decl);

@@ -1,6 +1,6 @@
 import { CybsError } from '../../errors.js';
 import { toLoadError } from '../../warehouse/database-errors.js';
-import type { Db, Warehouse } from '../../warehouse/warehouse.js';
+import type { Db, Warehouse, WarehouseSession } from '../../warehouse/warehouse.js';
 import { tableColumnsJson, tableColumnsOf, validateTableDecl } from '../ddl.js';
 import type { TableDecl } from '../table-spec.js';
 import type { WindowContext } from './context.js';
@@ -34,7 +34,7 @@ import { sql } from 'kysely';
  *   one INSERT … SELECT … ON CONFLICT … DO UPDATE … WHERE … IS DISTINCT FROM … (DISTINCT ON the
  *   key only when the source holds a key twice) → DELETE the source's rows that vanished (when it
  *   owns more rows than it staged) → reject threshold → [what the load left, `state`] →
- *   beforeCommit → COMMIT.
+ *   what the caller writes in the same transaction (the window's state) → COMMIT.
  *
  * Ownership: a row belongs to the source that last wrote it (`_source`). A source that shares a
  * natural key with an earlier one takes the row over; deleting vanished rows only touches rows
@@ -50,119 +50,29 @@ import { sql } from 'kysely';
  * naming the table, column and record.
  */
 
+/** One window's load transaction: the session it runs on and the transaction itself. */
+export interface WindowTransaction {
+  session: WarehouseSession;
+  trx: Db;
+}
+
 /**
- * Load one window into its target tables, all in one transaction. Throws a CybsError when the
- * window fails; then nothing of it is committed (no rows, no rejects, no schema change, nothing
- * `beforeCommit` wrote).
+ * Run `work` in one transaction on one session, committed when it resolves: a window's load
+ * (loadWindowIn) and what its caller records with it (the window's state, the queue's job) commit
+ * together or not at all. A failure is thrown as a CybsError (toLoadError), nothing of it committed.
  */
-export async function loadWindow(
+export async function inWindowTransaction<T>(
   warehouse: Warehouse,
-  options: LoadWindowOptions,
-): Promise<LoadWindowResult> {
-  validateOptions(options);
-  const log = options.logger?.child({
-    pipeline: options.window.pipeline,
-    organizationId: options.window.organizationId,
-    windowKey: options.window.windowKey,
-  });
+  options: Pick<LoadWindowOptions, 'window' | 'logger'>,
+  work: (tx: WindowTransaction) => Promise<T>,
+): Promise<T> {
   try {
-    const result = await warehouse.session((session) =>
-      session.db.transaction().execute(async (trx: Db) => {
-        const { pipeline, organizationId, windowKey } = options.window;
-        const lockKey = JSON.stringify(['cybs-etl:window', pipeline, organizationId, windowKey]);
-        // The window's lock, and in the same statement its tables' columns (evolveSchema).
-        const decls = (options.live ? options.live.tables : options.targets).map((t) => t.table);
-        const locked = await sql<{ columns: unknown }>`
-          select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))::text as locked,
-                 ${tableColumnsJson(decls)} as columns`.execute(trx);
-        const atStart = tableColumnsOf(decls, locked.rows[0]!.columns);
-        const taken = await takeSourceKeys(
-          trx,
-          organizationId,
-          options.live ? [options.live.source] : options.targets.map((t) => t.source.source),
-        );
-        const ctx: WindowContext = {
-          options,
-          session,
-          rejects: new RejectWriter(session, options),
-          rowsLoaded: 0,
-          abort: undefined,
-          writers: new Set(),
-          snapshot: '',
-          sourceKeys: taken.keys,
-          newSources: taken.added,
-          loadedAtNow: atStart.loadedAtNow,
-          deferredIndexes: new Map(),
-          tableColumns: atStart.columns,
-          stagingMade: new Set(),
-        };
-        const previous = options.state?.previous;
-        if (options.state) {
-          const taken = await sql<{ s: string; x: string }>`
-            select pg_current_snapshot()::text as s, pg_current_xact_id()::text as x`.execute(trx);
-          ctx.snapshot = taken.rows[0]!.s;
-          ctx.xid = BigInt(taken.rows[0]!.x);
-        }
-        if (options.state?.skipIfUnchanged && previous && !options.live) {
-          const counts: SourceRows[] = [];
-          if (await unchangedSince(ctx, trx, options.targets, previous, counts)) {
-            const unchanged = await confirmUnchanged(ctx, trx, options.targets, previous);
-            if (options.beforeCommit) await options.beforeCommit(trx, unchanged);
-            return unchanged;
-          }
-          const restored = await restoreTouched(ctx, trx, options.targets, previous, counts);
-          if (restored) {
-            if (options.beforeCommit) await options.beforeCommit(trx, restored);
-            return restored;
-          }
-        }
-        await deleteWindowRejects(trx, options.window);
-        const tables: TableLoadResult[] = [];
-        /** The table and source of each of `tables`. */
-        const loaded: { decl: TableDecl; source: string }[] = [];
-        let targets = options.targets;
-        if (options.live) {
-          const live = options.live;
-          const loadedLive = await loadLive(ctx, trx, live);
-          if (Array.isArray(loadedLive)) {
-            for (const tableResult of loadedLive) log?.debug({ ...tableResult }, 'table merged');
-            tables.push(...loadedLive);
-            loaded.push(...live.tables.map((t) => ({ decl: t.table, source: live.source })));
-            targets = [];
-          } else {
-            targets = loadedLive();
-          }
-        }
-        for (const [index, target] of targets.entries()) {
-          const tableResult = await loadTarget(ctx, trx, target, index);
-          tableResult.deleted += await deleteItemsLeftBehind(trx, target, targets, options);
-          tables.push(tableResult);
-          loaded.push({ decl: target.table, source: target.source.source });
-          log?.debug({ ...tableResult }, 'table merged');
-        }
-        await ctx.rejects.flush();
-        checkRejects(ctx, true);
-        await buildDeferredIndexes(ctx, trx);
-        const windowResult: LoadWindowResult = {
-          tables,
-          rowsLoaded: ctx.rowsLoaded,
-          rowsRejected: ctx.rejects.count,
-        };
-        if (options.state) {
-          const state = await loadedState(ctx, trx, tables, loaded);
-          if (state) windowResult.state = state;
-        }
-        if (options.beforeCommit) await options.beforeCommit(trx, windowResult);
-        return windowResult;
-      }),
+    return await warehouse.session((session) =>
+      session.db.transaction().execute((trx: Db) => work({ session, trx })),
     );
-    log?.debug(
-      { rowsLoaded: result.rowsLoaded, rowsRejected: result.rowsRejected, tables: result.tables },
-      'window loaded',
-    );
-    return result;
   } catch (error) {
     const loadError = toLoadError(error, { ...options.window });
+    const log = options.logger?.child({ ...options.window });
     // A fetch that failed inside the load (an on-demand window, LoadWindowOptions.live) is the
     // caller's to report; the rollback itself is then only a detail.
     if (loadError.stage === 'load')
@@ -170,6 +80,117 @@ export async function loadWindow(
     else log?.debug({ code: loadError.code, stage: loadError.stage }, 'window load rolled back');
     throw loadError;
   }
+}
+
+/** Load one window into its target tables in a transaction of its own (inWindowTransaction). */
+export function loadWindow(warehouse: Warehouse, options: LoadWindowOptions): Promise<LoadWindowResult> {
+  return inWindowTransaction(warehouse, options, (tx) => loadWindowIn(tx, options));
+}
+
+/**
+ * Load one window into its target tables inside `tx`, which the caller commits (inWindowTransaction).
+ * Throws when the window fails; the caller's transaction must then roll back.
+ */
+export async function loadWindowIn(
+  tx: WindowTransaction,
+  options: LoadWindowOptions,
+): Promise<LoadWindowResult> {
+  validateOptions(options);
+  const { session, trx } = tx;
+  const log = options.logger?.child({
+    pipeline: options.window.pipeline,
+    organizationId: options.window.organizationId,
+    windowKey: options.window.windowKey,
+  });
+  const { pipeline, organizationId, windowKey } = options.window;
+  const lockKey = JSON.stringify(['cybs-etl:window', pipeline, organizationId, windowKey]);
+  // The window's lock, and in the same statement its tables' columns (evolveSchema).
+  const decls = (options.live ? options.live.tables : options.targets).map((t) => t.table);
+  const locked = await sql<{ columns: unknown }>`
+    select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))::text as locked,
+           ${tableColumnsJson(decls)} as columns`.execute(trx);
+  const atStart = tableColumnsOf(decls, locked.rows[0]!.columns);
+  const previous = options.state?.previous;
+  // An unchanged re-load keeps the window's rejects; any other load replaces them, so they go in
+  // the first statement after the lock, with the snapshot the window's state needs.
+  const mayBeUnchanged = options.state?.skipIfUnchanged === true && previous !== undefined && !options.live;
+  const taken = await takeSourceKeys(
+    trx,
+    organizationId,
+    options.live ? [options.live.source] : options.targets.map((t) => t.source.source),
+    {
+      ...(mayBeUnchanged ? {} : { deleteRejectsOf: options.window }),
+      snapshot: options.state !== undefined,
+    },
+  );
+  const ctx: WindowContext = {
+    options,
+    session,
+    rejects: new RejectWriter(session, options),
+    rowsLoaded: 0,
+    abort: undefined,
+    writers: new Set(),
+    snapshot: '',
+    sourceKeys: taken.keys,
+    newSources: taken.added,
+    loadedAtNow: atStart.loadedAtNow,
+    deferredIndexes: new Map(),
+    tableColumns: atStart.columns,
+    stagingMade: new Set(),
+  };
+  if (taken.snapshot) {
+    ctx.snapshot = taken.snapshot.s;
+    ctx.xid = BigInt(taken.snapshot.x);
+  }
+  if (mayBeUnchanged) {
+    const counts: SourceRows[] = [];
+    if (await unchangedSince(ctx, trx, options.targets, previous, counts)) {
+      return confirmUnchanged(ctx, trx, options.targets, previous);
+    }
+    const restored = await restoreTouched(ctx, trx, options.targets, previous, counts);
+    if (restored) return restored;
+    await deleteWindowRejects(trx, options.window);
+  }
+  const tables: TableLoadResult[] = [];
+  /** The table and source of each of `tables`. */
+  const loaded: { decl: TableDecl; source: string }[] = [];
+  let targets = options.targets;
+  if (options.live) {
+    const live = options.live;
+    const loadedLive = await loadLive(ctx, trx, live);
+    if (Array.isArray(loadedLive)) {
+      for (const tableResult of loadedLive) log?.debug({ ...tableResult }, 'table merged');
+      tables.push(...loadedLive);
+      loaded.push(...live.tables.map((t) => ({ decl: t.table, source: live.source })));
+      targets = [];
+    } else {
+      targets = loadedLive();
+    }
+  }
+  for (const [index, target] of targets.entries()) {
+    const tableResult = await loadTarget(ctx, trx, target, index);
+    tableResult.deleted += await deleteItemsLeftBehind(trx, target, targets, options);
+    tables.push(tableResult);
+    loaded.push({ decl: target.table, source: target.source.source });
+    log?.debug({ ...tableResult }, 'table merged');
+  }
+  await ctx.rejects.flush();
+  checkRejects(ctx, true);
+  await buildDeferredIndexes(ctx, trx);
+  const result: LoadWindowResult = {
+    tables,
+    rowsLoaded: ctx.rowsLoaded,
+    rowsRejected: ctx.rejects.count,
+  };
+  if (options.state) {
+    const state = await loadedState(ctx, trx, tables, loaded);
+    if (state) result.state = state;
+  }
+  log?.debug(
+    { rowsLoaded: result.rowsLoaded, rowsRejected: result.rowsRejected, tables: result.tables },
+    'window loaded',
+  );
+  return result;
 }
 
 export function validateOptions(options: LoadWindowOptions): void {

@@ -32,23 +32,48 @@ export function sourceKeyQuery(organizationId: string, source: string): RawBuild
                where k.organization_id = ${organizationId} and k.source = ${source})`;
 }
 
+/** The window whose rejects takeSourceKeys deletes in the same statement (deleteWindowRejects). */
+export type WindowId = { pipeline: string; organizationId: string; windowKey: string };
+
 /**
- * Each source's number in etl.sources, added there when it has none yet (`added`: those). Taken as the window's
- * load begins, in its transaction and before any savepoint, so that no rollback to a savepoint
- * can take back a number the load goes on using. Another load adding the same source at once
- * makes this one wait for it (the unique index), then read its number.
+ * Each source's number in etl.sources, added there when it has none yet (`added`: those). Taken as
+ * the window's load begins, after its lock, in its transaction and before any savepoint, so that no
+ * rollback to a savepoint can take back a number the load goes on using. Another load adding the
+ * same source at once makes this one wait for it (the unique index), then read its number.
+ *
+ * The same statement, being the window's first after its lock, also does what the load needs done
+ * then, to save a round trip each: with `deleteRejectsOf`, it deletes the window's rejects (the load
+ * replaces them); with `snapshot`, it reads the transaction's snapshot and id (LoadedState).
  */
 export async function takeSourceKeys(
   trx: EtlDb,
   organizationId: string,
   sources: readonly string[],
-): Promise<{ keys: Map<string, string>; added: Set<string> }> {
+  also: { deleteRejectsOf?: WindowId; snapshot?: boolean } = {},
+): Promise<{ keys: Map<string, string>; added: Set<string>; snapshot?: { s: string; x: string } }> {
   const keys = new Map<string, string>();
   const added = new Set<string>();
+  let snapshot: { s: string; x: string } | undefined;
   const asText = sql<string>`source_key::text`.as('k');
+  // Asked of the first statement only.
+  let first = true;
   for (const source of new Set(sources)) {
     for (let attempt = 0; !keys.has(source); attempt++) {
+      const window = first ? also.deleteRejectsOf : undefined;
+      const withSnapshot = first && also.snapshot === true;
       const taken = await trx
+        .with('gone', (db) =>
+          db.deleteFrom('etl.rejects').where(
+            window
+              ? (eb) =>
+                  eb.and({
+                    pipeline: window.pipeline,
+                    organization_id: window.organizationId,
+                    window_key: window.windowKey,
+                  })
+              : sql<boolean>`false`,
+          ),
+        )
         .with('found', (db) =>
           db
             .selectFrom('etl.sources')
@@ -73,12 +98,28 @@ export async function takeSourceKeys(
             .onConflict((oc) => oc.columns(['organization_id', 'source']).doNothing())
             .returning('source_key'),
         )
-        .selectFrom('found')
-        .select([asText, sql<boolean>`false`.as('added')])
-        .unionAll((db) => db.selectFrom('added').select([asText, sql<boolean>`true`.as('added')]))
+        .selectFrom((db) =>
+          db
+            .selectFrom('found')
+            .select([asText, sql<boolean>`false`.as('added')])
+            .unionAll((db) => db.selectFrom('added').select([asText, sql<boolean>`true`.as('added')]))
+            .as('taken'),
+        )
+        .rightJoin(sql`(select 1)`.as('one'), (join) => join.onTrue())
+        .select(['taken.k', 'taken.added'])
+        .select(
+          withSnapshot
+            ? [
+                sql<string>`pg_current_snapshot()::text`.as('s'),
+                sql<string>`pg_current_xact_id()::text`.as('x'),
+              ]
+            : [sql<string>`null`.as('s'), sql<string>`null`.as('x')],
+        )
         .execute();
-      const key = taken[0]?.k;
-      if (key !== undefined) keys.set(source, key);
+      first = false;
+      if (withSnapshot) snapshot = { s: taken[0]!.s, x: taken[0]!.x };
+      const key = taken[0]?.k ?? undefined;
+      if (key !== undefined && key !== null) keys.set(source, key);
       if (taken[0]?.added === true) added.add(source);
       else if (attempt > 0) {
         throw new CybsError(LOAD_ERROR_CODES.failed, `etl.sources gave no number for the source ${source}.`, {
@@ -88,7 +129,7 @@ export async function takeSourceKeys(
       }
     }
   }
-  return { keys, added };
+  return snapshot ? { keys, added, snapshot } : { keys, added };
 }
 
 /** The source's number taken as the load began (takeSourceKeys). */

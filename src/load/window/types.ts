@@ -2,7 +2,6 @@
  * What a window load is given and what it returns.
  */
 import type { Logger } from '../../observability/logger.js';
-import type { Db } from '../../warehouse/warehouse.js';
 import type { LoadSource, SourceColumn, TableDecl } from '../table-spec.js';
 
 export interface LoadWindowTarget {
@@ -22,7 +21,7 @@ export interface LoadWindowOptions {
   /**
    * Data that arrives page by page (an on-demand window): fetched inside the load transaction and,
    * on a first load, copied into the tables while the next page is fetched (see LiveLoad). The
-   * window's targets are then the ones `live.produce` returns, and `targets` is ignored.
+   * window's targets are then `live.targets()`, and `targets` is ignored.
    */
   live?: LiveLoad;
   /**
@@ -38,8 +37,6 @@ export interface LoadWindowOptions {
    * LOAD_SCHEMA_FROZEN naming the columns (the pipeline's `schemaChanges`).
    */
   schemaChanges?: 'evolve' | 'freeze';
-  /** Runs in the load transaction after the data is merged (the caller writes etl.windows here). */
-  beforeCommit?: (trx: Db, result: LoadWindowResult) => Promise<void>;
   logger?: Logger;
 }
 
@@ -53,12 +50,16 @@ export interface LiveLoad {
   /** The lineage source of the window (the same for every table). */
   source: string;
   /**
-   * Fetch the window, calling `pageDone` after each page's lines are written (their feeds may then
-   * be taken; it throws when the load has failed, which must end the fetch). Resolves with the
-   * window's complete targets, in `tables` order (a function: the loader may need them twice,
-   * when it falls back to loading them from the start).
+   * The window's pages, fetched as the loader iterates: each step writes one page's lines (the
+   * tables' feeds may then be taken). The loader stops iterating, which ends the fetch, when the
+   * load has failed.
    */
-  produce(pageDone: () => void): Promise<() => LoadWindowTarget[]>;
+  pages: AsyncIterable<unknown>;
+  /**
+   * The window's complete targets, in `tables` order, once `pages` is exhausted (the loader asks
+   * again when it falls back to loading them from the start).
+   */
+  targets(): LoadWindowTarget[];
 }
 
 /** The lines a table's pages gave since the previous take. */

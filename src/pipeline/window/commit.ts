@@ -7,10 +7,15 @@ import { rm } from 'node:fs/promises';
 import type { FileDigest } from '../../spool/file-digest.js';
 import type { ReportingClient } from '../../api/reporting-client.js';
 import type { OneTimeReports } from '../../extract/one-time-reports.js';
-import { loadWindow } from '../../load/window/load-window.js';
-import type { LiveLoad, LoadedState, LoadWindowResult } from '../../load/window/load-window.js';
+import { inWindowTransaction, loadWindowIn } from '../../load/window/load-window.js';
+import type {
+  LiveLoad,
+  LoadedState,
+  LoadWindowOptions,
+  LoadWindowResult,
+} from '../../load/window/load-window.js';
 import type { LoadSource, TableDecl } from '../../load/table-spec.js';
-import type { Warehouse } from '../../warehouse/warehouse.js';
+import type { Db, Warehouse } from '../../warehouse/warehouse.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { completeWindow } from '../../state/windows.js';
@@ -18,7 +23,7 @@ import { loaderId } from '../fingerprint.js';
 import type { WindowFingerprint } from '../fingerprint.js';
 import type { ReportPipelineDef } from '../define-pipeline.js';
 import { makeSpoolDir } from '../../spool/spool-dirs.js';
-import { declaredColumns } from '../record-source.js';
+import { declaredColumns } from '../../load/report-sources.js';
 import type { WindowResult, WindowTask } from '../run-pipelines.js';
 
 export interface ExecutorDeps {
@@ -83,7 +88,7 @@ export async function commitLoad(
 ): Promise<WindowResult> {
   const ref = windowIdentity(task);
   const file = data.file;
-  const result: LoadWindowResult = await loadWindow(deps.warehouse, {
+  const options: LoadWindowOptions = {
     window: ref,
     targets: data.targets,
     ...(data.live ? { live: data.live } : {}),
@@ -92,45 +97,12 @@ export async function commitLoad(
     rejectThreshold: task.pipeline.rejectThreshold,
     schemaChanges: task.pipeline.schemaChanges,
     logger: deps.logger,
-    beforeCommit: async (trx, r) => {
-      const counts = { inserted: 0, updated: 0, unchanged: 0, deleted: 0 };
-      for (const t of r.tables) {
-        counts.inserted += t.inserted;
-        counts.updated += t.updated;
-        counts.unchanged += t.unchanged;
-        counts.deleted += t.deleted;
-      }
-      const { sourceRef, noData } = outcome();
-      const status = noData || r.rowsLoaded + r.rowsRejected === 0 ? 'no_data' : 'loaded';
-      await completeWindow(trx, ref, task.claim, {
-        status,
-        rowsLoaded: r.rowsLoaded,
-        rowsRejected: r.rowsRejected,
-        counts,
-        sourceRef,
-        fingerprint:
-          file && r.state
-            ? ({
-                version: 1,
-                loader: loaderId(),
-                declaration: file.declaration,
-                file: await file.digest(),
-                load: r.state,
-              } satisfies WindowFingerprint)
-            : null,
-      });
-      await task.beforeCommit?.(
-        trx,
-        status === 'no_data'
-          ? { kind: 'no_data' }
-          : {
-              kind: 'loaded',
-              rowsLoaded: r.rowsLoaded,
-              rowsRejected: r.rowsRejected,
-              unchanged: r.unchanged === true,
-            },
-      );
-    },
+  };
+  // The load, then the window's state and the queue's job, in one transaction.
+  const result = await inWindowTransaction(deps.warehouse, options, async (tx) => {
+    const loaded = await loadWindowIn(tx, options);
+    await recordLoad(tx.trx, task, loaded, outcome(), file);
+    return loaded;
   });
   if (outcome().noData || result.rowsLoaded + result.rowsRejected === 0) return { kind: 'no_data' };
   return {
@@ -139,6 +111,55 @@ export async function commitLoad(
     rowsRejected: result.rowsRejected,
     ...(result.unchanged ? { unchanged: true } : {}),
   };
+}
+
+/**
+ * What a window's load records in its transaction: the window's row (completeWindow: status,
+ * counts, fingerprint) and, through WindowTask.beforeCommit, the queue's job.
+ */
+async function recordLoad(
+  trx: Db,
+  task: WindowTask,
+  r: LoadWindowResult,
+  outcome: { sourceRef: string; noData: boolean },
+  file: FileLoad | undefined,
+): Promise<void> {
+  const counts = { inserted: 0, updated: 0, unchanged: 0, deleted: 0 };
+  for (const t of r.tables) {
+    counts.inserted += t.inserted;
+    counts.updated += t.updated;
+    counts.unchanged += t.unchanged;
+    counts.deleted += t.deleted;
+  }
+  const status = outcome.noData || r.rowsLoaded + r.rowsRejected === 0 ? 'no_data' : 'loaded';
+  await completeWindow(trx, windowIdentity(task), task.claim, {
+    status,
+    rowsLoaded: r.rowsLoaded,
+    rowsRejected: r.rowsRejected,
+    counts,
+    sourceRef: outcome.sourceRef,
+    fingerprint:
+      file && r.state
+        ? ({
+            version: 1,
+            loader: loaderId(),
+            declaration: file.declaration,
+            file: await file.digest(),
+            load: r.state,
+          } satisfies WindowFingerprint)
+        : null,
+  });
+  await task.beforeCommit?.(
+    trx,
+    status === 'no_data'
+      ? { kind: 'no_data' }
+      : {
+          kind: 'loaded',
+          rowsLoaded: r.rowsLoaded,
+          rowsRejected: r.rowsRejected,
+          unchanged: r.unchanged === true,
+        },
+  );
 }
 
 async function* noBatches() {}

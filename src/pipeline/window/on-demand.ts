@@ -10,7 +10,7 @@ import type { LiveLoad } from '../../load/window/load-window.js';
 import { declarationDigest, lastLoad } from '../fingerprint.js';
 import type { OnDemandPipelineDef } from '../define-pipeline.js';
 import { OnDemandSpools } from '../on-demand-spools.js';
-import { declaredColumns } from '../record-source.js';
+import { declaredColumns } from '../../load/report-sources.js';
 import type { WindowResult, WindowTask } from '../run-pipelines.js';
 import { commitLoad, withTempDir } from './commit.js';
 import type { ExecutorDeps, FileLoad } from './commit.js';
@@ -42,7 +42,8 @@ async function spoolAndLoadOnDemand(
 ): Promise<WindowResult> {
   const names = Object.keys(def.tables);
   const spools = new OnDemandSpools(dir, def, source);
-  const fetchAll = async (pageDone: () => void) => {
+  /** Fetches the window page by page as it is iterated, each page spooled before the next step. */
+  async function* pages(): AsyncGenerator<number> {
     for await (const page of fetchOnDemandBodies(deps.client, def.endpoint, {
       window: task.window,
       ...(organizationId ? { organizationId } : {}),
@@ -51,11 +52,10 @@ async function spoolAndLoadOnDemand(
       scan: spools.scan,
     })) {
       await spools.write(page);
-      pageDone();
+      yield spools.pages;
     }
     await spools.close();
-    return () => spools.targets();
-  };
+  }
   // The spooled sections stand for the window's file: equal pages give equal spools.
   let digest: Promise<FileDigest> | undefined;
   const spoolDigest = () => (digest ??= Promise.resolve().then(() => spools.digest()));
@@ -69,11 +69,11 @@ async function spoolAndLoadOnDemand(
     if (previous !== undefined) {
       // A re-load (which copies nothing while paging): the pages are fetched and spooled before its
       // load transaction, so that the very pages of its last load can be recognised.
-      const targets = await fetchAll(() => undefined);
+      for await (const _page of pages());
       const spooled = await spoolDigest();
       const same = expected !== undefined && sameDigest(spooled, expected);
       const file: FileLoad = { previous, same, digest: spoolDigest, declaration };
-      return await commitLoad(deps, task, { targets: targets(), file }, outcome);
+      return await commitLoad(deps, task, { targets: spools.targets(), file }, outcome);
     }
     const live: LiveLoad = {
       tables: names.map((name) => ({
@@ -82,7 +82,8 @@ async function spoolAndLoadOnDemand(
         feed: spools.spools.get(name)!.feed,
       })),
       source,
-      produce: fetchAll,
+      pages: pages(),
+      targets: () => spools.targets(),
     };
     const file: FileLoad = { previous: undefined, same: false, digest: spoolDigest, declaration };
     return await commitLoad(deps, task, { targets: [], live, file }, outcome);

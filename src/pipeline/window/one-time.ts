@@ -10,7 +10,7 @@ import { openCsvReport } from '../../parse/csv/csv-report.js';
 import type { RecordSource } from '../../parse/records.js';
 import { midnightDaily } from '../../time/report-periods.js';
 import type { ReportPipelineDef } from '../define-pipeline.js';
-import { toLoadSource } from '../record-source.js';
+import { toLoadSource } from '../../load/report-sources.js';
 import type { WindowResult, WindowTask } from '../run-pipelines.js';
 import { openXmlFileTargets } from '../xml-load-targets.js';
 import { commitWindow, commitNoData } from './commit.js';

@@ -13,7 +13,7 @@ import { openCsvReport } from '../../parse/csv/csv-report.js';
 import { openRawCsvReport } from '../../parse/csv/raw-csv-report.js';
 import { openRawXmlReport } from '../../parse/xml/raw-xml-report.js';
 import type { ReportPipelineDef } from '../define-pipeline.js';
-import { toLoadSource, toRawLoadSource } from '../record-source.js';
+import { toLoadSource, toRawLoadSource } from '../../load/report-sources.js';
 import { loadXmlFast, openXmlFileTargets } from '../xml-load-targets.js';
 
 export interface ReportFile {

@@ -13,7 +13,7 @@ import { REPORT_PIPELINES } from '../../../../pipelines/index.js';
 import { isFastPathRefusal } from '../../../../src/copy-text/fast-path-refusal.js';
 import { openRawXmlReport } from '../../../../src/parse/xml/raw-xml-report.js';
 import type { FastXmlChildTable } from '../../../../src/parse/xml/raw-xml-report.js';
-import { declaredColumns } from '../../../../src/pipeline/record-source.js';
+import { declaredColumns } from '../../../../src/load/report-sources.js';
 import { samplesDir } from '../helpers.js';
 
 const REPORT = 'TransactionRequestClass';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORT_PIPELINES } from '../../../../pipelines/index.js';
 import { openRawXmlReport } from '../../../../src/parse/xml/raw-xml-report.js';
 import type { FastXmlChildTable } from '../../../../src/parse/xml/raw-xml-report.js';
-import { declaredColumns } from '../../../../src/pipeline/record-source.js';
+import { declaredColumns } from '../../../../src/load/report-sources.js';
 import { samplesDir } from '../helpers.js';
 
 const REPORT = 'TransactionRequestClass';
