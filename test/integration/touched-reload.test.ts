@@ -190,6 +190,19 @@ describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as co
       expect(wasRestored).toBe(true);
     });
 
+    /** An insert of a row under the window's source, by hand: request `i`, on `line`. */
+    const addedUnder = (w: string, i: number, line: number) =>
+      `insert into cybs.transaction_request (request_id, amount, _organization_id, _source, _source_row, _source_key)
+       select '${id(i)}', 1, '${ORG}', 'report/${w}', ${line}, source_key
+         from etl.sources where organization_id = '${ORG}' and source = 'report/${w}'`;
+
+    /** Request 11's row deleted by hand, and request 901's added under the source on `line`. */
+    const deletedThenAdded = (line: number) => (w: string) =>
+      onBoth(
+        `delete from cybs.transaction_request where _source = 'report/${w}' and request_id = '${id(11)}';
+         ${addedUnder(w, 901, line)}`,
+      );
+
     const tamperings: [string, boolean, (w: string) => Promise<void>][] = [
       [
         'a row deleted by hand',
@@ -199,38 +212,9 @@ describe.each(warehouseBackends('tchd').map(([name, open]) => [name, open] as co
             `delete from cybs.transaction_request where _source = 'report/${w}' and request_id in ('${id(1)}', '${id(9)}', '${id(40)}')`,
           ),
       ],
-      [
-        'a row of the source added by hand',
-        false,
-        (w) =>
-          onBoth(
-            `insert into cybs.transaction_request (request_id, amount, _organization_id, _source, _source_row, _source_key)
-             select '${id(900)}', 1, '${ORG}', 'report/${w}', 900, source_key
-               from etl.sources where organization_id = '${ORG}' and source = 'report/${w}'`,
-          ),
-      ],
-      [
-        'a row deleted and another added under its line',
-        false,
-        (w) =>
-          onBoth(
-            `delete from cybs.transaction_request where _source = 'report/${w}' and request_id = '${id(11)}';
-             insert into cybs.transaction_request (request_id, amount, _organization_id, _source, _source_row, _source_key)
-             select '${id(901)}', 1, '${ORG}', 'report/${w}', 13, source_key
-               from etl.sources where organization_id = '${ORG}' and source = 'report/${w}'`,
-          ),
-      ],
-      [
-        'a row deleted and another added under a line of its own',
-        false,
-        (w) =>
-          onBoth(
-            `delete from cybs.transaction_request where _source = 'report/${w}' and request_id = '${id(11)}';
-             insert into cybs.transaction_request (request_id, amount, _organization_id, _source, _source_row, _source_key)
-             select '${id(901)}', 1, '${ORG}', 'report/${w}', 43, source_key
-               from etl.sources where organization_id = '${ORG}' and source = 'report/${w}'`,
-          ),
-      ],
+      ['a row of the source added by hand', false, (w) => onBoth(addedUnder(w, 900, 900))],
+      ['a row deleted and another added under its line', false, deletedThenAdded(13)],
+      ['a row deleted and another added under a line of its own', false, deletedThenAdded(43)],
       [
         'a key changed by hand',
         false,
