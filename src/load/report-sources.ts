@@ -16,6 +16,7 @@ import type {
   CsvBytesSource,
   LoadBatch,
   LoadRecord,
+  RecordLinesQuery,
   RecordsSource,
   SourceColumn,
   TableDecl,
@@ -84,6 +85,7 @@ export function toRawLoadSource(
   report: RawCsvReport,
   source: string,
   reopen: () => Promise<RawCsvReport>,
+  read?: () => AsyncIterable<Buffer>,
 ): CsvBytesSource {
   return {
     kind: 'csv-bytes',
@@ -92,7 +94,143 @@ export function toRawLoadSource(
     body: report.body,
     reopen: async () => (await reopen()).body,
     perRowRecords: (aside) => perRowBatches(report, aside, source),
+    ...(read
+      ? {
+          recordsOn: async (query: RecordLinesQuery) => {
+            const aside = await recordsOnLines(read(), report.body.firstLine, query);
+            return (
+              aside && { lines: aside.map((r) => r.line), batches: perRowBatches(report, aside, source) }
+            );
+          },
+        }
+      : {}),
   };
+}
+
+const LF = 10;
+const CR = 13;
+const QUOTE = 34;
+const COMMA = 44;
+
+/**
+ * The text (without its line end) and line of each wanted record of a CSV file (`bytes`, from its
+ * start) from `firstLine` on, numbered as the fast path's scanner numbers them (the line a record
+ * starts on; a line break inside quotes is a line); undefined when the file, up to where it is
+ * read, is not plain RFC 4180 that every reader splits alike: a quote that neither opens a value
+ * nor closes one, a carriage return that is not part of a CRLF, an empty line, an unclosed quote.
+ */
+export async function recordsOnLines(
+  bytes: AsyncIterable<Buffer>,
+  firstLine: number,
+  query: RecordLinesQuery,
+): Promise<SetAsideRecord[] | undefined> {
+  const found: SetAsideRecord[] = [];
+  let line = 1;
+  let inQuote = false;
+  /** The line the current record starts on, and its bytes so far when it is wanted. */
+  let recordLine = 1;
+  let capture: Buffer[] | undefined;
+  // The two bytes before the chunk being read (a LF before the file: a record starts there).
+  let last1 = LF;
+  let last2 = LF;
+  /** The previous chunk ended in a quote inside quotes (closing, or the first of two), or a CR. */
+  let pendingQuote = false;
+  let pendingCr = false;
+  const wanted = (at: number) => at >= firstLine && query.wants(at);
+  const finish = (tail: Buffer) => {
+    const text = Buffer.concat([...capture!, tail]);
+    const end = text.length > 0 && text[text.length - 1] === CR ? text.length - 1 : text.length;
+    found.push({ line: recordLine, text: text.toString('utf8', 0, end) });
+    capture = undefined;
+  };
+  for await (const chunk of bytes) {
+    const n = chunk.length;
+    if (n === 0) continue;
+    let i = 0;
+    let captureFrom = 0;
+    if (pendingCr && chunk[0] !== LF) return undefined;
+    pendingCr = false;
+    if (pendingQuote) {
+      pendingQuote = false;
+      if (chunk[0] === QUOTE) i = 1;
+      else if (chunk[0] === COMMA || chunk[0] === CR || chunk[0] === LF) inQuote = false;
+      else return undefined;
+    }
+    const before = (at: number, back: number): number | undefined =>
+      at - back >= 0 ? chunk[at - back] : at - back === -1 ? last1 : last2;
+    // The next quote, CR and LF (memchr; -2: not looked for yet): every other byte is passed over.
+    let q = chunk.indexOf(QUOTE, i);
+    let cr = -2;
+    let lf = -2;
+    while (i < n) {
+      if (inQuote) {
+        // Inside quotes only a quote ends them; the line breaks passed are lines.
+        const end = q < 0 ? n : q;
+        line += countLf(chunk, i, end);
+        for (let at = chunk.indexOf(CR, i); at >= 0 && at < end; at = chunk.indexOf(CR, at + 1)) {
+          if (at + 1 === n) pendingCr = true;
+          else if (chunk[at + 1] !== LF) return undefined;
+        }
+        if (q < 0) break;
+        if (q + 1 >= n) {
+          pendingQuote = true;
+          break;
+        }
+        const next = chunk[q + 1]!;
+        if (next === QUOTE) {
+          i = q + 2;
+        } else {
+          if (next !== COMMA && next !== CR && next !== LF) return undefined;
+          inQuote = false;
+          i = q + 1;
+        }
+        q = chunk.indexOf(QUOTE, i);
+        continue;
+      }
+      if (cr === -2 || (cr >= 0 && cr < i)) cr = chunk.indexOf(CR, i);
+      if (lf === -2 || (lf >= 0 && lf < i)) lf = chunk.indexOf(LF, i);
+      const at = Math.min(q < 0 ? n : q, cr < 0 ? n : cr, lf < 0 ? n : lf);
+      if (at >= n) break;
+      i = at + 1;
+      const b = chunk[at];
+      if (b === QUOTE) {
+        // Opens a value: at a field's start only.
+        const prior = before(at, 1);
+        if (prior !== COMMA && prior !== LF) return undefined;
+        inQuote = true;
+        q = chunk.indexOf(QUOTE, i);
+      } else if (b === CR) {
+        if (i >= n) pendingCr = true;
+        else if (chunk[i] !== LF) return undefined;
+      } else {
+        // A LF outside quotes ends the record (an empty one is a blank line).
+        const prior = before(at, 1);
+        if (prior === LF || (prior === CR && before(at, 2) === LF)) return undefined;
+        if (capture) finish(chunk.subarray(captureFrom, at));
+        if (recordLine >= query.through) return found;
+        line++;
+        recordLine = line;
+        if (wanted(recordLine)) {
+          capture = [];
+          captureFrom = i;
+        }
+      }
+    }
+    // A copy: the reader may reuse its buffer for the next chunk.
+    if (capture) capture.push(Buffer.from(chunk.subarray(captureFrom)));
+    last2 = n >= 2 ? chunk[n - 2]! : last1;
+    last1 = chunk[n - 1]!;
+  }
+  if (pendingCr || (inQuote && !pendingQuote)) return undefined;
+  if (capture && capture.some((part) => part.length > 0)) finish(Buffer.alloc(0));
+  return found;
+}
+
+/** The LF bytes in `chunk` [from, to). */
+function countLf(chunk: Buffer, from: number, to: number): number {
+  let lines = 0;
+  for (let at = chunk.indexOf(LF, from); at >= 0 && at < to; at = chunk.indexOf(LF, at + 1)) lines++;
+  return lines;
 }
 
 /**

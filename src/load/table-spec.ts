@@ -130,6 +130,22 @@ export interface CsvBytesSource extends LoadSourceBase {
    * form, an empty key): their typed records and rejects, as the per-row path gives them.
    */
   perRowRecords: (records: SetAsideRecord[]) => AsyncIterable<LoadBatch>;
+  /**
+   * The records the query wants, by the line each starts on (the file read again from its start,
+   * as far as the query says), typed by the per-row path, and their lines; undefined when the file
+   * is not plain enough to tell its records by line for sure: a re-load then reads it whole.
+   */
+  recordsOn?: (
+    query: RecordLinesQuery,
+  ) => Promise<{ lines: number[]; batches: AsyncIterable<LoadBatch> } | undefined>;
+}
+
+/** Which records of a CSV file to read again (CsvBytesSource.recordsOn). */
+export interface RecordLinesQuery {
+  /** Whether the record that starts on this line is wanted. */
+  wants(line: number): boolean;
+  /** The file is read up to the end of the record that starts on this line (Infinity: to its end). */
+  through: number;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { sql } from 'kysely';
 import { migrateToLatest } from '../../src/warehouse/migrate.js';
 import type {
@@ -103,4 +104,24 @@ export async function count(db: Db, table: string, where = 'true'): Promise<numb
     n: string;
   }>`select count(*)::bigint as n from ${sql.raw(table)} where ${sql.raw(where)}`.execute(db);
   return Number(r.rows[0]!.n);
+}
+
+/** `n` rows of etl.runs, for loads to name as theirs: their ids. */
+export async function insertRuns(db: Db, n: number): Promise<number[]> {
+  const runs: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await sql<{ id: string }>`insert into etl.runs (command) values ('test') returning id`.execute(
+      db,
+    );
+    runs.push(Number(r.rows[0]!.id));
+  }
+  return runs;
+}
+
+/** `text` as UTF-8 bytes in chunks of `size` (a file read in pieces that cut lines and characters). */
+export function chunksOf(text: string, size: number): Readable {
+  const bytes = Buffer.from(text, 'utf8');
+  const parts: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += size) parts.push(bytes.subarray(i, i + size));
+  return Readable.from(parts);
 }

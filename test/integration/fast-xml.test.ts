@@ -10,7 +10,7 @@
  * does); each case also says which of the two it expects.
  */
 import { readFile } from 'node:fs/promises';
-import { Readable } from 'node:stream';
+import { chunksOf } from '../helpers/load.js';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORT_PIPELINES } from '../../pipelines/index.js';
@@ -91,13 +91,6 @@ afterAll(async () => {
     await side?.db.drop();
   }
 });
-
-function chunksOf(text: string, size: number): Readable {
-  const bytes = Buffer.from(text, 'utf8');
-  const parts: Buffer[] = [];
-  for (let i = 0; i < bytes.length; i += size) parts.push(bytes.subarray(i, i + size));
-  return Readable.from(parts);
-}
 
 interface LoadCase {
   text: string;

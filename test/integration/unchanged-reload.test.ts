@@ -12,7 +12,7 @@ import type { LoadedState, LoadWindowResult } from '../../src/load/window/load-w
 import type { SourceColumn, TableDecl } from '../../src/load/table-spec.js';
 import type { LoadValue } from '../../src/copy-text/bodies.js';
 import type { Warehouse } from '../../src/warehouse/warehouse.js';
-import { generatedSource, warehouseBackends } from '../helpers/load.js';
+import { generatedSource, insertRuns, warehouseBackends } from '../helpers/load.js';
 import type { SourceItem } from '../helpers/load.js';
 
 const ORG = 'org_1';
@@ -71,13 +71,7 @@ describe.each(warehouseBackends('unch').map(([name, open]) => [name, open] as co
 
     const openSide = async (): Promise<Side> => {
       const opened = await open();
-      const runs: number[] = [];
-      for (let i = 0; i < 3; i++) {
-        const r = await sql<{
-          id: string;
-        }>`insert into etl.runs (command) values ('test') returning id`.execute(opened.warehouse.db);
-        runs.push(Number(r.rows[0]!.id));
-      }
+      const runs = await insertRuns(opened.warehouse.db, 3);
       return { ...opened, runs, states: new Map() };
     };
 

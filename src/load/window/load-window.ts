@@ -10,7 +10,9 @@ import { deleteItemsLeftBehind } from './merge.js';
 import { buildDeferredIndexes } from './prepare-target.js';
 import { RejectWriter, checkRejects, deleteWindowRejects } from './rejects.js';
 import { confirmUnchanged, loadedState, unchangedSince } from './reload-check.js';
+import type { SourceRows } from './reload-check.js';
 import { takeSourceKeys } from './source-keys.js';
+import { restoreTouched } from './touched-reload.js';
 import { DEFAULT_REJECT_THRESHOLD } from './types.js';
 import type { LoadWindowOptions, LoadWindowResult, TableLoadResult } from './types.js';
 import { sql } from 'kysely';
@@ -21,7 +23,9 @@ import { sql } from 'kysely';
  *
  *   advisory lock (pipeline, organization, window) → [a re-load of the very sources the window's
  *   last load read, into tables that still hold what it left (`state`, unchangedSince): the
- *   window's state only → COMMIT] → delete the window's previous rejects →
+ *   window's state only → COMMIT; or that hold it but for a few rows touched since: those rows
+ *   read again from the file and merged (restoreTouched) → COMMIT] → delete the window's
+ *   previous rejects →
  *   for each target: create the table / add columns (recorded in etl.schema_changes) →
  *   a first load (the table has no rows of the source yet) on PostgreSQL: one COPY straight into
  *   the table, lineage values appended, in a savepoint (a key already there or twice: rolled
@@ -139,9 +143,12 @@ export async function loadWindowIn(
     ctx.xid = BigInt(taken.snapshot.x);
   }
   if (mayBeUnchanged) {
-    if (await unchangedSince(ctx, trx, options.targets, previous)) {
+    const counts: SourceRows[] = [];
+    if (await unchangedSince(ctx, trx, options.targets, previous, counts)) {
       return confirmUnchanged(ctx, trx, options.targets, previous);
     }
+    const restored = await restoreTouched(ctx, trx, options.targets, previous, counts);
+    if (restored) return restored;
     await deleteWindowRejects(trx, options.window);
   }
   const tables: TableLoadResult[] = [];

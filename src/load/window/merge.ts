@@ -78,11 +78,11 @@ export async function mergeStaging(
   return deduplicated();
 }
 
-function mergeIdentity(ctx: WindowContext, source: LoadSource): MergeIdentity {
+export function mergeIdentity(ctx: WindowContext, source: LoadSource): MergeIdentity {
   return { ...ctx.options.window, source: source.source, runId: ctx.options.runId };
 }
 
-async function upsert(trx: Db, statement: ReturnType<typeof upsertSql>): Promise<MergeCounts> {
+export async function upsert(trx: Db, statement: ReturnType<typeof upsertSql>): Promise<MergeCounts> {
   const row = (await statement.execute(trx)).rows[0]!;
   return {
     distinct: Number(row.distinct_rows ?? 0),

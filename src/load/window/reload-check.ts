@@ -33,9 +33,10 @@ export async function unchangedSince(
   trx: Db,
   targets: readonly LoadWindowTarget[],
   previous: LoadedState,
+  counts?: SourceRows[],
 ): Promise<boolean> {
   const tables = targets.map((t) => ({ table: t.table, source: t.source.source }));
-  if (!(await tablesUnchangedSinceLoadIn(trx, ctx.options.window, tables, previous))) return false;
+  if (!(await tablesUnchangedSinceLoadIn(trx, ctx.options.window, tables, previous, counts))) return false;
   ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.owned, 0);
   ctx.rejects.count = previous.rejected;
   try {
@@ -50,19 +51,50 @@ export async function unchangedSince(
 }
 
 /**
- * Whether the tables hold what the window's last load left (tablesUnchangedSinceLoadIn), read in a
- * transaction of its own: a hint, while the window's file downloads, that a re-load cannot be
- * recognised (then it need not wait for the download's end). The load decides in its own.
+ * Whether the tables hold what the window's last load left (tablesUnchangedSinceLoadIn), or, with
+ * `touched`, hold it but for a few rows changed since (fewTouched: a re-load of the same file then
+ * reads only those again, restoreTouched), read in a transaction of its own: a hint, while the
+ * window's file downloads, that a re-load of the same file cannot be served without reading it
+ * whole (then it need not wait for the download's end). The load decides in its own.
  */
 export async function tablesUnchangedSinceLoad(
   warehouse: Warehouse,
   window: LoadWindowOptions['window'],
   tables: readonly { table: TableDecl; source: string }[],
   previous: LoadedState,
+  touched = false,
 ): Promise<boolean> {
   return warehouse.session((session) =>
-    session.db.transaction().execute((trx) => tablesUnchangedSinceLoadIn(trx, window, tables, previous)),
+    session.db.transaction().execute(async (trx) => {
+      const counts: SourceRows[] = [];
+      if (await tablesUnchangedSinceLoadIn(trx, window, tables, previous, touched ? counts : undefined))
+        return true;
+      return touched && fewTouched(previous, counts);
+    }),
   );
+}
+
+/**
+ * The most rows of a source that may differ from what the last load left for a re-load of the
+ * same file to read them again one by one (restoreTouched): a share of the source's rows, and at
+ * least a few.
+ */
+export const MAX_TOUCHED_SHARE = 0.02;
+export const MIN_TOUCHED_LIMIT = 64;
+
+/**
+ * Whether every table holds the rows of its source that the last load left but for a few
+ * (MAX_TOUCHED_SHARE) written by others or gone since, and the file held no key twice (`counts`,
+ * from tablesUnchangedSinceLoadIn).
+ */
+export function fewTouched(previous: LoadedState, counts: readonly SourceRows[]): boolean {
+  if (counts.length === 0 || counts.length !== previous.tables.length) return false;
+  return counts.every((count, index) => {
+    const { owned, staged } = previous.tables[index]!;
+    const limit = Math.max(MIN_TOUCHED_LIMIT, Math.floor(owned * MAX_TOUCHED_SHARE));
+    const lost = owned - count.owned;
+    return staged === owned && lost >= 0 && lost + count.other <= limit;
+  });
 }
 
 /**
@@ -77,6 +109,7 @@ export async function tablesUnchangedSinceLoadIn(
   window: LoadWindowOptions['window'],
   tables: readonly { table: TableDecl; source: string }[],
   previous: LoadedState,
+  counts?: SourceRows[],
 ): Promise<boolean> {
   if (previous.tables.length !== tables.length) return false;
   // Every committed id is below the snapshot's xmax; the writers must be less than 2^31 below it.
@@ -88,8 +121,9 @@ export async function tablesUnchangedSinceLoadIn(
     const age = now - BigInt(writer);
     if (age <= 0n || age >= XID_HORIZON) return false;
   }
-  const writers = `{${previous.writers.map((w) => String(BigInt(w) % XID_EPOCH)).join(',')}}`;
+  const writers = writersArray(previous);
   const { organizationId } = window;
+  let same = true;
   if ((await countWindowRejects(trx, window)) !== previous.rejected) return false;
   for (const [index, { table: decl, source }] of tables.entries()) {
     const before = previous.tables[index]!;
@@ -102,9 +136,29 @@ export async function tablesUnchangedSinceLoadIn(
       select count(*) as owned, count(*) filter (where not (xmin = any(${writers}::xid[]))) as other
         from ${sql.id(decl.schema, decl.name)}
        where ${ofSource(organizationId, source)}`.execute(trx);
-    if (Number(rows.rows[0]!.owned) !== before.owned || Number(rows.rows[0]!.other) !== 0) return false;
+    const owned = Number(rows.rows[0]!.owned);
+    const other = Number(rows.rows[0]!.other);
+    if (owned !== before.owned || other !== 0) {
+      // With `counts`, every table is counted (for restoreTouched), else the first difference ends it.
+      if (!counts) return false;
+      same = false;
+    }
+    counts?.push({ owned, other });
   }
-  return true;
+  return same;
+}
+
+/** What a table holds of the source, as tablesUnchangedSinceLoadIn counted it. */
+export interface SourceRows {
+  /** Rows of the source. */
+  owned: number;
+  /** Those of them that none of the last load's writers wrote (changed or added since). */
+  other: number;
+}
+
+/** The last load's writers as the 32-bit ids rows carry (`xmin`), an `xid[]` literal. */
+export function writersArray(previous: LoadedState): string {
+  return `{${previous.writers.map((w) => String(BigInt(w) % XID_EPOCH)).join(',')}}`;
 }
 
 /**

@@ -10,7 +10,7 @@ import { LOAD_ERROR_CODES } from '../../warehouse/database-errors.js';
 import type { Db } from '../../warehouse/warehouse.js';
 
 /** The savepoints of a window's load (one name per step; none is nested in another). */
-export type SavepointName = 'cybs_direct' | 'cybs_live' | 'cybs_merge';
+export type SavepointName = 'cybs_direct' | 'cybs_live' | 'cybs_merge' | 'cybs_touched';
 
 /** An open savepoint, released or rolled back by its holder (the copy while paging holds one across pages). */
 export interface Savepoint {

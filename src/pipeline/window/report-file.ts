@@ -58,7 +58,9 @@ export async function loadReportFile<T>(
   const open = () => openRawCsvReport(file.read(), csvOptions);
   try {
     const report = await open();
-    return await load([{ table: def.table, source: toRawLoadSource(report, file.source, open) }]);
+    return await load([
+      { table: def.table, source: toRawLoadSource(report, file.source, open, () => file.read()) },
+    ]);
   } catch (error) {
     if (!isFastPathRefusal(error)) throw error;
     logger.info({ reason: (error as Error).message }, 'CSV fast path refused; loading the file row by row');

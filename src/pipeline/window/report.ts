@@ -74,12 +74,19 @@ export async function executeReportWindow(
   const readSize = found.format === 'csv' ? 256 * 1024 : 64 * 1024;
   const declaration = declarationDigest(def);
   const { previous, expected } = lastLoad(task.state.fingerprint, declaration);
-  // Whether the table still holds what the last load left, asked while the file downloads: when it
-  // does not, a re-load of even the same file cannot be recognised, and need not wait for its end.
+  // Whether the table still holds what the last load left (for CSV: but for a few rows, which a
+  // re-load of the same file reads again alone), asked while the file downloads: when it does not,
+  // a re-load of even the same file reads it whole, and need not wait for its end.
   const tables = found.format === 'xml' ? xmlTableSources(def, source) : [{ table: def.table, source }];
   const tablesUnchanged =
     expected && previous
-      ? tablesUnchangedSinceLoad(deps.warehouse, windowIdentity(task), tables, previous).catch(() => true)
+      ? tablesUnchangedSinceLoad(
+          deps.warehouse,
+          windowIdentity(task),
+          tables,
+          previous,
+          found.format === 'csv',
+        ).catch(() => true)
       : undefined;
   const expectation = expected ? { digest: expected, tablesUnchanged } : undefined;
   // The body must be this window's report: its organization, report name and period.
