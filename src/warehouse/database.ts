@@ -138,6 +138,14 @@ export interface AlertIncidentsTable {
   notified_resolved_at: NullableTimestamp;
 }
 
+/** etl.import_fingerprints: what the last `import` of each report left (a WindowFingerprint). */
+export interface ImportFingerprintsTable {
+  organization_id: string;
+  source: string;
+  fingerprint: Json<unknown>;
+  imported_at: Timestamp<true>;
+}
+
 export interface Database {
   'etl.runs': RunsTable;
   'etl.windows': WindowsTable;
@@ -146,6 +154,7 @@ export interface Database {
   'etl.sources': SourcesTable;
   'etl.pipeline_shapes': PipelineShapesTable;
   'etl.alert_incidents': AlertIncidentsTable;
+  'etl.import_fingerprints': ImportFingerprintsTable;
 }
 
 /** Kysely over the `etl` tables; a `Db` (warehouse.ts) is one, as the pool's instance is untyped. */

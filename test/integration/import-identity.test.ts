@@ -129,4 +129,40 @@ describe('cybs-etl import recognises a report by its content', () => {
     );
     expect(await rows()).toEqual(before);
   });
+
+  it('the same bytes again write nothing; a row changed by hand since is restored alone', async () => {
+    await writeFile(join(dir, 'funding-05.csv'), fundingReport('2024-03-05', 20));
+    const ofDay = `_source like '%2024-03-05%'`;
+    const written = async () =>
+      (
+        await db.query(`select _source_row::int as row, xmin::text as x, amount::text as amount from cybs.funding_detail
+                        where ${ofDay} order by _source_row`)
+      ).rows as { row: number; x: string; amount: string }[];
+    const first = await importFile('funding-05.csv');
+    expect(first.code, first.stderr).toBe(0);
+    const before = await written();
+    expect(before).toHaveLength(20);
+
+    const again = await importFile('funding-05.csv');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain('(0 new, 0 updated, 20 unchanged, 0 removed)');
+    expect(await written()).toEqual(before);
+
+    const touched = before[3]!.row;
+    await db.query(`update cybs.funding_detail set amount = 999 where _source_row = $1 and ${ofDay}`, [
+      touched,
+    ]);
+    const restored = await importFile('funding-05.csv');
+    expect(restored.code, restored.stderr).toBe(0);
+    const after = await written();
+    expect(after.map((r) => r.amount)).toEqual(before.map((r) => r.amount));
+    // Only the touched row was written again.
+    expect(after.filter((r, i) => r.x !== before[i]!.x).map((r) => r.row)).toEqual([touched]);
+
+    const fourth = await importFile('funding-05.csv');
+    expect(fourth.stdout).toContain('(0 new, 0 updated, 20 unchanged, 0 removed)');
+    expect(await written()).toEqual(after);
+    // The other tests count every row of the table.
+    await db.query(`delete from cybs.funding_detail where ${ofDay}`);
+  });
 });

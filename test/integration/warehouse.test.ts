@@ -149,6 +149,7 @@ describe.each(backends)('migrations of tables made before them on %s', (_name, o
       '0008_window_retries',
       '0009_alert_incidents',
       '0010_one_time_reports',
+      '0011_import_fingerprints',
     ]);
     const indexes = await sql<{ name: string }>`
       select indexrelid::regclass::text as name from pg_index i join pg_class t on t.oid = i.indrelid
