@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import type { WriteStream } from 'node:fs';
-import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
 import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
 import type {
   CopyTextSegment,
@@ -22,6 +20,8 @@ import type { ColumnSpec, TypedRecord } from '../parse/records.js';
 import { toSourceColumn } from '../load/report-sources.js';
 import { RecordSpool } from './record-source.js';
 import type { FileDigester } from '../spool/file-digest.js';
+import { ByteSpool } from '../spool/byte-spool.js';
+import type { SpoolDir } from '../spool/byte-spool.js';
 
 /**
  * Characters buffered before a write to a segment file. Small enough that the joined string is
@@ -31,8 +31,8 @@ import type { FileDigester } from '../spool/file-digest.js';
 const WRITE_CHARS = 1 << 16;
 
 /**
- * The records of one on-demand section over all pages of a window, spooled to disk already encoded
- * as COPY text lines (`_source_row` last), so that loading them is one COPY of the file's bytes
+ * The records of one on-demand section over all pages of a window, spooled (src/spool/byte-spool.ts:
+ * in memory for a small window, in files for a large one) already encoded as COPY text lines (`_source_row` last), so that loading them is one COPY of the file's bytes
  * instead of JSON lines that are parsed and encoded again row by row.
  *
  * Records the loader would reject with the trusted encoders (an empty natural key, a NUL character
@@ -52,12 +52,12 @@ export class CopyTextSpool {
   private slowCount = 0;
 
   constructor(
-    private readonly dir: string,
+    private readonly dir: SpoolDir,
     private readonly name: string,
     private readonly table: TableDecl,
     private readonly fallback: readonly SourceColumn[],
   ) {
-    this.slow = new RecordSpool(`${dir}/${name}.slow.jsonl`, fallback);
+    this.slow = new RecordSpool(dir, `${name}.slow.jsonl`, fallback);
     this.keyColumns = table.naturalKey.filter((k) => !KEY_LINEAGE_COLUMNS.has(k));
   }
 
@@ -77,14 +77,14 @@ export class CopyTextSpool {
     });
     if (grown || this.segments.length === 0) {
       this.segments.push(
-        new SegmentFile(`${this.dir}/${this.name}.${this.segments.length}.copy`, this.columns.length),
+        new SegmentFile(this.dir, `${this.name}.${this.segments.length}.copy`, this.columns.length),
       );
     }
     return map;
   }
 
   /**
-   * The lines written since the previous take, read back from the segment file, for a load while
+   * The lines written since the previous take, read back from the segment's spool, for a load while
    * paging (LoadWindowOptions.live); undefined once lines are written in another column order
    * than the declared one (a page brought unknown keys: a second segment).
    */
@@ -200,7 +200,7 @@ export class CopyTextSpool {
   }
 
   /**
-   * What the spool holds, for a digest (after close()): its columns, each segment file's width
+   * What the spool holds, for a digest (after close()): its columns, each segment's width
    * and SHA-256 (taken as it was written), then the records kept apart and the rejects. Equal
    * pages give equal spools.
    */
@@ -228,41 +228,35 @@ export class CopyTextSpool {
   }
 }
 
-/** One file of COPY text lines with the same number of data columns, and its line → record map. */
+/** One spool of COPY text lines with the same number of data columns, and its line → record map. */
 class SegmentFile {
-  private readonly out: WriteStream;
+  private readonly spool: ByteSpool;
   private parts: string[] = [];
   private chars = 0;
   private readonly map = new LineMap();
   private closing?: Promise<void>;
   /** Lines buffered in `parts`. */
   private partLines = 0;
-  /** Bytes and lines in the file (writes completed), and how many of them a feed has taken. */
-  private writtenBytes = 0;
+  /** Lines in the spool (writes completed), and the bytes and lines a feed has taken. */
   private writtenLines = 0;
   private takenBytes = 0;
   private takenLines = 0;
   /** SHA-256 of the text written, as it is written (CopyTextSpool.digestInto). */
   readonly hash = createHash('sha256');
-  /** The last write issued (writes complete in order). */
-  private lastWrite: Promise<void> = Promise.resolve();
-  /** The file's first error (open or write): thrown by the next write, written() and close(). */
-  private error?: Error;
 
   constructor(
-    readonly path: string,
+    dir: SpoolDir,
+    name: string,
     readonly width: number,
   ) {
-    this.out = createWriteStream(path);
-    // Never an unhandled 'error' event (a full disk, a removed directory): the spool's error.
-    this.out.on('error', (error) => (this.error ??= error));
+    this.spool = new ByteSpool(dir, name);
   }
 
-  /** Buffer one line; a promise (to await) when the buffer was written out, else undefined. */
   get lines(): number {
     return this.map.lines;
   }
 
+  /** Buffer one line; a promise (to await) when the buffer was written out, else undefined. */
   write(line: string, recordNumber: number): Promise<void> | undefined {
     this.map.add(recordNumber);
     this.partLines++;
@@ -278,30 +272,18 @@ class SegmentFile {
   async writeBytes(text: Buffer, lines: number, firstRecord: number): Promise<void> {
     await this.flush();
     for (let k = 0; k < lines; k++) this.map.add(firstRecord + k);
-    await this.send(text, text.length, lines);
+    await this.send(text, lines);
   }
 
   /** Resolves once every write issued so far has completed; rejects if one failed. */
-  async written(): Promise<void> {
-    await this.lastWrite;
-    if (this.error) throw this.error;
+  written(): Promise<void> {
+    return this.spool.written();
   }
 
-  /** Hash and write `lines` lines of `bytes` bytes; counted as written once the write completes. */
-  private async send(data: string | Buffer, bytes: number, lines: number): Promise<void> {
-    if (this.error) throw this.error;
+  /** Hash and write `lines` lines; counted as written once the write completes. */
+  private async send(data: string | Buffer, lines: number): Promise<void> {
     this.hash.update(data);
-    let more = true;
-    this.lastWrite = new Promise((resolve) => {
-      // Writes complete in order: what the callback counts is in the file.
-      more = this.out.write(data, (error) => {
-        resolve();
-        if (error) return;
-        this.writtenBytes += bytes;
-        this.writtenLines += lines;
-      });
-    });
-    if (!more) await once(this.out, 'drain');
+    await this.spool.write(data, () => (this.writtenLines += lines));
   }
 
   async flush(): Promise<void> {
@@ -311,41 +293,38 @@ class SegmentFile {
     this.parts = [];
     this.chars = 0;
     this.partLines = 0;
-    await this.send(text, Buffer.byteLength(text, 'utf8'), lines);
+    await this.send(text, lines);
   }
 
-  /** The lines in the file that no feed took yet (see CopyTextSpool.feed). */
+  /** The lines in the spool that no feed took yet (see CopyTextSpool.feed). */
   takeWritten(): LiveLines {
     const start = this.takenBytes;
-    const end = this.writtenBytes;
+    const end = this.spool.bytes;
     const lines = this.writtenLines - this.takenLines;
     this.takenBytes = end;
     this.takenLines = this.writtenLines;
     if (lines === 0) return { lines: 0, chunks: emptyChunks };
-    return {
-      lines,
-      chunks: () => createReadStream(this.path, { start, end: end - 1, highWaterMark: 1 << 20 }),
-    };
+    return { lines, chunks: () => this.spool.read(start, end) };
   }
 
   close(): Promise<void> {
     this.closing ??= (async () => {
       await this.flush();
-      if (!this.out.closed) {
-        const closed = once(this.out, 'close');
-        this.out.end();
-        await closed;
-      }
-      if (this.error) throw this.error;
+      await this.spool.close();
     })();
     return this.closing;
+  }
+
+  /** The lines from the start (after close()). */
+  chunks(): AsyncGenerator<Buffer> {
+    return this.spool.read();
   }
 
   toSegment(): CopyTextSegment {
     return {
       columns: this.width,
       lines: this.lines,
-      chunks: () => createReadStream(this.path, { highWaterMark: 1 << 20 }),
+      chunks: () => this.chunks(),
       recordAt: (line) => this.map.recordAt(line),
     };
   }
@@ -418,7 +397,7 @@ async function* mergeBatches(
   };
   for (const segment of segments) {
     const lines = createInterface({
-      input: createReadStream(segment.path, { encoding: 'utf8' }),
+      input: Readable.from(segment.chunks()),
       crlfDelay: Infinity,
     });
     for await (const line of lines) {

@@ -13,6 +13,7 @@ import { OnDemandPageScanner } from '../parse/json/on-demand-page-scanner.js';
 import type { ScanPlan, ScannedPage, ScannedSection } from '../parse/json/on-demand-page-scanner.js';
 import type { ColumnSpec, RecordSource, RejectedRecord, TypedRecord } from '../parse/records.js';
 import { CopyTextSpool } from './copy-text-spool.js';
+import type { SpoolDir } from '../spool/byte-spool.js';
 import type { OnDemandPipelineDef } from './define-pipeline.js';
 import { declaredColumns } from '../load/report-sources.js';
 
@@ -58,7 +59,7 @@ export class OnDemandSpools {
   readonly repeated = new Map<string, number>();
 
   constructor(
-    dir: string,
+    dir: SpoolDir,
     private readonly def: OnDemandPipelineDef,
     /** The window's source name (messages name `<source>#page<n>`). */
     private readonly source: string,

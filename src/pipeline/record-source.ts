@@ -1,44 +1,32 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import type { WriteStream } from 'node:fs';
-import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
 import type { LoadValue } from '../copy-text/bodies.js';
 import type { LoadBatch, LoadRecord, RecordsSource, SourceColumn } from '../load/table-spec.js';
 import { toLoadRecord, toSourceColumn } from '../load/report-sources.js';
 import type { ColumnSpec } from '../parse/records.js';
 import type { FileDigester } from '../spool/file-digest.js';
+import { ByteSpool } from '../spool/byte-spool.js';
+import type { SpoolDir } from '../spool/byte-spool.js';
 
 /**
- * A spool of typed records on disk, one JSON array per line: lets several loader targets be fed
- * from one pass over on-demand pages without holding them in memory. The file is made at the first
- * record: most spools (the records an on-demand section sets aside for the per-row path) get none.
+ * A spool of typed records (ByteSpool: in memory, in a file beyond the window's budget), one JSON
+ * array per line: lets several loader targets be fed from one pass over on-demand pages without
+ * holding a large window in memory. Most spools (the records an on-demand section sets aside for
+ * the per-row path) get no record.
  */
 export class RecordSpool {
-  private out: WriteStream | undefined;
+  private readonly spool: ByteSpool;
   private columns: ColumnSpec[] = [];
   /** Columns used when no page had records of this section (the table's declared ones). */
   private readonly fallback: SourceColumn[];
   private readonly rejects: LoadBatch['rejects'] = [];
   private count = 0;
   private readonly hash = createHash('sha256');
-  /** The file's first error (open or write): thrown by the next write and by close(). */
-  private error?: Error;
 
-  constructor(
-    private readonly path: string,
-    fallbackColumns: readonly SourceColumn[],
-  ) {
+  constructor(dir: SpoolDir, name: string, fallbackColumns: readonly SourceColumn[]) {
+    this.spool = new ByteSpool(dir, name);
     this.fallback = [...fallbackColumns];
-  }
-
-  private file(): WriteStream {
-    if (this.out === undefined) {
-      this.out = createWriteStream(this.path, { encoding: 'utf8' });
-      // Never an unhandled 'error' event (a full disk, a removed directory): the spool's error.
-      this.out.on('error', (error) => (this.error ??= error));
-    }
-    return this.out;
   }
 
   setColumns(columns: readonly ColumnSpec[]): void {
@@ -46,12 +34,10 @@ export class RecordSpool {
   }
 
   async write(recordNumber: number, values: readonly LoadValue[]): Promise<void> {
-    if (this.error) throw this.error;
     this.count++;
     const line = `${JSON.stringify([recordNumber, ...values])}\n`;
     this.hash.update(line, 'utf8');
-    const out = this.file();
-    if (!out.write(line)) await once(out, 'drain');
+    await this.spool.write(line);
   }
 
   addReject(reject: LoadBatch['rejects'][number]): void {
@@ -62,20 +48,9 @@ export class RecordSpool {
     return this.count;
   }
 
-  private closing?: Promise<void>;
-
   /** Finish writing; safe to call more than once. */
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      const out = this.out;
-      if (out !== undefined && !out.closed) {
-        const closed = once(out, 'close');
-        out.end();
-        await closed;
-      }
-      if (this.error) throw this.error;
-    })();
-    return this.closing;
+    return this.spool.close();
   }
 
   /** The spool's columns, records (SHA-256 taken as they were written) and rejects, for a digest. */
@@ -86,7 +61,7 @@ export class RecordSpool {
 
   /** The spooled records as a loader source (call after close()). */
   toLoadSource(source: string, batchSize = 2000): RecordsSource {
-    const path = this.count > 0 ? this.path : undefined;
+    const spool = this.count > 0 ? this.spool : undefined;
     const rejects = this.rejects;
     return {
       kind: 'records',
@@ -95,9 +70,9 @@ export class RecordSpool {
       batches: (async function* (): AsyncGenerator<LoadBatch> {
         let batch: LoadRecord[] = [];
         const lines =
-          path === undefined
+          spool === undefined
             ? undefined
-            : createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity });
+            : createInterface({ input: Readable.from(spool.read()), crlfDelay: Infinity });
         let first = true;
         for await (const line of lines ?? []) {
           if (line === '') continue;

@@ -30,6 +30,7 @@ import { parseOnDemandResponse } from '../../src/parse/json/on-demand.js';
 import type { CopyTextSpool } from '../../src/pipeline/copy-text-spool.js';
 import { OnDemandSpools } from '../../src/pipeline/on-demand-spools.js';
 import { declaredColumns } from '../../src/load/report-sources.js';
+import { SpoolDir } from '../../src/spool/byte-spool.js';
 import { RecordSpool } from '../../src/pipeline/record-source.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
@@ -123,13 +124,14 @@ interface Spools {
 
 function makeSpools(kind: Kind, dir: string, source = SOURCE): Spools {
   const json = new Map<string, RecordSpool>();
+  const spoolDir = new SpoolDir({ path: dir });
   if (kind === 'json') {
     for (const name of Object.keys(def.tables)) {
-      json.set(name, new RecordSpool(join(dir, `${name}.jsonl`), declaredColumns(def.tables[name]!)));
+      json.set(name, new RecordSpool(spoolDir, `${name}.jsonl`, declaredColumns(def.tables[name]!)));
     }
     return { json, copy: new Map() };
   }
-  const pages = new OnDemandSpools(dir, def, source);
+  const pages = new OnDemandSpools(spoolDir, def, source);
   return { json, pages, copy: pages.spools };
 }
 

@@ -1,9 +1,8 @@
 /**
  * What every kind of window shares: the executor's dependencies, and committing a window's load
- * with its state (etl.windows) in one transaction, an empty load for a report without data, a
- * temporary directory for a window's files.
+ * with its state (etl.windows) in one transaction, an empty load for a report without data, the
+ * spools of a window's data.
  */
-import { rm } from 'node:fs/promises';
 import type { FileDigest } from '../../spool/file-digest.js';
 import type { ReportingClient } from '../../api/reporting-client.js';
 import type { OneTimeReports } from '../../extract/one-time-reports.js';
@@ -22,7 +21,7 @@ import { completeWindow } from '../../state/windows.js';
 import { loaderId } from '../fingerprint.js';
 import type { WindowFingerprint } from '../fingerprint.js';
 import type { ReportPipelineDef } from '../define-pipeline.js';
-import { makeSpoolDir } from '../../spool/spool-dirs.js';
+import { SpoolDir } from '../../spool/byte-spool.js';
 import { declaredColumns } from '../../load/report-sources.js';
 import type { WindowResult, WindowTask } from '../run-pipelines.js';
 
@@ -184,12 +183,15 @@ export function commitNoData(
   return commitWindow(deps, task, [{ table: def.table, source: empty }], sourceRef, true);
 }
 
-/** Run `fn` with a fresh temporary directory, removed afterwards whatever happens. */
-export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await makeSpoolDir();
+/**
+ * Run `fn` with the window's spools (SpoolDir: held in memory while small; a temporary directory,
+ * made at the first file, when large), given back and removed afterwards whatever happens.
+ */
+export async function withSpoolDir<T>(fn: (dir: SpoolDir) => Promise<T>): Promise<T> {
+  const dir = new SpoolDir();
   try {
     return await fn(dir);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await dir.remove();
   }
 }

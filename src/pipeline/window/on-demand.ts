@@ -12,7 +12,8 @@ import type { OnDemandPipelineDef } from '../define-pipeline.js';
 import { OnDemandSpools } from '../on-demand-spools.js';
 import { declaredColumns } from '../../load/report-sources.js';
 import type { WindowResult, WindowTask } from '../run-pipelines.js';
-import { commitLoad, withTempDir } from './commit.js';
+import type { SpoolDir } from '../../spool/byte-spool.js';
+import { commitLoad, withSpoolDir } from './commit.js';
 import type { ExecutorDeps, FileLoad } from './commit.js';
 
 export async function executeOnDemandWindow(
@@ -22,7 +23,7 @@ export async function executeOnDemandWindow(
 ): Promise<WindowResult> {
   const organizationId = deps.organizationParam(task.window.organizationId);
   const source = `${def.endpoint}/${task.window.start.toISOString()}..${task.window.end.toISOString()}`;
-  return withTempDir((dir) => spoolAndLoadOnDemand(deps, task, def, organizationId, source, dir));
+  return withSpoolDir((dir) => spoolAndLoadOnDemand(deps, task, def, organizationId, source, dir));
 }
 
 /**
@@ -38,7 +39,7 @@ async function spoolAndLoadOnDemand(
   def: OnDemandPipelineDef,
   organizationId: string | undefined,
   source: string,
-  dir: string,
+  dir: SpoolDir,
 ): Promise<WindowResult> {
   const names = Object.keys(def.tables);
   const spools = new OnDemandSpools(dir, def, source);

@@ -15,11 +15,10 @@ import type { ExpectedReport } from '../../extract/report-identity.js';
 import { tablesUnchangedSinceLoad } from '../../load/window/load-window.js';
 import { declarationDigest, lastLoad } from '../fingerprint.js';
 import type { ReportPipelineDef } from '../define-pipeline.js';
-import { spoolFilePath } from '../../spool/spool-dirs.js';
 import type { WindowResult, WindowTask } from '../run-pipelines.js';
 import { xmlTableSources } from '../xml-load-targets.js';
 import { loadReportFile } from './report-file.js';
-import { windowIdentity, commitWindow, commitNoData, withTempDir } from './commit.js';
+import { windowIdentity, commitWindow, commitNoData, withSpoolDir } from './commit.js';
 import type { ExecutorDeps, FileLoad } from './commit.js';
 import { oneTimeApplies, executeOneTimeWindow } from './one-time.js';
 
@@ -150,8 +149,8 @@ async function withDownloadedBytes(
   expected: { digest: FileDigest; tablesUnchanged: Promise<boolean> | undefined } | undefined,
   use: (bytes: DownloadedBytes) => Promise<WindowResult>,
 ): Promise<WindowResult> {
-  return withTempDir(async (dir) => {
-    const path = spoolFilePath(dir, report.fileName);
+  return withSpoolDir(async (dir) => {
+    const path = await dir.file(report.fileName);
     // Only a large file is read while it downloads: a small one gains nothing measurable, and
     // overlapping the small files of several windows at once raises the process's peak RSS.
     const download = followDownload(deps.client, params, path, {

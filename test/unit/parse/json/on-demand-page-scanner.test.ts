@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ON_DEMAND_PIPELINES } from '../../../../pipelines/index.js';
 import { fastPageCheck } from '../../../../src/api/fast-page-check.js';
 import { purchaseRefundDetailsResponseSchema } from '../../../../src/api/types.js';
+import { SpoolDir } from '../../../../src/spool/byte-spool.js';
 import { OnDemandSpools } from '../../../../src/pipeline/on-demand-spools.js';
 
 const def = ON_DEMAND_PIPELINES.find((p) => p.name === 'purchase_refund_details')!;
@@ -45,7 +46,8 @@ interface Spooled {
 async function spool(pages: readonly Buffer[], scan: boolean): Promise<Spooled> {
   const dir = await mkdtemp(join(tmpdir(), 'cybs-scan-'));
   dirs.push(dir);
-  const spools = new OnDemandSpools(dir, def, SOURCE);
+  // Every spool in a file (no memory), so that the files can be compared.
+  const spools = new OnDemandSpools(new SpoolDir({ path: dir, memoryBytes: 0 }), def, SOURCE);
   const answered: boolean[] = [];
   try {
     for (const [n, bytes] of pages.entries()) {
@@ -309,7 +311,7 @@ describe('OnDemandPageScanner', () => {
   it('does not answer for bytes that are not one JSON object in UTF-8', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'cybs-scan-'));
     dirs.push(dir);
-    const spools = new OnDemandSpools(dir, def, SOURCE);
+    const spools = new OnDemandSpools(new SpoolDir({ path: dir }), def, SOURCE);
     const good = Buffer.from(JSON.stringify(page(0, 2)), 'utf8');
     expect(spools.scan(good)).toBeDefined();
     const variants = [
@@ -422,7 +424,8 @@ describe('OnDemandPageScanner', () => {
   it("reports a spool file it cannot write as the write's error, never as an unhandled event", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'cybs-scan-'));
     await rm(dir, { recursive: true });
-    const spools = new OnDemandSpools(dir, def, SOURCE);
+    // No memory: the first write goes to a file.
+    const spools = new OnDemandSpools(new SpoolDir({ path: dir, memoryBytes: 0 }), def, SOURCE);
     const bytes = Buffer.from(JSON.stringify(page(0, 3)), 'utf8');
     const failed = await (async () => {
       await spools.write({ body: checked(bytes.toString('utf8')) });
