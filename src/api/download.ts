@@ -190,16 +190,34 @@ export async function withDownload<T>(
 }
 
 /**
- * Download to `filePath` through `filePath.part` (truncated by each attempt, renamed when
- * complete, removed on failure), restarting on breaks (withDownload). `onAttempt` and `onChunk`
- * let a reader follow the part file as it grows (src/extract/followed-download.ts).
+ * Where a download's bytes go instead of a file (a ByteSpool: in memory while small): each
+ * attempt starts it over, and it takes the body's chunks one at a time.
+ */
+export interface DownloadSink {
+  /** Drop what an earlier attempt wrote. */
+  restart(): Promise<void>;
+  /** Take a chunk; resolves when the sink can take the next. */
+  write(chunk: Buffer): Promise<void>;
+  /** Resolves once every chunk taken is complete. */
+  written(): Promise<void>;
+  /** Bytes of this attempt complete so far. */
+  readonly bytes: number;
+}
+
+/**
+ * Download to `target`: a file, through `<file>.part` (truncated by each attempt, renamed when
+ * complete, removed on failure), or a DownloadSink; restarting on breaks (withDownload).
+ * `onAttempt` and `onChunk` let a reader follow the bytes as they arrive
+ * (src/extract/followed-download.ts).
  */
 export async function downloadToFile(
   deps: DownloadDeps,
   request: ApiRequest,
-  filePath: string,
+  target: string | DownloadSink,
   options?: DownloadToFileOptions,
 ): Promise<DownloadToFileResult> {
+  if (typeof target !== 'string') return downloadToSink(deps, request, target, options);
+  const filePath = target;
   const partPath = `${filePath}.part`;
   try {
     const result = await withDownload(deps, request, async (download) => {
@@ -236,6 +254,38 @@ export async function downloadToFile(
     await rm(partPath, { force: true });
     throw error;
   }
+}
+
+async function downloadToSink(
+  deps: DownloadDeps,
+  request: ApiRequest,
+  sink: DownloadSink,
+  options?: DownloadToFileOptions,
+): Promise<DownloadToFileResult> {
+  return withDownload(deps, request, async (download) => {
+    options?.onAttempt?.(download.attempt);
+    await sink.restart();
+    const onChunk = options?.onChunk;
+    const digester = new FileDigester(options?.onDigestBlock);
+    const chunks = bodyChunks(
+      chunksWithinDeadline(download.body, {
+        contentLength: contentLengthOf(download.headers),
+        graceMs: deps.bodyTimeoutMs,
+      }),
+      digester,
+    );
+    for await (const chunk of chunks) {
+      await sink.write(chunk);
+      onChunk?.(sink.bytes);
+    }
+    await sink.written();
+    return {
+      bytes: sink.bytes,
+      contentType: download.contentType,
+      attempts: download.attempt,
+      digest: digester.digest(),
+    };
+  });
 }
 
 /**

@@ -6,6 +6,7 @@ export type { GenericRequest, JsonEndpoint } from './endpoints.js';
 export { isJsonContentType } from './json-body.js';
 export type { GenericResponse, JsonPage } from './json-body.js';
 export type {
+  DownloadSink,
   DownloadToFileOptions,
   DownloadToFileResult,
   ReportDownload,

@@ -16,6 +16,7 @@ import type { ResolvedTarget } from './deployments.js';
 import { downloadToFile, streamReportDownload, streamResponse, withDownload } from './download.js';
 import type {
   DownloadDeps,
+  DownloadSink,
   DownloadToFileOptions,
   DownloadToFileResult,
   ReportDownload,
@@ -145,12 +146,13 @@ export interface ReportingClient {
     options?: RequestOptions,
   ): Promise<T>;
   /**
-   * Download to `filePath` (through `filePath.part`, renamed when complete), restarting on breaks.
-   * `onAttempt` and `onChunk` let a reader follow the part file as it grows (followDownload).
+   * Download to `filePath` (through `filePath.part`, renamed when complete), or into a sink (a
+   * spool), restarting on breaks. `onAttempt` and `onChunk` let a reader follow the bytes as they
+   * arrive (followDownload).
    */
   downloadReportToFile(
     params: DownloadReportParams,
-    filePath: string,
+    filePath: string | DownloadSink,
     options?: DownloadToFileOptions,
   ): Promise<DownloadToFileResult>;
   /** An on-demand report as CSV or XML, streamed (same retry rule as downloadReport). */

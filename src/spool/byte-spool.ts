@@ -93,6 +93,8 @@ export class ByteSpool {
   private closing?: Promise<void>;
   /** Bytes written and complete (readable). */
   bytes = 0;
+  /** Counts restart(): a write of an earlier run of bytes completing late is not counted. */
+  private run = 0;
 
   constructor(
     private readonly dir: SpoolDir,
@@ -129,19 +131,22 @@ export class ByteSpool {
 
   /** Move the bytes held so far to the spool's file, which takes every write after. */
   private async spill(): Promise<void> {
+    const run = this.run;
     this.path = await this.dir.file(this.name);
     const out = createWriteStream(this.path);
     // Never an unhandled 'error' event (a full disk, a removed directory): the spool's error.
     out.on('error', (error) => (this.error ??= error));
     this.out = out;
     const held = this.parts;
+    const bytes = this.held;
     this.parts = [];
     if (held.length > 0) {
-      const bytes = this.held;
       this.lastWrite = new Promise((resolve) =>
         out.write(Buffer.concat(held, bytes), () => {
-          this.dir.budget.release(bytes);
-          this.held = 0;
+          if (run === this.run) {
+            this.dir.budget.release(bytes);
+            this.held = 0;
+          }
           resolve();
         }),
       );
@@ -152,10 +157,11 @@ export class ByteSpool {
   private async send(chunk: Buffer, onWritten: (() => void) | undefined): Promise<void> {
     if (this.error) throw this.error;
     const out = this.out!;
+    const run = this.run;
     let more = true;
     this.lastWrite = new Promise((resolve) => {
       more = out.write(chunk, (error) => {
-        if (!error) {
+        if (!error && run === this.run) {
           this.bytes += chunk.length;
           onWritten?.();
         }
@@ -170,6 +176,31 @@ export class ByteSpool {
     await this.opening;
     await this.lastWrite;
     if (this.error) throw this.error;
+  }
+
+  /**
+   * Drop every byte written (a download starting over): the memory is given back, the file (if
+   * any) is written again from its start by the writes after.
+   */
+  async restart(): Promise<void> {
+    this.run++;
+    await this.opening?.catch(() => {});
+    const out = this.out;
+    if (out !== undefined && !out.closed) {
+      // Its writes still in flight must not land in the file written again.
+      const closed = once(out, 'close');
+      out.destroy();
+      await closed;
+    }
+    this.out = undefined;
+    this.opening = undefined;
+    this.closing = undefined;
+    this.lastWrite = Promise.resolve();
+    delete this.error;
+    this.parts = [];
+    this.dir.budget.release(this.held);
+    this.held = 0;
+    this.bytes = 0;
   }
 
   /** Finish writing; safe to call more than once. */
@@ -190,7 +221,7 @@ export class ByteSpool {
   /** Bytes `start` to `end` (exclusive; the bytes written so far by default), `size` per chunk from a file. */
   async *read(start = 0, end = this.bytes, size = 1 << 20): AsyncGenerator<Buffer> {
     if (end <= start) return;
-    if (this.path === undefined) {
+    if (this.opening === undefined) {
       let at = 0;
       for (const part of this.parts) {
         const next = at + part.length;
@@ -202,6 +233,10 @@ export class ByteSpool {
       return;
     }
     await this.written();
-    yield* createReadStream(this.path, { start, end: end - 1, highWaterMark: size }) as AsyncIterable<Buffer>;
+    yield* createReadStream(this.path!, {
+      start,
+      end: end - 1,
+      highWaterMark: size,
+    }) as AsyncIterable<Buffer>;
   }
 }

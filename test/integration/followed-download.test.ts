@@ -13,6 +13,7 @@ import { createReportingClient } from '../../src/api/reporting-client.js';
 import type { ReportingClient } from '../../src/api/reporting-client.js';
 import { parseConfig } from '../../src/config/load-config.js';
 import { followDownload, isDownloadRestarted } from '../../src/extract/followed-download.js';
+import { ByteSpool, SpoolDir } from '../../src/spool/byte-spool.js';
 import { startSimulator } from '../../packages/simulator/src/server/start-simulator.js';
 import type { SimulatorHandle } from '../../packages/simulator/src/server/start-simulator.js';
 import { compareWithGroundTruth } from '../helpers/ground-truth.js';
@@ -56,12 +57,23 @@ beforeEach(() => {
   sim.setFaults([]);
 });
 
+/** A spool named `name` in `dir`: in a file from its first byte unless given memory. */
+function spoolAt(name: string, memoryBytes = 0): ByteSpool {
+  return new ByteSpool(new SpoolDir({ path: dir, memoryBytes }), name);
+}
+
+async function collect(chunks: AsyncIterable<Buffer>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const chunk of chunks) parts.push(chunk);
+  return Buffer.concat(parts);
+}
+
 describe('followDownload', () => {
   it('hands on the bytes in order while the download is still running', async () => {
     expect(whole.length).toBeGreaterThan(1_000_000);
     sim.setFaults('download:slow-body=15');
     const path = join(dir, 'slow.csv');
-    const download = followDownload(client, params, path);
+    const download = followDownload(client, params, spoolAt('slow.csv'));
     let finished = false;
     void download.done.then(() => (finished = true));
     const parts: Buffer[] = [];
@@ -81,8 +93,8 @@ describe('followDownload', () => {
   });
 
   it('reads a complete file in large reads, handed on in pieces of readSize, in order', async () => {
-    const path = join(dir, 'complete.csv');
-    const download = followDownload(client, params, path, { readSize: 100_000 });
+    const spool = spoolAt('complete.csv');
+    const download = followDownload(client, params, spool, { readSize: 100_000 });
     await download.done;
     const parts: Buffer[] = [];
     for await (const chunk of download.chunks()) parts.push(chunk);
@@ -92,10 +104,23 @@ describe('followDownload', () => {
     await download.stop();
   });
 
+  it('holds a file within its memory in memory, and hands on the same bytes', async () => {
+    const spool = spoolAt('memory.csv', 2 * whole.length);
+    const download = followDownload(client, params, spool, { readSize: 100_000 });
+    const read = await collect(download.chunks());
+    await download.done;
+    expect(spool.spilled).toBe(false);
+    expect(read.equals(whole)).toBe(true);
+    expect((await collect(spool.read())).equals(whole)).toBe(true);
+    await download.stop();
+  });
+
   it('fails the reader when the transfer breaks and starts over; the download completes', async () => {
     sim.setFaults(`download:reset=${Math.floor(whole.length / 2)}x1`);
     const path = join(dir, 'reset.csv');
-    const download = followDownload(client, params, path);
+    // In memory up to a third of the file, then in its file: the restart starts both over.
+    const spool = spoolAt('reset.csv', Math.floor(whole.length / 3));
+    const download = followDownload(client, params, spool);
     let read = 0;
     const error = await (async () => {
       try {
@@ -109,7 +134,9 @@ describe('followDownload', () => {
     // Never more than the first attempt delivered.
     expect(read).toBeLessThanOrEqual(Math.floor(whole.length / 2));
     expect((await download.done).attempts).toBe(2);
+    expect(spool.spilled).toBe(true);
     expect((await readFile(path)).equals(whole)).toBe(true);
+    expect((await collect(spool.read())).equals(whole)).toBe(true);
     await download.stop();
   });
 
@@ -117,22 +144,24 @@ describe('followDownload', () => {
     const download = followDownload(
       client,
       { ...params, reportName: 'NoSuchReport' },
-      join(dir, 'missing.csv'),
+      spoolAt('missing.csv'),
     );
     await expect(buffer(download.chunks())).rejects.toMatchObject({ stage: 'api', status: 404 });
     await expect(download.done).rejects.toMatchObject({ status: 404 });
     await download.stop();
   });
 
-  it('stop() aborts a running download and leaves no part file behind', async () => {
+  it("stop() aborts a running download; its file goes with the window's spool directory", async () => {
     sim.setFaults('download:slow-body=50');
     const sub = await mkdtemp(join(dir, 'stop-'));
-    const download = followDownload(client, params, join(sub, 'stopped.csv'));
+    const spoolDir = new SpoolDir({ parent: sub, memoryBytes: 0 });
+    const download = followDownload(client, params, new ByteSpool(spoolDir, 'stopped.csv'));
     const iterator = download.chunks()[Symbol.asyncIterator]();
     expect((await iterator.next()).done).toBe(false);
     await iterator.return(undefined);
     await download.stop();
     await expect(download.done).rejects.toBeDefined();
+    await spoolDir.remove();
     expect(await readdir(sub)).toEqual([]);
   });
 });

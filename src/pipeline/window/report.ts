@@ -3,14 +3,14 @@
  * downloads when large), and load it through the one choice of fast path or row by row
  * (report-file.ts); a window no report covers during a backfill falls back to a one-time report.
  */
-import { createReadStream } from 'node:fs';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { FileDigest } from '../../spool/file-digest.js';
+import { ByteSpool } from '../../spool/byte-spool.js';
 import type { DownloadReportParams } from '../../api/types.js';
 import { CybsError } from '../../errors.js';
 import { findReport } from '../../extract/find-report.js';
 import { followDownload, isDownloadRestarted } from '../../extract/followed-download.js';
-import { checkReportHead, readReportHead, reportHeadComplete } from '../../extract/report-identity.js';
+import { REPORT_HEAD_BYTES, checkReportHead, reportHeadComplete } from '../../extract/report-identity.js';
 import type { ExpectedReport } from '../../extract/report-identity.js';
 import { tablesUnchangedSinceLoad } from '../../load/window/load-window.js';
 import { declarationDigest, lastLoad } from '../fingerprint.js';
@@ -150,10 +150,11 @@ async function withDownloadedBytes(
   use: (bytes: DownloadedBytes) => Promise<WindowResult>,
 ): Promise<WindowResult> {
   return withSpoolDir(async (dir) => {
-    const path = await dir.file(report.fileName);
+    // In memory while small (most windows' files), in a file of the window's directory beyond.
+    const spool = new ByteSpool(dir, report.fileName);
     // Only a large file is read while it downloads: a small one gains nothing measurable, and
     // overlapping the small files of several windows at once raises the process's peak RSS.
-    const download = followDownload(deps.client, params, path, {
+    const download = followDownload(deps.client, params, spool, {
       signal: task.signal,
       readSize,
       startAfter: FOLLOW_AFTER_BYTES,
@@ -162,11 +163,11 @@ async function withDownloadedBytes(
     // Every reader gets the bytes once their head is known to be the window's report (checkReportHead).
     let headChecked: Promise<void> | undefined;
     const checkFileHead = () =>
-      (headChecked ??= readReportHead(path).then((head) => checkReportHead(head, report)));
+      (headChecked ??= readHead(spool).then((head) => checkReportHead(head, report)));
     const complete = async () => {
       await download.done;
       await checkFileHead();
-      return createReadStream(path, { highWaterMark: readSize });
+      return Readable.from(spool.read(0, spool.bytes, readSize), { objectMode: false });
     };
     async function* fromFile(): AsyncGenerator<Buffer> {
       for await (const chunk of await complete()) yield chunk as Buffer;
@@ -216,6 +217,13 @@ async function withDownloadedBytes(
       await expected?.tablesUnchanged;
     }
   });
+}
+
+/** The first REPORT_HEAD_BYTES of a complete download (all of it when shorter). */
+async function readHead(spool: ByteSpool): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const part of spool.read(0, Math.min(spool.bytes, REPORT_HEAD_BYTES))) parts.push(part);
+  return Buffer.concat(parts);
 }
 
 /** Whether the file is the same (`same`), or false as soon as `tablesUnchanged` says false. */

@@ -1,17 +1,22 @@
 /**
- * followDownload against scripted downloads: the moments at which the part file appears, grows,
- * is renamed and the download settles are chosen here, including the ones a real download only
- * hits now and then (a download that finishes while the reader is opening the part file).
+ * followDownload against scripted downloads: the moments at which the spool starts, grows and the
+ * download settles are chosen here, including the ones a real download only hits now and then (a
+ * download that finishes before the reader first looks).
  */
-import { mkdtemp, rename, rm, writeFile, appendFile } from 'node:fs/promises';
-import { writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileDigester } from '../../../src/api/index.js';
-import type { DownloadToFileOptions, DownloadToFileResult, FileDigest } from '../../../src/api/index.js';
+import type {
+  DownloadSink,
+  DownloadToFileOptions,
+  DownloadToFileResult,
+  FileDigest,
+} from '../../../src/api/index.js';
 import { followDownload } from '../../../src/extract/followed-download.js';
+import { ByteSpool, SpoolDir } from '../../../src/spool/byte-spool.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -33,40 +38,51 @@ const result = (data: Buffer): DownloadToFileResult => ({
   attempts: 1,
   digest: digestOf(data),
 });
+/** A spool named `name`: in memory, or (memoryBytes 0) in a file from its first byte. */
+const spoolOf = (name: string, memoryBytes?: number) =>
+  new ByteSpool(new SpoolDir({ path: dir, ...(memoryBytes === undefined ? {} : { memoryBytes }) }), name);
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('followDownload (scripted downloads)', () => {
-  it('does not wait forever when the download finishes while the reader opens the part file', async () => {
-    const path = join(dir, 'fast.csv');
+  it('does not wait forever when the download finishes before the reader first looks', async () => {
     const data = Buffer.from('a,b\r\n1,2\r\n');
     const client = {
-      downloadReportToFile(_p: unknown, file: string, options?: DownloadToFileOptions) {
+      async downloadReportToFile(_p: unknown, sink: string | DownloadSink, options?: DownloadToFileOptions) {
+        if (typeof sink === 'string') throw new Error('a spool is expected');
         options?.onAttempt?.(1);
-        // Complete at once: the part file never exists when the reader looks for it.
-        writeFileSync(file, data);
+        // Complete at once, never reporting a chunk.
+        await sink.restart();
+        await sink.write(data);
+        await sink.written();
         return new Promise<DownloadToFileResult>((resolve) => setImmediate(() => resolve(result(data))));
       },
     };
-    const download = followDownload(client, params, path, { readSize: 4 });
+    const download = followDownload(client, params, spoolOf('fast.csv'), { readSize: 4 });
     expect((await buffer(download.chunks())).equals(data)).toBe(true);
     await download.stop();
   });
 
-  it('waits for the first attempt, follows the part file as it grows, then reads to the end', async () => {
-    const pieces = ['header\r\n', 'row 1\r\n', 'row 2 is longer\r\n', 'row 3\r\n'];
-    // The download waits after its first piece until the reader has handed something on.
-    const script = scripted(pieces, { waitForReader: true });
-    const download = followDownload(script.client, params, join(dir, 'growing.csv'), { readSize: 8 });
-    const { read, seenBeforeEnd } = await readNoting(download.chunks(), script);
-    expect(read).toBe(pieces.join(''));
-    expect(seenBeforeEnd).toBeGreaterThan(0);
-    await download.stop();
-  });
+  it.each([
+    ['in memory', undefined],
+    ['in a file', 0],
+  ])(
+    'waits for the first attempt, follows the spool (%s) as it grows, then reads to the end',
+    async (_, memory) => {
+      const pieces = ['header\r\n', 'row 1\r\n', 'row 2 is longer\r\n', 'row 3\r\n'];
+      // The download waits after its first piece until the reader has handed something on.
+      const script = scripted(pieces, { waitForReader: true });
+      const download = followDownload(script.client, params, spoolOf('growing.csv', memory), { readSize: 8 });
+      const { read, seenBeforeEnd } = await readNoting(download.chunks(), script);
+      expect(read).toBe(pieces.join(''));
+      expect(seenBeforeEnd).toBeGreaterThan(0);
+      await download.stop();
+    },
+  );
 
   it('with startAfter, reads a file smaller than that only once it is complete', async () => {
     const pieces = ['header\r\n', 'row 1\r\n', 'row 2\r\n'];
     const script = scripted(pieces);
-    const download = followDownload(script.client, params, join(dir, 'after.csv'), {
+    const download = followDownload(script.client, params, spoolOf('after.csv'), {
       readSize: 4,
       startAfter: 1000,
     });
@@ -79,13 +95,13 @@ describe('followDownload (scripted downloads)', () => {
   it('same: true once a download of the expected bytes completes, false without expected bytes', async () => {
     const pieces = ['header\r\n', 'row 1\r\n', 'row 2\r\n'];
     const script = scripted(pieces);
-    const download = followDownload(script.client, params, join(dir, 'same.csv'), {
+    const download = followDownload(script.client, params, spoolOf('same.csv'), {
       expected: expectedOf(pieces),
     });
     expect(await download.same).toBe(true);
     expect(script.finished).toBe(true);
     await download.stop();
-    const without = followDownload(scripted(pieces).client, params, join(dir, 'same2.csv'));
+    const without = followDownload(scripted(pieces).client, params, spoolOf('same2.csv'));
     expect(await without.same).toBe(false);
     await without.stop();
   });
@@ -94,7 +110,7 @@ describe('followDownload (scripted downloads)', () => {
     const before = ['header\r\n', 'row 1\r\n', 'row 2\r\n', 'row 3\r\n', 'row 4\r\n'];
     const now = ['header\r\n', 'row 1 changed\r\n', 'row 2\r\n', 'row 3\r\n', 'row 4\r\n'];
     const script = scripted(now);
-    const download = followDownload(script.client, params, join(dir, 'differs.csv'), {
+    const download = followDownload(script.client, params, spoolOf('differs.csv'), {
       readSize: 4,
       expected: expectedOf(before),
     });
@@ -107,7 +123,7 @@ describe('followDownload (scripted downloads)', () => {
   it('same: false for a file that only grew (its blocks all match as far as they go)', async () => {
     const before = ['header\r\n', 'row 1\r\n'];
     const script = scripted([...before, 'row 2\r\n']);
-    const download = followDownload(script.client, params, join(dir, 'grew.csv'), {
+    const download = followDownload(script.client, params, spoolOf('grew.csv'), {
       expected: expectedOf(before),
     });
     expect(await download.same).toBe(false);
@@ -116,7 +132,7 @@ describe('followDownload (scripted downloads)', () => {
 
   it('hands on a file smaller than one read once the download has finished', async () => {
     const script = scripted(['x\r\n']);
-    const download = followDownload(script.client, params, join(dir, 'small.csv'), { readSize: 1024 });
+    const download = followDownload(script.client, params, spoolOf('small.csv'), { readSize: 1024 });
     expect((await readNoting(download.chunks(), script)).read).toBe('x\r\n');
     await download.stop();
   });
@@ -143,13 +159,14 @@ function scripted(pieces: string[], scriptOptions: { waitForReader?: boolean } =
     finished: false,
     readerGotBytes: () => release(),
     client: {
-      async downloadReportToFile(_p: unknown, file: string, options?: DownloadToFileOptions) {
+      async downloadReportToFile(_p: unknown, sink: string | DownloadSink, options?: DownloadToFileOptions) {
+        if (typeof sink === 'string') throw new Error('a spool is expected');
         await tick();
         options?.onAttempt?.(1);
-        await writeFile(`${file}.part`, '');
+        await sink.restart();
         let written = 0;
         for (const piece of pieces) {
-          await appendFile(`${file}.part`, piece);
+          await sink.write(Buffer.from(piece));
           written += Buffer.byteLength(piece);
           options?.onChunk?.(written);
           // Each piece stands for one block of the digest.
@@ -157,7 +174,7 @@ function scripted(pieces: string[], scriptOptions: { waitForReader?: boolean } =
           await tick();
           if (scriptOptions.waitForReader && written === Buffer.byteLength(pieces[0]!)) await gate;
         }
-        await rename(`${file}.part`, file);
+        await sink.written();
         state.finished = true;
         return result(Buffer.from(pieces.join('')));
       },
