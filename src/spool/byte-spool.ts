@@ -184,14 +184,8 @@ export class ByteSpool {
    */
   async restart(): Promise<void> {
     this.run++;
-    await this.opening?.catch(() => {});
-    const out = this.out;
-    if (out !== undefined && !out.closed) {
-      // Its writes still in flight must not land in the file written again.
-      const closed = once(out, 'close');
-      out.destroy();
-      await closed;
-    }
+    // Its writes still in flight must not land in the file written again.
+    await this.closeFile('destroy');
     this.out = undefined;
     this.opening = undefined;
     this.closing = undefined;
@@ -203,16 +197,20 @@ export class ByteSpool {
     this.bytes = 0;
   }
 
+  /** Close the spool's file, if any, once open: its writes finished (`end`) or dropped (`destroy`). */
+  private async closeFile(how: 'end' | 'destroy'): Promise<void> {
+    await this.opening?.catch(() => {});
+    const out = this.out;
+    if (out === undefined || out.closed) return;
+    const closed = once(out, 'close');
+    out[how]();
+    await closed;
+  }
+
   /** Finish writing; safe to call more than once. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await this.opening?.catch(() => {});
-      const out = this.out;
-      if (out !== undefined && !out.closed) {
-        const closed = once(out, 'close');
-        out.end();
-        await closed;
-      }
+      await this.closeFile('end');
       if (this.error) throw this.error;
     })();
     return this.closing;
