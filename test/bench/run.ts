@@ -160,6 +160,19 @@ async function admin(sql: string): Promise<void> {
   }
 }
 
+/** Change one row of cybs.<table> by hand (its first row on disk: amount + 1). */
+async function changeOneRow(url: string, table: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(
+      `update cybs.${table} set amount = coalesce(amount, 0) + 1 where ctid = (select min(ctid) from cybs.${table})`,
+    );
+  } finally {
+    await c.end();
+  }
+}
+
 const databases: string[] = [];
 async function freshDatabase(label: string): Promise<string> {
   const name = `cybs_bench_${label}_${process.pid}_${databases.length}`;
@@ -339,12 +352,7 @@ async function main(): Promise<void> {
         // The same file again: recognised (nothing written).
         reload.push(await etl(url, csvSim, [...args, '--force']));
         // One row changed by hand since: the file is read and compared with the table again.
-        const c = new pg.Client({ connectionString: url });
-        await c.connect();
-        await c.query(
-          'update cybs.transaction_request set amount = amount + 1 where ctid = (select min(ctid) from cybs.transaction_request)',
-        );
-        await c.end();
+        await changeOneRow(url, 'transaction_request');
         touched.push(await etl(url, csvSim, [...args, '--force']));
         await dropDatabases();
       }
@@ -465,12 +473,7 @@ async function main(): Promise<void> {
         nextRecords = (await countRecords(url)) - records;
         // One row of the first day changed by hand since, then that day again with --force: its
         // pages are fetched, spooled and compared with the tables, as any re-load of changed data.
-        const c = new pg.Client({ connectionString: url });
-        await c.connect();
-        await c.query(
-          'update cybs.purchase_refund_settlements set amount = coalesce(amount, 0) + 1 where ctid = (select min(ctid) from cybs.purchase_refund_settlements)',
-        );
-        await c.end();
+        await changeOneRow(url, 'purchase_refund_settlements');
         touchedRuns.push(await etl(url, prdSim, [...prdArgs, '--force']));
         await dropDatabases();
       }
