@@ -23,9 +23,9 @@ import v8 from 'node:v8';
  * - MALLOC_MMAP_THRESHOLD_=131072: glibc's default threshold, kept fixed. Left dynamic, it rises
  *   to the size of the largest mapped block freed (up to 32 MB): once the first 1 MB buffer of a
  *   load (a spool read for COPY, its lines with the lineage appended) is freed, every later one
- *   comes from the main heap, which they leave fragmented and which is not given back (a Purchase
- *   and Refund Detail load on Node 24 passes ≈ 330 MB of them). Fixed, each is mapped and unmapped
- *   as it is freed; it costs the page faults of fresh pages (≈ 5% more system time).
+ *   comes from the main heap, which they leave fragmented and which is not given back. Fixed,
+ *   each is mapped and unmapped as it is freed, for the page faults of fresh pages (a little more
+ *   system time).
  * - incremental marking soft/hard triggers at 80%/90% of the limit: without them V8 starts its next
  *   marking right after each full collection and never stops marking. The soft trigger marks in a
  *   task, which a loop that never yields (the per-row CSV parser) never runs: hence the hard one.

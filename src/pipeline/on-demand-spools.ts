@@ -373,9 +373,9 @@ const REQUEST_ID = 'requestId';
 
 /**
  * A set of strings numbered 0, 1, 2, … in the order they were added, kept as their UTF-8 bytes in
- * one buffer and an open-addressing table of those numbers: ≈ 40 bytes per id where a Map of
- * strings took ≈ 75 (a window of 200,000 requests: 8 MB of the heap rather than 15), and no id
- * keeps alive the page text it was sliced from. Ids are compared byte for byte: exact.
+ * one buffer and an open-addressing table of those numbers: ≈ 40 bytes per id, outside the heap,
+ * where a Map of strings took ≈ 75 in it, and no id keeps alive the page text it was sliced from.
+ * Ids are compared byte for byte: exact.
  */
 export class RequestIds {
   private bytes = Buffer.allocUnsafe(1 << 16);
