@@ -20,6 +20,7 @@ FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 # See src/runtime-flags.ts (NODE_RUNTIME_ENV and NODE_RUNTIME_FLAGS).
 ENV MALLOC_ARENA_MAX=2
+ENV MALLOC_MMAP_THRESHOLD_=131072
 # /healthz, /readyz and /metrics of `schedule` on every interface of the container: on 127.0.0.1
 # (schedule.metricsHost's default) a published port would never reach them.
 ENV CYBS_METRICS_HOST=0.0.0.0

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=4 --initial-old-space-size=64
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=4 --initial-old-space-size=64
 /**
  * The package's bin, dist/cli.mjs (scripts/build.mjs): turns on Node's compile cache
  * (src/compile-cache.ts), then loads the CLI's bundle (dist/cybs-etl.mjs, built from pipelines/cli.ts)

@@ -20,6 +20,12 @@ import v8 from 'node:v8';
  *   under the limit keeps them rare.
  * - MALLOC_ARENA_MAX=2: glibc gives each allocating thread an arena (up to 8 per core), which a
  *   load's 64 KB–1 MB buffers leave fragmented; two arenas take back the RSS the 64 MB floor costs.
+ * - MALLOC_MMAP_THRESHOLD_=131072: glibc's default threshold, kept fixed. Left dynamic, it rises
+ *   to the size of the largest mapped block freed (up to 32 MB): once the first 1 MB buffer of a
+ *   load (a spool read for COPY, its lines with the lineage appended) is freed, every later one
+ *   comes from the main heap, which they leave fragmented and which is not given back. Fixed,
+ *   each is mapped and unmapped as it is freed, for the page faults of fresh pages (a little more
+ *   system time).
  * - incremental marking soft/hard triggers at 80%/90% of the limit: without them V8 starts its next
  *   marking right after each full collection and never stops marking. The soft trigger marks in a
  *   task, which a loop that never yields (the per-row CSV parser) never runs: hence the hard one.
@@ -30,7 +36,10 @@ export const NODE_RUNTIME_FLAGS: readonly string[] = [
 ];
 
 /** Environment of every cybs-etl process (see above), set where NODE_RUNTIME_FLAGS are. */
-export const NODE_RUNTIME_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
+export const NODE_RUNTIME_ENV: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '131072',
+};
 
 export const V8_RUNTIME_FLAGS: readonly string[] = [
   '--heap-growing-percent=25',

@@ -13,12 +13,52 @@ import type { ApiRequest, RawResponse, Transport } from './transport.js';
 /** A JSON response body as bytes, parsed and checked only when asked. */
 export interface JsonPage<T> {
   /**
-   * The body as received, in chunks (not joined: a reader that copies them where it wants them
-   * spares a 3 MB buffer per page, which V8 counts towards its old generation's limit).
+   * The body as received, in one buffer: a view of the caller's BodyBuffer when it gave one (valid
+   * until the next body is read into it), else a buffer of its own.
    */
-  chunks: readonly Buffer[];
-  /** The body parsed and checked, as the client's JSON methods return it (their errors included). */
+  bytes: Buffer;
+  /**
+   * The body parsed and checked, as the client's JSON methods return it (their errors included);
+   * from a BodyBuffer, only before the next body is read into it.
+   */
   json(): T;
+}
+
+/**
+ * One buffer that response bodies are read into, one body after the other, kept from body to body.
+ * Each socket chunk is copied in as it arrives and dropped: the chunks die young, freed by the next
+ * minor collection, instead of being held until the whole page is read (a page of 2.9 MB is ≈ 45
+ * chunks), which let them outlive minor collections and wait for a full one; and a page costs no
+ * buffer of its own. A body read into it replaces the one before: its reader must be done with a
+ * page before the next is read (fetchOnDemandBodies reads a page before it requests the next).
+ */
+export class BodyBuffer {
+  private buffer: Buffer = Buffer.alloc(0);
+  private length = 0;
+
+  /** Start a body of `expected` bytes (its content-length, when announced). */
+  reset(expected = 0): void {
+    this.length = 0;
+    this.reserve(expected);
+  }
+
+  append(chunk: Buffer): void {
+    this.reserve(this.length + chunk.length);
+    this.length += chunk.copy(this.buffer, this.length);
+  }
+
+  /** The body read since reset(), a view of the buffer. */
+  bytes(): Buffer {
+    return this.buffer.subarray(0, this.length);
+  }
+
+  private reserve(size: number): void {
+    if (size <= this.buffer.length) return;
+    // Unpooled and uninitialised: every byte read is written before it is read.
+    const grown = Buffer.allocUnsafeSlow(Math.max(size, this.buffer.length * 2));
+    this.buffer.copy(grown, 0, 0, this.length);
+    this.buffer = grown;
+  }
 }
 
 /** The answer to a request to any path, read whole. */
@@ -40,12 +80,14 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 /**
  * Send the endpoint's request and read the answer's bytes within their bounds; `json()` parses
  * them and checks them against the endpoint's schema. `graceMs` starts the body's deadline
- * (transport.ts chunksWithinDeadline).
+ * (transport.ts chunksWithinDeadline). The body is read into `into` when given (see BodyBuffer),
+ * else into a buffer of its own.
  */
 export async function fetchJsonPage<T>(
   transport: Transport,
   endpoint: JsonEndpoint<T>,
   graceMs: number,
+  into?: BodyBuffer,
 ): Promise<JsonPage<T>> {
   const { request } = endpoint;
   const path = buildRequestTarget(transport.target.basePath, request.path, request.query);
@@ -56,8 +98,9 @@ export async function fetchJsonPage<T>(
       path,
       message: `CyberSource answered ${request.method} ${path} with ${problem}.`,
     });
-  const chunks = await transport.execute(request, (response) => readChunks(response, graceMs, tooLarge));
-  return { chunks, json: () => parseJson(endpoint, path, decodeText(Buffer.concat(chunks))) };
+  const body = into ?? new BodyBuffer();
+  const bytes = await transport.execute(request, (response) => readBody(response, body, graceMs, tooLarge));
+  return { bytes, json: () => parseJson(endpoint, path, decodeText(bytes)) };
 }
 
 /** Send a request to any path and read the answer whole as text, parsed too when it is JSON. */
@@ -82,25 +125,27 @@ export async function fetchGenericResponse(
 }
 
 /**
- * A JSON body's chunks, within its bounds: `tooLarge` turns the sentence saying which bound a body
- * passes into the error thrown (the rest is not read).
+ * A JSON body read into `into` (from its start: an attempt that failed mid-way leaves nothing),
+ * within its bounds: `tooLarge` turns the sentence saying which bound a body passes into the error
+ * thrown (the rest is not read).
  */
-async function readChunks(
+async function readBody(
   response: RawResponse,
+  into: BodyBuffer,
   graceMs: number,
   tooLarge: (problem: string) => Error,
-): Promise<Buffer[]> {
-  const chunks: Buffer[] = [];
+): Promise<Buffer> {
   const contentLength = contentLengthOf(response.headers);
   const limits = new JsonBodyLimits();
   const declared = limits.overLimit(contentLength);
   if (declared !== undefined) throw tooLarge(declared);
+  into.reset(contentLength);
   for await (const chunk of chunksWithinDeadline(response.body, { contentLength, graceMs })) {
     const problem = limits.update(chunk);
     if (problem !== undefined) throw tooLarge(problem);
-    chunks.push(chunk);
+    into.append(chunk);
   }
-  return chunks;
+  return into.bytes();
 }
 
 /** Bytes as text, as undici's body.text() decodes them (a UTF-8 byte order mark skipped). */

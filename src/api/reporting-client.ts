@@ -25,7 +25,7 @@ import type {
 import * as endpoints from './endpoints.js';
 import type { GenericRequest, JsonEndpoint } from './endpoints.js';
 import { fetchGenericResponse, fetchJsonPage } from './json-body.js';
-import type { GenericResponse, JsonPage } from './json-body.js';
+import type { BodyBuffer, GenericResponse, JsonPage } from './json-body.js';
 import { createApiDispatcher, createTransport } from './transport.js';
 import type { ApiEvent, ApiRequest } from './transport.js';
 import type {
@@ -176,11 +176,12 @@ export interface ReportingClient {
   ): Promise<PurchaseRefundDetailsResponse>;
   /**
    * The same page as its bytes, for a reader that can take them without parsing (OnDemandPageScanner);
-   * `json()` gives what getPurchaseRefundDetails gives, or throws what it throws.
+   * `json()` gives what getPurchaseRefundDetails gives, or throws what it throws. With `into`, the
+   * bytes are read into that buffer, kept from page to page (BodyBuffer).
    */
   getPurchaseRefundDetailsPage(
     params: PurchaseRefundDetailsParams,
-    options?: RequestOptions,
+    options?: RequestOptions & { into?: BodyBuffer },
   ): Promise<JsonPage<PurchaseRefundDetailsResponse>>;
   /** GET /reporting/v3/net-fundings */
   getNetFundings(params: NetFundingsParams, options?: RequestOptions): Promise<NetFundingsResponse>;
@@ -270,11 +271,15 @@ export function createReportingClient(
     return options?.signal ? { ...request, signal: options.signal } : request;
   }
 
-  const page = <T>(endpoint: JsonEndpoint<T>, options?: RequestOptions): Promise<JsonPage<T>> =>
+  const page = <T>(
+    endpoint: JsonEndpoint<T>,
+    options?: RequestOptions & { into?: BodyBuffer },
+  ): Promise<JsonPage<T>> =>
     fetchJsonPage(
       transport,
       { ...endpoint, request: prepare(endpoint.request, options) },
       config.api.bodyTimeoutMs,
+      options?.into,
     );
 
   const json = async <T>(endpoint: JsonEndpoint<T>, options?: RequestOptions): Promise<T> =>

@@ -1,3 +1,4 @@
+import { BodyBuffer } from '../api/json-body.js';
 import type { JsonPage } from '../api/json-body.js';
 import type { ReportingClient } from '../api/reporting-client.js';
 import { isApiError } from '../api/errors.js';
@@ -20,9 +21,10 @@ export interface OnDemandFetchOptions {
   /**
    * Reads a purchase-refund-details page from its bytes without parsing it (OnDemandPageScanner),
    * or answers undefined and the page is parsed and checked as usual. Called for each page when
-   * the caller asks for it, so after the caller is done with the previous page.
+   * the caller asks for it, so after the caller is done with the previous page. The bytes are
+   * valid during the call only (the next page is read into the same buffer).
    */
-  scan?: (chunks: readonly Buffer[]) => ScannedPage | undefined;
+  scan?: (bytes: Buffer) => ScannedPage | undefined;
 }
 
 /** One response body: parsed and checked, or read by OnDemandFetchOptions.scan. */
@@ -83,10 +85,13 @@ export async function* fetchOnDemandBodies(
   const limit = options.pageLimit;
   const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
   const scan = options.scan;
+  // Every page's bytes are read into this one buffer: a page is scanned or parsed before the next
+  // is requested.
+  const into = new BodyBuffer();
   // The bytes of a page (scan) or its checked body; the page is read when the caller asks for it.
   const fetchPage = (offset: number): Promise<JsonPage<unknown> | { body: unknown } | undefined> => {
     const params = { ...base, offset, limit };
-    if (scan) return noDataAs(client.getPurchaseRefundDetailsPage(params, req));
+    if (scan) return noDataAs(client.getPurchaseRefundDetailsPage(params, { ...req, into }));
     return noDataAs(client.getPurchaseRefundDetails(params, req)).then((body) => body && { body });
   };
   // Paging ends at a page without records or a 404, never at a short page: what `limit` counts is
@@ -100,8 +105,8 @@ export async function* fetchOnDemandBodies(
     const fetched = await pending;
     if (fetched === undefined) return;
     let body: OnDemandPage;
-    if ('chunks' in fetched) {
-      const scanned = scan?.(fetched.chunks);
+    if ('bytes' in fetched) {
+      const scanned = scan?.(fetched.bytes);
       body = scanned ? { scanned } : { body: fetched.json() };
     } else {
       body = fetched;

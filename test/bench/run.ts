@@ -160,6 +160,19 @@ async function admin(sql: string): Promise<void> {
   }
 }
 
+/** Change one row of cybs.<table> by hand (its first row on disk: amount + 1). */
+async function changeOneRow(url: string, table: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(
+      `update cybs.${table} set amount = coalesce(amount, 0) + 1 where ctid = (select min(ctid) from cybs.${table})`,
+    );
+  } finally {
+    await c.end();
+  }
+}
+
 const databases: string[] = [];
 async function freshDatabase(label: string): Promise<string> {
   const name = `cybs_bench_${label}_${process.pid}_${databases.length}`;
@@ -339,12 +352,7 @@ async function main(): Promise<void> {
         // The same file again: recognised (nothing written).
         reload.push(await etl(url, csvSim, [...args, '--force']));
         // One row changed by hand since: the file is read and compared with the table again.
-        const c = new pg.Client({ connectionString: url });
-        await c.connect();
-        await c.query(
-          'update cybs.transaction_request set amount = amount + 1 where ctid = (select min(ctid) from cybs.transaction_request)',
-        );
-        await c.end();
+        await changeOneRow(url, 'transaction_request');
         touched.push(await etl(url, csvSim, [...args, '--force']));
         await dropDatabases();
       }
@@ -408,6 +416,7 @@ async function main(): Promise<void> {
       sims.push(prdSim);
       const runs: Measured[] = [];
       const nextRuns: Measured[] = [];
+      const touchedRuns: Measured[] = [];
       let records = 0;
       let rows = 0;
       let nextRecords = 0;
@@ -462,6 +471,10 @@ async function main(): Promise<void> {
         nextRuns.push(next);
         nextRows = rowsOf(next.stdout).loaded;
         nextRecords = (await countRecords(url)) - records;
+        // One row of the first day changed by hand since, then that day again with --force: its
+        // pages are fetched, spooled and compared with the tables, as any re-load of changed data.
+        await changeOneRow(url, 'purchase_refund_settlements');
+        touchedRuns.push(await etl(url, prdSim, [...prdArgs, '--force']));
         await dropDatabases();
       }
       const prd = record(
@@ -494,6 +507,16 @@ async function main(): Promise<void> {
         refs,
       );
       next.refRows = records;
+      const touched = record(
+        'prd_touched',
+        'The first day re-loaded after one row was changed by hand (--force)',
+        records,
+        undefined,
+        touchedRuns,
+        'records; its × is to the \\copy above, into new tables',
+        refs,
+      );
+      touched.refRows = records;
       await prdSim.stop();
     }
 
@@ -696,7 +719,7 @@ function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
     );
   }
   lines.push('');
-  const kv: string[] = [`scale=${SCALE}`, `reps=${REPS}`];
+  const kv: string[] = [`node=${process.version}`, `scale=${SCALE}`, `reps=${REPS}`];
   const get = (k: string) => figures.find((f) => f.key === k);
   for (const f of figures) {
     kv.push(`${f.key}_rows=${f.rows}`);
@@ -724,6 +747,8 @@ function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
     ['target_csv_reload_ratio_0.6', atLeast(get('csv_reload'), 0.6)],
     ['target_xml_ratio_0.15', atLeast(get('xml'), 0.15)],
     ['target_prd_50k_records_per_s', get('prd') ? get('prd')!.rowsPerSecond >= 50_000 : undefined],
+    // Issue 32: a re-load after a row was changed by hand costs what changed, not the whole day.
+    ['target_prd_touched_ratio_0.8', atLeast(get('prd_touched'), 0.8)],
     [
       'target_peak_rss_200mb',
       figures

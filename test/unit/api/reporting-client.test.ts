@@ -293,7 +293,7 @@ describe('on-demand reports', () => {
     };
     const expected = await api.client.getPurchaseRefundDetails(params);
     const page = await api.client.getPurchaseRefundDetailsPage(params);
-    expect(Buffer.concat(page.chunks).toString('utf8')).toBe(text);
+    expect(page.bytes.toString('utf8')).toBe(text);
     // A byte order mark is skipped, as undici's text() skips it.
     expect(page.json()).toEqual(expected);
     const notJson = await api.client.getPurchaseRefundDetailsPage(params);

@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/api/errors.js';
+import { BodyBuffer } from '../../../src/api/json-body.js';
 import type { ReportingClient } from '../../../src/api/reporting-client.js';
 import { fetchOnDemandBodies, fetchOnDemandPages } from '../../../src/extract/on-demand-pages.js';
 import type { ScannedPage } from '../../../src/parse/json/on-demand-page-scanner.js';
@@ -34,16 +35,26 @@ const notFound = () =>
 
 /** A client answering each offset from `pages` (offset → records, or 'missing' for a 404). */
 function clientOf(pages: Record<number, { requestId: string }[] | 'missing'>, asked: number[]) {
-  const answer = (p: { offset: number; limit: number }) => {
+  const bodyOf = (p: { offset: number; limit: number }) => {
     asked.push(p.offset);
     const ids = pages[p.offset] ?? [];
-    return ids === 'missing' ? Promise.reject(notFound()) : Promise.resolve(page(p.offset, p.limit, ids));
+    return ids === 'missing' ? undefined : page(p.offset, p.limit, ids);
+  };
+  const answer = (p: { offset: number; limit: number }) => {
+    const body = bodyOf(p);
+    return body === undefined ? Promise.reject(notFound()) : Promise.resolve(body);
   };
   return {
     getPurchaseRefundDetails: answer,
-    getPurchaseRefundDetailsPage: async (p: { offset: number; limit: number }) => {
-      const body = await answer(p);
-      return { chunks: [Buffer.from(JSON.stringify(body))], json: () => body };
+    // The bytes go into the caller's buffer as soon as the page is asked for: a page scanned after
+    // the next one was asked for would be read over.
+    getPurchaseRefundDetailsPage: (p: { offset: number; limit: number }, options?: { into?: BodyBuffer }) => {
+      const body = bodyOf(p);
+      if (body === undefined) return Promise.reject(notFound());
+      const into = options?.into ?? new BodyBuffer();
+      into.reset();
+      into.append(Buffer.from(JSON.stringify(body)));
+      return Promise.resolve({ bytes: into.bytes(), json: () => body });
     },
   } as unknown as ReportingClient;
 }
@@ -107,8 +118,8 @@ describe('purchase-refund-details paging', () => {
   it('pages read from their bytes (scan) end the same way', async () => {
     const asked: number[] = [];
     const client = clientOf({ 0: records(0, 1), 4: records(1, 4), 8: records(5, 2) }, asked);
-    const scan = (chunks: readonly Buffer[]): ScannedPage => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+    const scan = (bytes: Buffer): ScannedPage => {
+      const body = JSON.parse(bytes.toString('utf8')) as {
         requestDetails?: { requestId: string }[];
       };
       const ids = body.requestDetails ?? [];

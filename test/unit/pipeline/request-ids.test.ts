@@ -1,0 +1,34 @@
+/**
+ * RequestIds (src/pipeline/on-demand-spools.ts): the ids of a window's requests, numbered in the
+ * order they were added, found again exactly (byte for byte), through every growth of its buffers.
+ */
+import { describe, expect, it } from 'vitest';
+import { RequestIds } from '../../../src/pipeline/on-demand-spools.js';
+
+describe('RequestIds', () => {
+  it('numbers ids in the order they were added and finds each again, and only those', () => {
+    const ids = new RequestIds();
+    // Many ids (the table and the buffers grow), ids that are prefixes of others, an empty one,
+    // ids beyond ASCII and one longer than the scratch buffer.
+    const added = [
+      ...Array.from({ length: 5000 }, (_, i) => `70000000000${String(i * 7919).padStart(12, '0')}`),
+      '1',
+      '12',
+      '123',
+      '',
+      'é',
+      'e\u0301',
+      '\u{1F600}',
+      'x'.repeat(5000),
+      'x'.repeat(4999),
+    ];
+    for (const [n, id] of added.entries()) {
+      expect(ids.get(id)).toBeUndefined();
+      expect(ids.add(id)).toBe(n);
+    }
+    expect(ids.size).toBe(added.length);
+    for (const [n, id] of added.entries()) expect(ids.get(id)).toBe(n);
+    for (const absent of ['7000000000000000000001', '1234', 'e', 'x'.repeat(5001), 'x'.repeat(10)])
+      expect(ids.get(absent)).toBeUndefined();
+  });
+});
