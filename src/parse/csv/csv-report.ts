@@ -52,8 +52,6 @@ import type {
 } from '../records.js';
 import { CsvRecords } from './csv-records.js';
 
-export { MAX_RECORD_SIZE } from './csv-records.js';
-
 const RANGE = /^\s*(\d{4}-\d{2}-\d{2}\S*)\s+to\s+(\d{4}-\d{2}-\d{2}\S*)\s*$/;
 
 /** Metadata from the first CSV record, or undefined if it is not a metadata line. */

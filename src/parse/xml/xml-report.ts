@@ -74,8 +74,6 @@ import { ReportDecoder } from '../text-encoding.js';
 import { ATTRS, TEXT, XmlColumns, XmlRecordFlattener } from './xml-record-flattener.js';
 import type { FlatRow, XmlNode } from './xml-record-flattener.js';
 
-export { REQUEST_ID_FIELD, resolveXmlColumn } from './xml-record-flattener.js';
-
 export interface OpenXmlReportOptions extends OpenReportOptions {
   /** Local name of the record element; default: the report definition's, else `Request`. */
   recordElement?: string;
