@@ -135,18 +135,24 @@ export interface CsvBytesSource extends LoadSourceBase {
    * as far as the query says), typed by the per-row path, and their lines; undefined when the file
    * is not plain enough to tell its records by line for sure: a re-load then reads it whole.
    */
-  recordsOn?: (
-    query: RecordLinesQuery,
-  ) => Promise<{ lines: number[]; batches: AsyncIterable<LoadBatch> } | undefined>;
+  recordsOn?: RecordsOn;
 }
 
-/** Which records of a CSV file to read again (CsvBytesSource.recordsOn). */
+/**
+ * Which records of a source to read again (recordsOn), by their `_source_row`: for a CSV file the
+ * line a record starts on, for a spooled source the record's number.
+ */
 export interface RecordLinesQuery {
-  /** Whether the record that starts on this line is wanted. */
+  /** Whether the record of this `_source_row` is wanted. */
   wants(line: number): boolean;
-  /** The file is read up to the end of the record that starts on this line (Infinity: to its end). */
+  /** The source is read up to this record (Infinity: to its end); a source may read further. */
   through: number;
 }
+
+/** The records a RecordLinesQuery wanted, typed as the per-row path types them, and their rows. */
+export type RecordsOn = (
+  query: RecordLinesQuery,
+) => Promise<{ lines: number[]; batches: AsyncIterable<LoadBatch> } | undefined>;
 
 /**
  * Ready COPY text lines of raw values (the fast XML path, src/load/window/raw-text-copy.ts): as for
@@ -176,6 +182,8 @@ export interface SpooledSource extends LoadSourceBase {
   perRowBatches: AsyncIterable<LoadBatch>;
   /** Every record as typed batches (the segments' lines decoded, and the per-row ones). */
   allBatches: AsyncIterable<LoadBatch>;
+  /** The records a query wants, by record number, typed as in `allBatches` (read again). */
+  recordsOn?: RecordsOn;
 }
 
 /** A file of pre-encoded COPY text lines: data cells in `columns` order, then `_source_row`. */

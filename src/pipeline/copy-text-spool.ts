@@ -5,6 +5,7 @@ import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
 import type {
   CopyTextSegment,
   LoadBatch,
+  RecordLinesQuery,
   LoadRecord,
   LoadReject,
   SourceColumn,
@@ -224,8 +225,28 @@ export class CopyTextSpool {
       segments: segments.map((s) => s.toSegment()),
       perRowBatches: perRow(),
       allBatches: mergeBatches(perRow(), segments, types),
+      recordsOn: (query) => recordsWanted(mergeBatches(perRow(), segments, types), query),
     };
   }
+}
+
+/**
+ * The records of `batches` a query wants (RecordLinesQuery: by record number), without the parser's
+ * rejects (they stay the window's). Read at once: a restore wants a few records, and their numbers
+ * before it stages them.
+ */
+async function recordsWanted(
+  batches: AsyncIterable<LoadBatch>,
+  query: RecordLinesQuery,
+): Promise<{ lines: number[]; batches: AsyncIterable<LoadBatch> }> {
+  const records: LoadRecord[] = [];
+  for await (const batch of batches) {
+    for (const r of batch.records) if (query.wants(r.recordNumber)) records.push(r);
+  }
+  async function* one(): AsyncGenerator<LoadBatch> {
+    yield { records, rejects: [] };
+  }
+  return { lines: records.map((r) => r.recordNumber), batches: one() };
 }
 
 /** One spool of COPY text lines with the same number of data columns, and its line → record map. */

@@ -1,7 +1,8 @@
 /**
- * A re-load of the very bytes the window's last load read, into tables that something else has
- * touched since (a row edited by hand): only the source's rows that are not as that load left them
- * are read from the file again, staged and merged, where a full re-load would stage and compare
+ * A re-load of the very bytes the window's last load read (a report file, or an on-demand window's
+ * spooled pages), into tables that something else has touched since (a row edited by hand): only
+ * the source's rows that are not as that load left them are read from the source again, staged and
+ * merged, where a full re-load would stage and compare
  * every record of the file. The same statements as the full merge decide what is rewritten, so
  * the tables, the window's rejects and the result end as the full merge would leave them.
  */
@@ -19,6 +20,7 @@ import { fewTouched, loadedState, writersArray } from './reload-check.js';
 import type { SourceRows } from './reload-check.js';
 import { hasSqlState, withSavepoint } from './savepoint.js';
 import { ofSource } from './source-keys.js';
+import type { LoadSource, RecordsOn } from '../table-spec.js';
 import type { LoadWindowResult, LoadWindowTarget, LoadedState, TableLoadResult } from './types.js';
 import { sql } from 'kysely';
 
@@ -48,9 +50,7 @@ export async function restoreTouched(
   if (counts.length !== targets.length || !fewTouched(previous, counts)) return undefined;
   if (counts.every((c, i) => c.other === 0 && c.owned === previous.tables[i]!.owned)) return undefined;
   for (const { table, source } of targets) {
-    if (source.kind !== 'csv-bytes' || source.recordsOn === undefined || table.parent !== undefined) {
-      return undefined;
-    }
+    if (recordsOnOf(source) === undefined || table.parent !== undefined) return undefined;
   }
   // The reject threshold as the load would check it (the file's rejects are the last load's).
   ctx.rowsLoaded = previous.tables.reduce((n, t) => n + t.owned, 0);
@@ -132,7 +132,8 @@ async function restoreTable(
   count: SourceRows,
 ): Promise<TableLoadResult> {
   const { table: decl, source } = target;
-  if (source.kind !== 'csv-bytes' || source.recordsOn === undefined) throw new NotRestorable('no recordsOn');
+  const recordsOn = recordsOnOf(source);
+  if (recordsOn === undefined) throw new NotRestorable('no recordsOn');
   const { organizationId } = ctx.options.window;
   const tableName = `${decl.schema}.${decl.name}`;
   const table = sql.id(decl.schema, decl.name);
@@ -164,8 +165,11 @@ async function restoreTable(
   // The touched rows' lines, and the records in the lines no row or reject holds (the whole file
   // read), which are the lines of the rows lost.
   const wanted = new Set(lines);
-  const free = lost > 0 ? await freeLines(ctx, trx, decl, source.source, source.body.firstLine) : undefined;
-  const read = await source.recordsOn({
+  // A spooled source's sections share the window's rejects, whose record numbers do not say which
+  // section they are of: the lines no row holds cannot be told from them.
+  if (lost > 0 && source.kind === 'spooled') throw new NotRestorable('rows lost from a spooled source');
+  const free = lost > 0 ? await freeLines(ctx, trx, decl, source.source, recordsOn.first) : undefined;
+  const read = await recordsOn.read({
     wants: (line) => wanted.has(line) || (free !== undefined && free(line)),
     through: free ? Infinity : Math.max(...lines),
   });
@@ -211,6 +215,18 @@ async function restoreTable(
     updated: merge.updated,
     unchanged: before.owned - merge.inserted - merge.updated,
   };
+}
+
+/**
+ * How a source reads single records again, and the `_source_row` its first record has: a CSV file's
+ * first data line, a spooled source's record 1 (on-demand pages number their records from 1).
+ */
+function recordsOnOf(source: LoadSource): { read: RecordsOn; first: number } | undefined {
+  if (source.kind === 'csv-bytes' && source.recordsOn) {
+    return { read: source.recordsOn, first: source.body.firstLine };
+  }
+  if (source.kind === 'spooled' && source.recordsOn) return { read: source.recordsOn, first: 1 };
+  return undefined;
 }
 
 /**

@@ -28,12 +28,9 @@
  *  - An empty file, or a metadata line without a header → thrown `PARSE_EMPTY`. Metadata + header
  *    and no rows is a valid, empty report.
  */
-import type { Readable } from 'node:stream';
-import { CsvError, parse } from 'csv-parse';
-import type { Parser } from 'csv-parse';
 import { CybsError } from '../../errors.js';
 import { INVALID, coerceTimestamptz, guessReportDefinition, resolveHeader } from '../../catalog/index.js';
-import type { TypedValue } from '../../catalog/index.js';
+import type { Coercer, TypedValue } from '../../catalog/index.js';
 import {
   BatchBuilder,
   ColumnSet,
@@ -43,60 +40,19 @@ import {
   invalidValueReject,
   parseError,
   summaryOf,
-  toReadable,
 } from '../records.js';
-import { Utf8Guard, holdsInvalidUtf8, showInvalidUtf8 } from '../text-encoding.js';
+import { holdsInvalidUtf8, showInvalidUtf8 } from '../text-encoding.js';
 import type {
+  ColumnSpec,
   OpenReportOptions,
   RecordBatch,
   RecordSource,
   ReportInput,
   ReportMetadata,
 } from '../records.js';
+import { CsvRecords } from './csv-records.js';
 
-/** The largest record, in characters, either CSV path reads (raw-csv-report.ts refuses larger ones in bytes). */
-export const MAX_RECORD_SIZE = 32 * 1024 * 1024;
 const RANGE = /^\s*(\d{4}-\d{2}-\d{2}\S*)\s+to\s+(\d{4}-\d{2}-\d{2}\S*)\s*$/;
-
-/** Reads a stream of objects in bursts (all that is buffered), not one promise per object. */
-export class ObjectReader<T> {
-  private ended = false;
-  private error: unknown = undefined;
-  private wake: (() => void) | undefined;
-
-  constructor(private readonly stream: Readable) {
-    const notify = (): void => {
-      const w = this.wake;
-      this.wake = undefined;
-      w?.();
-    };
-    stream.on('readable', notify);
-    stream.on('end', () => {
-      this.ended = true;
-      notify();
-    });
-    stream.on('error', (error) => {
-      this.error ??= error;
-      notify();
-    });
-  }
-
-  /** The next burst of objects; an empty array at the end. */
-  async next(): Promise<T[]> {
-    for (;;) {
-      // Objects read before an error come first: the error's place is after them.
-      const items: T[] = [];
-      let item: T | null;
-      while ((item = this.stream.read() as T | null) !== null) items.push(item);
-      if (items.length > 0) return items;
-      if (this.error !== undefined) throw this.error;
-      if (this.ended) return [];
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
-    }
-  }
-}
 
 /** Metadata from the first CSV record, or undefined if it is not a metadata line. */
 export function parseCsvMetadataLine(
@@ -130,17 +86,6 @@ export function parseCsvMetadataLine(
   return metadata;
 }
 
-const LINE_BREAK = /\r\n|\r|\n/g;
-
-function countLineBreaks(row: readonly string[]): number {
-  let n = 0;
-  for (let i = 0; i < row.length; i++) {
-    const value = row[i]!;
-    if (value.indexOf('\n') >= 0 || value.indexOf('\r') >= 0) n += value.match(LINE_BREAK)?.length ?? 0;
-  }
-  return n;
-}
-
 function csvQuote(value: string): string {
   return /[",\r\n]/.test(value) || value !== value.trim() ? `"${value.replace(/"/g, '""')}"` : value;
 }
@@ -148,36 +93,6 @@ function csvQuote(value: string): string {
 /** A row as CSV text again (for reject logs). */
 export function serialiseCsvRow(fields: readonly string[]): string {
   return fields.map(csvQuote).join(',');
-}
-
-/**
- * A csv-parse error as PARSE_CSV_INVALID. `recordLine`: the line the failing record starts on. A
- * quote that never closes (or a record that grows past the size limit, the same thing in a large
- * file) is reported where its record starts, the line of the opening quote, not where the reader
- * gave up (the end of the file); other errors where csv-parse found them.
- */
-function wrapCsvError(error: unknown, fileName: string, recordLine: number): unknown {
-  if (error instanceof CsvError) {
-    const e = error as CsvError & { lines?: unknown };
-    const atRecord = e.code === 'CSV_QUOTE_NOT_CLOSED' || e.code === 'CSV_MAX_RECORD_SIZE';
-    const line = atRecord || typeof e.lines !== 'number' ? recordLine : e.lines;
-    const hint =
-      e.code === 'CSV_QUOTE_NOT_CLOSED'
-        ? 'a quote opened in this line is never closed (truncated file or a stray quote)'
-        : e.code === 'CSV_MAX_RECORD_SIZE'
-          ? 'a record starting in this line exceeds 32 Mi characters (a value that large, or a quote that is never closed), the largest record the reader takes'
-          : line > recordLine
-            ? // A quoted value ran over line breaks to here: where it opened tells the cause.
-              `${String(e.message).replace(/\.$/, '')} (in the record that starts at line ${recordLine}, where a quote may open that should not)`
-            : String(e.message);
-    return parseError(
-      'PARSE_CSV_INVALID',
-      `${fileName}: invalid CSV at line ${line}: ${hint}. The file cannot be read; download it again or check its quoting.`,
-      { file: fileName, line, recordLine, csvCode: e.code },
-      error,
-    );
-  }
-  return error;
 }
 
 /** The structural error of a CSV report that was cut off in transfer (shared by every CSV load path). */
@@ -189,80 +104,19 @@ export function truncatedCsvError(fileName: string, line: number, detail: string
   );
 }
 
-/** Open a CSV report: reads the metadata and header lines, then streams typed batches. */
-export async function openCsvReport(input: ReportInput, options: OpenReportOptions): Promise<RecordSource> {
-  const fileName = options.fileName;
-  const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
-  const maxChars = options.maxBatchChars ?? DEFAULT_MAX_BATCH_CHARS;
-  const parser: Parser = parse({
-    bom: true,
-    relax_column_count: true,
-    max_record_size: MAX_RECORD_SIZE,
-    // Every line ends at its own line break, CRLF, LF or CR (csv-parse would otherwise take the
-    // first one it meets for the whole file and glue an LF-ended row to the next in a CRLF file).
-    record_delimiter: ['\r\n', '\n', '\r'],
-  });
-  const source = toReadable(input);
-  // UTF-16 decoded, bytes that are not UTF-8 escaped (text-encoding.ts).
-  const guard = new Utf8Guard(fileName);
-  source.on('error', (error) => guard.destroy(error));
-  guard.on('error', (error) => parser.destroy(error));
-  // The last character of the input, to tell a file that ends inside its last line.
-  let lastChar = '';
-  guard.on('data', (chunk: Buffer | string) => {
-    if (chunk.length === 0) return;
-    lastChar = typeof chunk === 'string' ? chunk.slice(-1) : String.fromCharCode(chunk[chunk.length - 1]!);
-  });
-  const endsInsideLine = (): boolean => lastChar !== '' && lastChar !== '\n' && lastChar !== '\r';
-  const truncated = (line: number, detail: string) => truncatedCsvError(fileName, line, detail);
-  source.pipe(guard).pipe(parser);
-  const reader = new ObjectReader<string[]>(parser);
+/** What precedes the data rows: the metadata (empty without a metadata line) and the header. */
+interface CsvHead {
+  metadata: ReportMetadata;
+  header: string[];
+  headerLine: number;
+}
 
-  let pending: string[][] = [];
-  let pendingIndex = 0;
-  /** The line the next record starts on. */
-  let nextLine = 1;
-  let exhausted = false;
-  const close = (): void => {
-    if (!exhausted) {
-      exhausted = true;
-      source.unpipe(guard);
-      guard.unpipe(parser);
-      guard.destroy();
-      parser.destroy();
-      if (!source.destroyed) source.destroy();
-    }
-  };
-
-  /** The next record and the line it starts on; undefined at the end. */
-  const nextRecord = async (): Promise<string[] | undefined> => {
-    if (pendingIndex >= pending.length) {
-      if (exhausted) return undefined;
-      try {
-        pending = await reader.next();
-      } catch (error) {
-        close();
-        throw wrapCsvError(error, fileName, nextLine);
-      }
-      pendingIndex = 0;
-      if (pending.length === 0) {
-        exhausted = true;
-        return undefined;
-      }
-    }
-    return pending[pendingIndex++];
-  };
-  // Line numbers are counted here, not taken from csv-parse's record info (which costs an object per
-  // record and counts the CR and LF of a quoted CRLF as two lines): a record takes one line plus the
-  // line breaks inside its quoted values.
-  const takeLine = (row: readonly string[]): number => {
-    const start = nextLine;
-    nextLine += 1 + countLineBreaks(row);
-    return start;
-  };
-
-  // Metadata line and header.
-  let first = await nextRecord();
+/**
+ * Read the metadata line, if there is one, and the header (blank lines between them skipped).
+ * Neither may hold bytes that are not UTF-8, and the header may not be empty.
+ */
+async function readCsvHead(records: CsvRecords, fileName: string): Promise<CsvHead> {
+  let first = await records.next();
   if (first === undefined) {
     throw parseError(
       'PARSE_EMPTY',
@@ -273,15 +127,15 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
       },
     );
   }
-  takeLine(first);
+  records.takeLine(first);
   const firstRecord = first;
   let metadata = parseCsvMetadataLine(first, fileName);
   let headerLine = 1;
   if (metadata !== undefined) {
-    first = await nextRecord();
+    first = await records.next();
     while (first !== undefined && first.length === 1 && first[0] === '') {
-      takeLine(first);
-      first = await nextRecord();
+      records.takeLine(first);
+      first = await records.next();
     }
     if (first === undefined) {
       throw parseError(
@@ -290,7 +144,7 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
         { file: fileName, line: 2 },
       );
     }
-    headerLine = takeLine(first);
+    headerLine = records.takeLine(first);
   } else {
     metadata = emptyMetadata('csv', fileName);
   }
@@ -300,9 +154,9 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
     [1, firstRecord],
     [headerLine, header],
   ] as const) {
-    const bad = guard.invalid ? record.find(holdsInvalidUtf8) : undefined;
+    const bad = records.sawInvalidUtf8 ? record.find(holdsInvalidUtf8) : undefined;
     if (bad === undefined) continue;
-    close();
+    records.close();
     throw parseError(
       'PARSE_CSV_INVALID',
       `${fileName}: line ${line} (${line === headerLine ? 'the header' : 'the metadata line'}) holds bytes that are not UTF-8 (${showInvalidUtf8(bad)}).`,
@@ -310,12 +164,137 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
     );
   }
   if (header.every((h) => h.trim() === '')) {
-    close();
+    records.close();
     throw parseError('PARSE_CSV_INVALID', `${fileName}: the header line ${headerLine} is empty.`, {
       file: fileName,
       line: headerLine,
     });
   }
+  return { metadata, header, headerLine };
+}
+
+/** A data row (not blank) into a batch: a typed record, or a reject saying why it is not one. */
+class CsvRowTyper {
+  private readonly columns: readonly ColumnSpec[];
+  private readonly coercers: readonly Coercer[];
+  /** The texts of the row being typed (its array is typed in place). */
+  private readonly originals: string[];
+
+  constructor(
+    private readonly fileName: string,
+    set: ColumnSet,
+    private readonly width: number,
+    private readonly builder: BatchBuilder,
+  ) {
+    this.columns = set.columns;
+    this.coercers = set.coercers;
+    this.originals = new Array<string>(width).fill('');
+  }
+
+  /** `row`, read at `line`; `mayHoldInvalidUtf8`: bytes that are not UTF-8 were met so far. */
+  add(row: string[], line: number, mayHoldInvalidUtf8: boolean): void {
+    const { fileName, width, columns, builder } = this;
+    const n = row.length;
+    const notUtf8 = mayHoldInvalidUtf8 ? row.findIndex(holdsInvalidUtf8) : -1;
+    if (notUtf8 >= 0) {
+      builder.rejects.push({
+        recordNumber: line,
+        raw: showInvalidUtf8(serialiseCsvRow(row)),
+        code: 'PARSE_INVALID_UTF8',
+        message:
+          `${fileName} line ${line}: ${columns[notUtf8]?.sourceName ?? `value ${notUtf8 + 1}`} holds bytes that are not UTF-8 ` +
+          `(${showInvalidUtf8(row[notUtf8]!)}); row kept as a reject, those bytes written as \\xNN.`,
+      });
+    } else if (n !== width && !(n > width && row.slice(width).every((v) => v === ''))) {
+      builder.rejects.push({
+        recordNumber: line,
+        raw: serialiseCsvRow(row),
+        code: 'PARSE_CSV_COLUMN_COUNT',
+        message: `${fileName} line ${line}: ${n} values where the header has ${width}; row kept as a reject.`,
+      });
+    } else {
+      if (n > width) row.length = width;
+      this.type(row, line);
+    }
+  }
+
+  /** The row's values typed in place; at the first invalid one, the row (restored) is a reject. */
+  private type(row: string[], line: number): void {
+    const { width, coercers, originals, builder } = this;
+    const values = row as TypedValue[];
+    let bad = -1;
+    let chars = 0;
+    for (let i = 0; i < width; i++) {
+      const text = row[i] as string;
+      chars += text.length;
+      originals[i] = text;
+      const typed = coercers[i]!(text);
+      if (typed === INVALID) {
+        bad = i;
+        break;
+      }
+      values[i] = typed;
+    }
+    if (bad >= 0) {
+      for (let i = 0; i <= bad; i++) row[i] = originals[i]!;
+      builder.rejects.push(
+        invalidValueReject(this.fileName, 'line', line, serialiseCsvRow(row), this.columns[bad]!, row[bad]!),
+      );
+    } else {
+      builder.records.push({ recordNumber: line, values });
+      builder.chars += chars;
+    }
+  }
+}
+
+/**
+ * The data rows as batches; blank lines counted and skipped. A file that ends inside its last line
+ * is truncated when that row is short, or, with `requireFinalLineBreak`, always.
+ */
+async function* csvBatches(
+  records: CsvRecords,
+  typer: CsvRowTyper,
+  builder: BatchBuilder,
+  head: CsvHead,
+  options: OpenReportOptions,
+): AsyncGenerator<RecordBatch> {
+  const width = head.header.length;
+  let lastLine = head.headerLine;
+  let lastShort = false;
+  try {
+    for (;;) {
+      const row = await records.next();
+      if (row === undefined) break;
+      const line = records.takeLine(row);
+      const n = row.length;
+      lastLine = line;
+      lastShort = n < width;
+      if (n === 1 && row[0] === '' && width !== 1) {
+        builder.totals.blankLines++;
+        continue;
+      }
+      typer.add(row, line, records.sawInvalidUtf8);
+      if (builder.full) yield builder.take();
+    }
+    if (records.endsInsideLine() && (lastShort || options.requireFinalLineBreak === true)) {
+      throw truncatedCsvError(
+        options.fileName,
+        lastLine,
+        lastShort ? 'its last row has fewer values than the header' : 'no line break after the last line',
+      );
+    }
+    if (builder.size > 0) yield builder.take();
+  } finally {
+    records.close();
+  }
+}
+
+/** Open a CSV report: reads the metadata and header lines, then streams typed batches. */
+export async function openCsvReport(input: ReportInput, options: OpenReportOptions): Promise<RecordSource> {
+  const fileName = options.fileName;
+  const records = new CsvRecords(input, fileName);
+  const head = await readCsvHead(records, fileName);
+  const { metadata, header } = head;
   const definition =
     options.report ?? guessReportDefinition(metadata.reportType, metadata.reportName)?.name ?? undefined;
   metadata.reportDefinition = definition;
@@ -323,90 +302,18 @@ export async function openCsvReport(input: ReportInput, options: OpenReportOptio
   const set = new ColumnSet();
   for (const name of header)
     set.add(resolveHeader(name, resolveOptions), name.replace(/^\uFEFF/, '').trim(), false);
-  const width = header.length;
-  if (options.firstDataLine !== undefined) nextLine = options.firstDataLine;
-  const coercers = set.coercers;
-  const columns = set.columns;
-  const builder = new BatchBuilder(set, batchSize, maxChars);
-  const originals: string[] = new Array<string>(width).fill('');
-
-  async function* batches(): AsyncGenerator<RecordBatch> {
-    let lastLine = headerLine;
-    let lastShort = false;
-    try {
-      for (;;) {
-        const row = await nextRecord();
-        if (row === undefined) break;
-        const line = takeLine(row);
-        const n = row.length;
-        lastLine = line;
-        lastShort = n < width;
-        if (n === 1 && row[0] === '' && width !== 1) {
-          builder.totals.blankLines++;
-          continue;
-        }
-        const notUtf8 = guard.invalid ? row.findIndex(holdsInvalidUtf8) : -1;
-        if (notUtf8 >= 0) {
-          builder.rejects.push({
-            recordNumber: line,
-            raw: showInvalidUtf8(serialiseCsvRow(row)),
-            code: 'PARSE_INVALID_UTF8',
-            message:
-              `${fileName} line ${line}: ${columns[notUtf8]?.sourceName ?? `value ${notUtf8 + 1}`} holds bytes that are not UTF-8 ` +
-              `(${showInvalidUtf8(row[notUtf8]!)}); row kept as a reject, those bytes written as \\xNN.`,
-          });
-        } else if (n !== width && !(n > width && row.slice(width).every((v) => v === ''))) {
-          builder.rejects.push({
-            recordNumber: line,
-            raw: serialiseCsvRow(row),
-            code: 'PARSE_CSV_COLUMN_COUNT',
-            message: `${fileName} line ${line}: ${n} values where the header has ${width}; row kept as a reject.`,
-          });
-        } else {
-          if (n > width) row.length = width;
-          const values = row as TypedValue[];
-          let bad = -1;
-          let chars = 0;
-          for (let i = 0; i < width; i++) {
-            const text = row[i] as string;
-            chars += text.length;
-            originals[i] = text;
-            const typed = coercers[i]!(text);
-            if (typed === INVALID) {
-              bad = i;
-              break;
-            }
-            values[i] = typed;
-          }
-          if (bad >= 0) {
-            for (let i = 0; i <= bad; i++) row[i] = originals[i]!;
-            builder.rejects.push(
-              invalidValueReject(fileName, 'line', line, serialiseCsvRow(row), columns[bad]!, row[bad]!),
-            );
-          } else {
-            builder.records.push({ recordNumber: line, values });
-            builder.chars += chars;
-          }
-        }
-        if (builder.full) yield builder.take();
-      }
-      if (endsInsideLine() && (lastShort || options.requireFinalLineBreak === true)) {
-        throw truncated(
-          lastLine,
-          lastShort ? 'its last row has fewer values than the header' : 'no line break after the last line',
-        );
-      }
-      if (builder.size > 0) yield builder.take();
-    } finally {
-      close();
-    }
-  }
-
+  if (options.firstDataLine !== undefined) records.countLinesFrom(options.firstDataLine);
+  const builder = new BatchBuilder(
+    set,
+    options.batchSize ?? DEFAULT_BATCH_SIZE,
+    options.maxBatchChars ?? DEFAULT_MAX_BATCH_CHARS,
+  );
+  const typer = new CsvRowTyper(fileName, set, header.length, builder);
   return {
     metadata,
-    columns,
+    columns: set.columns,
     unknownColumns: set.unknownColumns,
-    batches: batches(),
+    batches: csvBatches(records, typer, builder, head, options),
     summary: () => summaryOf(builder),
   };
 }

@@ -58,7 +58,8 @@ import {
   referenceProblem,
 } from './xml-scanner.js';
 import { isUtf8 } from 'node:buffer';
-import { resolveXmlColumn, xmlReportMetadata } from './xml-report.js';
+import { xmlReportMetadata } from './xml-report.js';
+import { resolveXmlColumn } from './xml-record-flattener.js';
 
 export const NEW_COLUMN_REASON = 'a record has a column the records before it did not have';
 
