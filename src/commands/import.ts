@@ -288,7 +288,13 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
                     `; ${c.table}: ${c.staged} rows (${c.inserted} new, ${c.updated} updated, ${c.unchanged} unchanged, ${c.deleted} removed), ${c.rejected} rejected`,
                 )
                 .join('') +
-              `.${earlier === undefined ? '' : ` It replaced the earlier import of the same report (${earlier}).`}\n`,
+              `.${
+                earlier === undefined
+                  ? ''
+                  : result.unchanged === true
+                    ? ` It is the very file imported before (${earlier}), and the table still holds what that import left: nothing was written.`
+                    : ` It replaced the earlier import of the same report (${earlier}).`
+              }\n`,
           );
         } catch (error) {
           await finishRun(warehouse.db, runId, { status: 'failed', error: (error as Error).message });

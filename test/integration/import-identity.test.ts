@@ -76,8 +76,9 @@ describe('cybs-etl import recognises a report by its content', () => {
     await copyFile(join(dir, 'funding.csv'), join(dir, 'funding (1).csv'));
     const second = await importFile('funding (1).csv');
     expect(second.code, second.stderr).toBe(0);
+    // The very bytes again: recognised as that import's, nothing written.
     expect(second.stdout).toContain(
-      'It replaced the earlier import of the same report (import:funding.csv:FundingDetailReport_Daily:2024-03-01T00:00:00Z..2024-03-02T00:00:00Z).',
+      'It is the very file imported before (import:funding.csv:FundingDetailReport_Daily:2024-03-01T00:00:00Z..2024-03-02T00:00:00Z)',
     );
     expect(await rows()).toEqual({ n: 20, sources: 1 });
   });
@@ -111,7 +112,7 @@ describe('cybs-etl import recognises a report by its content', () => {
       .update(await readFile(join(dir, 'bare.csv')))
       .digest('hex');
     expect(again.stdout).toContain(
-      `It replaced the earlier import of the same report (import:bare.csv:sha256-${sha256.slice(0, 32)})`,
+      `It is the very file imported before (import:bare.csv:sha256-${sha256.slice(0, 32)})`,
     );
     expect(await rows()).toEqual({ n: 30, sources: 3 });
   });
@@ -146,6 +147,7 @@ describe('cybs-etl import recognises a report by its content', () => {
     const again = await importFile('funding-05.csv');
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain('(0 new, 0 updated, 20 unchanged, 0 removed)');
+    expect(again.stdout).toContain('It is the very file imported before');
     expect(await written()).toEqual(before);
 
     const touched = before[3]!.row;
