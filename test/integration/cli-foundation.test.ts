@@ -64,7 +64,7 @@ describe('cybs-etl command line (foundation)', () => {
     const first = await cli(['--config', config, 'migrate'], { env: { DATABASE_URL: database.url } });
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
-    expect(first.stdout).toMatch(/Applied 9 migration\(s\)/);
+    expect(first.stdout).toMatch(/Applied 11 migration\(s\)/);
     const second = await cli(['--config', config, 'migrate'], { env: { DATABASE_URL: database.url } });
     expect(second.stdout).toMatch(/up to date/);
     const client = new pg.Client({ connectionString: database.url });
