@@ -137,7 +137,9 @@ class WindowWorkerProcess implements WindowWorker {
       : undefined;
     this.slots = [
       ...Array.from({ length: options.concurrency }, () => this.windowSlot()),
-      ...(report ? [runReportJobSlot({ ...deps, report }, this.pacer)] : []),
+      ...(report
+        ? [runReportJobSlot({ queue: deps.queue, db: deps.db, logger: deps.logger, report }, this.pacer)]
+        : []),
     ];
   }
 
