@@ -1,31 +1,28 @@
-import { CompiledQuery, sql } from 'kysely';
-import type { Job } from 'pg-boss';
+import { CompiledQuery } from 'kysely';
+import type { Job, PgBoss } from 'pg-boss';
 import { CybsError } from '../errors.js';
 import type { Db } from '../warehouse/warehouse.js';
 import type { Logger } from '../observability/logger.js';
 import type { ResolvedPipeline } from '../pipeline/resolve-pipelines.js';
 import { createLimiter } from '../pipeline/limiter.js';
 import { runWindow } from '../pipeline/run-pipelines.js';
-import type { CommittedOutcome, WindowExecutor, WindowRunOutcome } from '../pipeline/run-pipelines.js';
+import type {
+  BeforeWindowCommit,
+  CommittedOutcome,
+  RunWindowOptions,
+  WindowExecutor,
+  WindowRunOutcome,
+} from '../pipeline/run-pipelines.js';
 import type { OneTimeReports } from '../extract/one-time-reports.js';
-import {
-  WAIT_FOR_REPORT_SECONDS,
-  giveUpReport,
-  runReportJob,
-  wakeIfReportFinal,
-  wakeWaitingWindows,
-} from './chunk-jobs.js';
+import { WAIT_FOR_REPORT_SECONDS, wakeIfReportFinal } from './chunk-jobs.js';
 import type { ReportJobDeps } from './chunk-jobs.js';
 import { claimableOf, jobClaim, windowOfJob } from './window-jobs.js';
 import type { ReportJobData, WindowJobData } from './window-jobs.js';
-import { ONE_TIME_QUEUE, QUEUE_SCHEMA, WINDOW_QUEUE } from './window-queue.js';
+import { WINDOW_QUEUE } from './window-queue.js';
 import type { WindowQueue } from './window-queue.js';
-
-/**
- * How often the heartbeats of the jobs in flight are refreshed: three times within the shortest
- * heartbeat a planner may set (queue.heartbeatSeconds ≥ 10), whatever this worker's own config says.
- */
-const HEARTBEAT_REFRESH_MS = 3_000;
+import { runReportJobSlot } from './report-job-slot.js';
+import { HEARTBEAT_REFRESH_MS, SlotPacer, attemptOf, failureOf, isLastAttempt } from './worker-slots.js';
+import type { JobAttempt } from './worker-slots.js';
 
 export interface WindowWorkerDeps {
   queue: WindowQueue;
@@ -83,23 +80,6 @@ function jobFailure(data: WindowJobData, code: string, message: string): CybsErr
 }
 
 /**
- * Whether this attempt of a job is its last: pg-boss retries a failed attempt while the job's retry
- * count is below its retry limit (set by the planner that enqueued it, queue.retryLimit). Read only
- * when an attempt fails.
- */
-async function isLastAttempt(
-  db: Db,
-  queue: string,
-  job: { id: string; retryCount: number },
-): Promise<boolean> {
-  const r = await sql<{ retry_limit: number }>`
-    select retry_limit from ${sql.table(`${QUEUE_SCHEMA}.job`)}
-     where name = ${queue} and id = ${job.id}::uuid`.execute(db);
-  const limit = r.rows[0]?.retry_limit;
-  return limit === undefined || job.retryCount >= limit;
-}
-
-/**
  * Run window jobs from the queue until stopped: each job's window goes through runWindow (claimed
  * by the job's attempt, loaded, recorded). A job whose window is loaded or has no data is completed
  * inside the window's load transaction, so the job's completion, the rows and the window's state
@@ -110,81 +90,158 @@ export async function startWindowWorker(
   deps: WindowWorkerDeps,
   options: WindowWorkerOptions,
 ): Promise<WindowWorker> {
-  const abort = new AbortController();
-  let inFlight = 0;
-  let idle: (() => void) | undefined;
-  const boss = deps.queue.boss;
-  // A pipeline's own `concurrency` holds within this process, as it did for a pass.
-  const perPipeline = new Map(
-    [...deps.pipelines.values()].map((p) => [p.name, createLimiter(p.concurrency)]),
-  );
-  /** Completed in the window's transaction (the job ends with it, or rolls back with it). */
-  const completeInTransaction = async (
-    job: Job<WindowJobData>,
-    trx: Db,
-    outcome: CommittedOutcome,
-  ): Promise<void> => {
-    const executeSql = async (text: string, values?: unknown[]) => ({
-      rows: (await trx.executeQuery(CompiledQuery.raw(text, values ?? []))).rows,
-    });
-    const result = await boss.complete(WINDOW_QUEUE, { id: job.id, retryCount: job.retryCount }, outcome, {
-      db: { executeSql },
-    });
-    // pg-boss's declared CommandResponse names no fields; `affected` is the count of jobs it settled.
-    if ((result as { affected?: number }).affected !== 1) {
-      throw jobFailure(
-        job.data,
-        'JOB_LOST',
-        `window job ${job.id} (attempt ${job.retryCount}) is no longer this worker's (it was handed to another after its heartbeat lapsed); its load was rolled back`,
-      );
+  return new WindowWorkerProcess(deps, options);
+}
+
+/** What the worker does with a job once its window has run: completed already, or complete it now. */
+interface RanWindowJob {
+  outcome: WindowRunOutcome;
+  completed: boolean;
+}
+
+/**
+ * The worker's slots and what they share. Each slot fetches its next job as soon as it is done with
+ * one (pg-boss's own work() loop waits a polling interval after every job, which would cap a slot at
+ * two windows a second); an idle slot polls. The heartbeats of the jobs in flight are refreshed
+ * from here.
+ */
+class WindowWorkerProcess implements WindowWorker {
+  private readonly abort = new AbortController();
+  /** A pipeline's own `concurrency` holds within this process, as it did for a pass. */
+  private readonly perPipeline: ReadonlyMap<string, ReturnType<typeof createLimiter>>;
+  /** The attempts of the window jobs in flight, by job id: their heartbeats are refreshed. */
+  private readonly running = new Map<string, JobAttempt>();
+  private inFlightCount = 0;
+  /** Resolves `stop`'s wait once the last job in flight settles. */
+  private drained: (() => void) | undefined;
+  private idleHookRunning = false;
+  private readonly pacer: SlotPacer;
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly slots: Promise<void>[];
+
+  constructor(
+    private readonly deps: WindowWorkerDeps,
+    private readonly options: WindowWorkerOptions,
+  ) {
+    this.perPipeline = new Map(
+      [...deps.pipelines.values()].map((p) => [p.name, createLimiter(p.concurrency)]),
+    );
+    this.heartbeat = setInterval(() => {
+      if (this.running.size > 0)
+        void this.boss.touch(WINDOW_QUEUE, [...this.running.values()]).catch(() => {});
+    }, HEARTBEAT_REFRESH_MS);
+    this.heartbeat.unref();
+    this.pacer = new SlotPacer(Math.max(500, (options.pollingSeconds ?? 2) * 1000));
+    const report: ReportJobDeps | undefined = deps.oneTimeReports
+      ? { db: deps.db, queue: deps.queue, reports: deps.oneTimeReports, logger: deps.logger }
+      : undefined;
+    this.slots = [
+      ...Array.from({ length: options.concurrency }, () => this.windowSlot()),
+      ...(report
+        ? [runReportJobSlot({ queue: deps.queue, db: deps.db, logger: deps.logger, report }, this.pacer)]
+        : []),
+    ];
+  }
+
+  get inFlight(): number {
+    return this.inFlightCount;
+  }
+
+  private get boss() {
+    return this.deps.queue.boss;
+  }
+
+  async stop(timeoutMs: number): Promise<void> {
+    this.pacer.stop();
+    if (this.inFlightCount > 0) {
+      const drained = new Promise<void>((resolve) => (this.drained = resolve));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+      await Promise.race([drained, timedOut]);
+      clearTimeout(timer);
+      if (this.inFlightCount > 0) {
+        this.abort.abort();
+        await drained;
+      }
     }
-  };
-  /** What the worker does with the job once the handler returns: completed already, or complete it now. */
-  const handle = async (
-    job: Job<WindowJobData>,
-  ): Promise<{ outcome: WindowRunOutcome; completed: boolean }> => {
+    await Promise.all(this.slots);
+    clearInterval(this.heartbeat);
+  }
+
+  /** Fetch and settle window jobs until stopped; an empty queue runs the idle hook, then pauses. */
+  private async windowSlot(): Promise<void> {
+    while (!this.pacer.stopping) {
+      let job: Job<WindowJobData> | undefined;
+      try {
+        job = await this.deps.queue.fetch(this.options.perCredential);
+      } catch (error) {
+        this.deps.logger.warn(
+          { err: (error as Error).message },
+          'could not fetch a window job; trying again',
+        );
+      }
+      if (!job) {
+        await this.runIdleHook();
+        await this.pacer.pause();
+        continue;
+      }
+      await this.settleWindowJob(job);
+    }
+  }
+
+  /** The idle hook, at most one call at a time across the slots. */
+  private async runIdleHook(): Promise<void> {
+    const onIdle = this.options.onIdle;
+    if (!onIdle || this.idleHookRunning) return;
+    this.idleHookRunning = true;
+    await onIdle().finally(() => (this.idleHookRunning = false));
+  }
+
+  /**
+   * Run a job's window and settle the job: park it while its one-time report is not ready,
+   * complete it unless its window's transaction did, fail it when its window failed.
+   */
+  private async settleWindowJob(job: Job<WindowJobData>): Promise<void> {
+    const attempt = attemptOf(job);
+    this.running.set(job.id, attempt);
+    this.inFlightCount++;
+    try {
+      const { outcome, completed } = await this.runWindowJob(job);
+      if (outcome.kind === 'waiting') await this.waitForReport(job, outcome.report);
+      else if (!completed) await this.boss.complete(WINDOW_QUEUE, attempt, outcome);
+    } catch (error) {
+      await this.boss
+        .fail(WINDOW_QUEUE, attempt, failureOf(error))
+        .catch((e: Error) =>
+          this.deps.logger.error(
+            { err: e.message, job: job.id },
+            'could not record the failure of a window job',
+          ),
+        );
+    } finally {
+      this.running.delete(job.id);
+      if (--this.inFlightCount === 0) this.drained?.();
+    }
+  }
+
+  /** The job's window through runWindow, within its pipeline's concurrency; throws what fails the job. */
+  private async runWindowJob(job: Job<WindowJobData>): Promise<RanWindowJob> {
     const data = job.data;
-    const pipeline = deps.pipelines.get(data.pipeline);
-    if (!pipeline) {
-      throw jobFailure(
-        data,
-        'QUEUE_UNKNOWN_PIPELINE',
-        `pipeline ${data.pipeline} is not known to this worker's config; run workers with the same config.yaml as the planners.`,
-      );
-    }
-    const unavailable = deps.unavailable.get(data.pipeline);
-    if (unavailable) throw jobFailure(data, 'PIPELINE_UNAVAILABLE', unavailable);
+    const pipeline = this.pipelineOf(data);
     let completed = false;
-    const outcome = await perPipeline.get(pipeline.name)!(() =>
+    const beforeCommit: BeforeWindowCommit = async (trx, committed) => {
+      completed = false;
+      await completeInTransaction(this.boss, job, trx, committed);
+      completed = true;
+    };
+    const outcome = await this.perPipeline.get(pipeline.name)!(() =>
       runWindow(
-        { db: deps.db, logger: deps.logger.child({ job: job.id }), execute: deps.execute },
+        { db: this.deps.db, logger: this.deps.logger.child({ job: job.id }), execute: this.deps.execute },
         { pipeline, window: windowOfJob(data), claimable: claimableOf(data) },
-        {
-          claim: jobClaim(job),
-          runId: data.runId,
-          now: deps.now,
-          signal: abort.signal,
-          ...(options.loadAttempts !== undefined ? { loadAttempts: options.loadAttempts } : {}),
-          ...(options.sleep ? { sleep: options.sleep } : {}),
-          jobSpent: () => isLastAttempt(deps.db, WINDOW_QUEUE, job),
-          ...(data.oneTime
-            ? {
-                oneTime: {
-                  range: data.oneTime,
-                  queuedAt: new Date(data.queuedAt ?? 0),
-                  ...(data.waitingFor ? { waitingFor: data.waitingFor } : {}),
-                },
-              }
-            : {}),
-          beforeCommit: async (trx, committed) => {
-            completed = false;
-            await completeInTransaction(job, trx, committed);
-            completed = true;
-          },
-        },
+        this.runWindowOptions(job, beforeCommit),
       ),
     );
-    options.onWindow?.(data, outcome);
+    this.options.onWindow?.(data, outcome);
     if (outcome.kind === 'failed') throw jobFailure(data, outcome.code, outcome.message);
     if (outcome.kind === 'interrupted') {
       throw jobFailure(
@@ -194,162 +251,81 @@ export async function startWindowWorker(
       );
     }
     return { outcome, completed: completed && (outcome.kind === 'loaded' || outcome.kind === 'no_data') };
-  };
-  // Each slot fetches its next job as soon as it is done with one (pg-boss's own work() loop waits
-  // a polling interval after every job, which would cap a slot at two windows a second); an idle
-  // slot polls. Heartbeats of the jobs in flight are refreshed from here.
-  const running = new Map<string, { id: string; retryCount: number }>();
-  const heartbeat = setInterval(() => {
-    if (running.size > 0) void boss.touch(WINDOW_QUEUE, [...running.values()]).catch(() => {});
-  }, HEARTBEAT_REFRESH_MS);
-  heartbeat.unref();
-  const pollMs = Math.max(500, (options.pollingSeconds ?? 2) * 1000);
-  let stopping = false;
-  let idleRunning = false;
-  const sleepers = new Set<() => void>();
-  const pause = () =>
-    new Promise<void>((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, pollMs);
-      sleepers.add(wake);
-    });
-  const slot = async (): Promise<void> => {
-    while (!stopping) {
-      let job: Job<WindowJobData> | undefined;
-      try {
-        job = await deps.queue.fetch(options.perCredential);
-      } catch (error) {
-        deps.logger.warn({ err: (error as Error).message }, 'could not fetch a window job; trying again');
-      }
-      if (!job) {
-        if (options.onIdle && !idleRunning) {
-          idleRunning = true;
-          await options.onIdle().finally(() => (idleRunning = false));
-        }
-        await pause();
-        continue;
-      }
-      const attempt = { id: job.id, retryCount: job.retryCount };
-      running.set(job.id, attempt);
-      inFlight++;
-      try {
-        const { outcome, completed } = await handle(job);
-        if (outcome.kind === 'waiting') await waitForReport(job, outcome.report);
-        else if (!completed) await boss.complete(WINDOW_QUEUE, attempt, outcome);
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        const code = error instanceof CybsError ? error.code : 'UNEXPECTED';
-        await boss
-          .fail(WINDOW_QUEUE, attempt, { code, message })
-          .catch((e: Error) =>
-            deps.logger.error(
-              { err: e.message, job: job.id },
-              'could not record the failure of a window job',
-            ),
-          );
-      } finally {
-        running.delete(job.id);
-        if (--inFlight === 0) idle?.();
-      }
+  }
+
+  /** The job's pipeline, if this worker can run it. */
+  private pipelineOf(data: WindowJobData): ResolvedPipeline {
+    const pipeline = this.deps.pipelines.get(data.pipeline);
+    if (!pipeline) {
+      throw jobFailure(
+        data,
+        'QUEUE_UNKNOWN_PIPELINE',
+        `pipeline ${data.pipeline} is not known to this worker's config; run workers with the same config.yaml as the planners.`,
+      );
     }
-  };
-  const reportDeps: ReportJobDeps | undefined = deps.oneTimeReports
-    ? { db: deps.db, queue: deps.queue, reports: deps.oneTimeReports, logger: deps.logger }
-    : undefined;
+    const unavailable = this.deps.unavailable.get(data.pipeline);
+    if (unavailable) throw jobFailure(data, 'PIPELINE_UNAVAILABLE', unavailable);
+    return pipeline;
+  }
+
+  /** runWindow's options for a job's attempt: its claim, and for a backfill's window its one-time range. */
+  private runWindowOptions(job: Job<WindowJobData>, beforeCommit: BeforeWindowCommit): RunWindowOptions {
+    const data = job.data;
+    const options = this.options;
+    return {
+      claim: jobClaim(job),
+      runId: data.runId,
+      now: this.deps.now,
+      signal: this.abort.signal,
+      ...(options.loadAttempts !== undefined ? { loadAttempts: options.loadAttempts } : {}),
+      ...(options.sleep ? { sleep: options.sleep } : {}),
+      jobSpent: () => isLastAttempt(this.deps.db, WINDOW_QUEUE, job),
+      ...(data.oneTime
+        ? {
+            oneTime: {
+              range: data.oneTime,
+              queuedAt: new Date(data.queuedAt ?? 0),
+              ...(data.waitingFor ? { waitingFor: data.waitingFor } : {}),
+            },
+          }
+        : {}),
+      beforeCommit,
+    };
+  }
+
   /**
    * A window whose one-time report is not ready: a job follows the report, and the window's job goes
    * back to the queue, giving its worker (and credential) slot back, until that job wakes it.
    */
-  const waitForReport = async (job: Job<WindowJobData>, report: ReportJobData['request']): Promise<void> => {
+  private async waitForReport(job: Job<WindowJobData>, report: ReportJobData['request']): Promise<void> {
     const data: ReportJobData = { request: report, credential: job.data.credential };
-    await deps.queue.ensureReportJob(data);
-    const attempt = { id: job.id, retryCount: job.retryCount };
+    await this.deps.queue.ensureReportJob(data);
     const waiting = { ...job.data, waitingFor: report.reportName };
-    if (await deps.queue.park(WINDOW_QUEUE, attempt, WAIT_FOR_REPORT_SECONDS, waiting)) {
-      await wakeIfReportFinal(deps, data, job.data.window.windowKey);
+    if (await this.deps.queue.park(WINDOW_QUEUE, attemptOf(job), WAIT_FOR_REPORT_SECONDS, waiting)) {
+      await wakeIfReportFinal(this.deps, data, job.data.window.windowKey);
     }
-  };
-  /** Runs one-time report jobs, one step at a time (they wait in the queue, not here). */
-  const reportSlot = async (report: ReportJobDeps): Promise<void> => {
-    while (!stopping) {
-      let job: Job<ReportJobData> | undefined;
-      try {
-        job = await deps.queue.fetchReportJob();
-      } catch (error) {
-        deps.logger.warn({ err: (error as Error).message }, 'could not fetch a one-time report job');
-      }
-      if (!job) {
-        await pause();
-        continue;
-      }
-      const attempt = { id: job.id, retryCount: job.retryCount };
-      const beat = setInterval(() => {
-        void boss.touch(ONE_TIME_QUEUE, [attempt]).catch(() => {});
-      }, HEARTBEAT_REFRESH_MS);
-      try {
-        const step = await runReportJob(report, job.data);
-        if (step.kind === 'wait') {
-          await deps.queue.park(ONE_TIME_QUEUE, attempt, step.delayMs / 1000, step.data);
-        } else {
-          await wakeWaitingWindows(report, job.data);
-          await boss.complete(ONE_TIME_QUEUE, attempt);
-        }
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        const code = error instanceof CybsError ? error.code : 'UNEXPECTED';
-        deps.logger.warn(
-          { code, err: message, report: job.data.request.reportName },
-          'one-time report job failed',
-        );
-        try {
-          // A verdict another attempt would meet again (the subscription lacks the period field,
-          // ...), or its retries spent: the report is given up on, its windows fail with the reason.
-          const verdict = error instanceof CybsError && error.stage === 'extract' && !error.retryable;
-          if (verdict || (await isLastAttempt(deps.db, ONE_TIME_QUEUE, job))) {
-            await giveUpReport(report, job.data, `${code}: ${message}`);
-            await wakeWaitingWindows(report, job.data);
-          }
-          if (verdict) await boss.complete(ONE_TIME_QUEUE, attempt, { code, message });
-          else await boss.fail(ONE_TIME_QUEUE, attempt, { code, message });
-        } catch (e) {
-          deps.logger.error(
-            { err: (e as Error).message, job: job.id },
-            'could not record the failure of a one-time report job',
-          );
-        }
-      } finally {
-        clearInterval(beat);
-      }
-    }
-  };
-  const slots = [
-    ...Array.from({ length: options.concurrency }, () => slot()),
-    ...(reportDeps ? [reportSlot(reportDeps)] : []),
-  ];
-  return {
-    get inFlight() {
-      return inFlight;
-    },
-    async stop(timeoutMs) {
-      stopping = true;
-      for (const wake of [...sleepers]) wake();
-      if (inFlight > 0) {
-        const drained = new Promise<void>((resolve) => (idle = resolve));
-        let timer: NodeJS.Timeout | undefined;
-        const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-        await Promise.race([drained, timedOut]);
-        clearTimeout(timer);
-        if (inFlight > 0) {
-          abort.abort();
-          await drained;
-        }
-      }
-      await Promise.all(slots);
-      clearInterval(heartbeat);
-    },
-  };
+  }
+}
+
+/** Completes a job in its window's transaction: the job ends with it, or rolls back with it. */
+async function completeInTransaction(
+  boss: PgBoss,
+  job: Job<WindowJobData>,
+  trx: Db,
+  outcome: CommittedOutcome,
+): Promise<void> {
+  const executeSql = async (text: string, values?: unknown[]) => ({
+    rows: (await trx.executeQuery(CompiledQuery.raw(text, values ?? []))).rows,
+  });
+  const result = await boss.complete(WINDOW_QUEUE, { id: job.id, retryCount: job.retryCount }, outcome, {
+    db: { executeSql },
+  });
+  // pg-boss's declared CommandResponse names no fields; `affected` is the count of jobs it settled.
+  if ((result as { affected?: number }).affected !== 1) {
+    throw jobFailure(
+      job.data,
+      'JOB_LOST',
+      `window job ${job.id} (attempt ${job.retryCount}) is no longer this worker's (it was handed to another after its heartbeat lapsed); its load was rolled back`,
+    );
+  }
 }

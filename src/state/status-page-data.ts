@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { RawBuilder } from 'kysely';
 import type { Db } from '../warehouse/warehouse.js';
 import { readQueueCounts } from '../queue/queue-status.js';
 import type { QueueStatus } from '../queue/queue-status.js';
@@ -139,23 +140,51 @@ export async function readStatusPageData(
   query: StatusPageQuery,
   options: StatusPageOptions,
 ): Promise<StatusPageData> {
-  const q: Required<StatusPageQuery> = {
+  const q = pageQuery(query);
+  const now = options.now;
+  const pipelineNames = (
+    await sql<{ pipeline: string }>`select distinct pipeline from etl.windows order by 1`.execute(db)
+  ).rows.map((r) => r.pipeline);
+  const freshness = pipelineNames.map((p) => options.freshnessSeconds(p));
+  const assessed = options.completeness.filter((c) => c.gaps.length > 0);
+  const aggregate = aggregateQuery(now, assessed, pipelineNames, freshness);
+  const pipelines = await readPipelineSummaries(db, aggregate, now);
+  const { matching, page } = await readPage(db, aggregate, now, q);
+  const days = await stripDays(db, now, options.days ?? 35);
+  const windows = await readStripWindows(db, page, days[0]!);
+  const gapsOf = new Map(assessed.map((c) => [pairKey(c.pipeline, c.organizationId), c.gaps]));
+  const rows = page.map((r) =>
+    pageRow(r, now, stripOf(r, days, windows, gapsOf.get(pairKey(r.pipeline, r.organization_id)) ?? [])),
+  );
+  const schemaChanges = await readSchemaChanges(db);
+  const runs = await readLastRuns(db);
+  const queue = (await readQueueCounts(db)) ?? null;
+  return { generatedAt: now, days, pipelines, rows, query: q, matching, runs, schemaChanges, queue };
+}
+
+/** The query with its defaults, the page and its size clamped. */
+function pageQuery(query: StatusPageQuery): Required<StatusPageQuery> {
+  return {
     pipeline: query.pipeline ?? '',
     organization: query.organization ?? '',
     problems: query.problems ?? 'all',
     page: Math.max(1, Math.floor(query.page ?? 1)),
     pageSize: Math.min(500, Math.max(1, Math.floor(query.pageSize ?? DEFAULT_PAGE_SIZE))),
   };
-  const now = options.now;
-  const pipelineNames = (
-    await sql<{ pipeline: string }>`select distinct pipeline from etl.windows order by 1`.execute(db)
-  ).rows.map((r) => r.pipeline);
-  const freshness = pipelineNames.map((p) => options.freshnessSeconds(p));
+}
 
-  // One row per pipeline × organization with its counts, and its gaps from completeness.ts.
-  const assessed = options.completeness.filter((c) => c.gaps.length > 0);
+/**
+ * One row per pipeline × organization with its counts (AggregateRow), its gaps from completeness.ts
+ * (`assessed`: the pairs that have some) and its pipeline's freshness limit.
+ */
+function aggregateQuery(
+  now: Date,
+  assessed: readonly Completeness[],
+  pipelineNames: readonly string[],
+  freshness: readonly number[],
+): RawBuilder<AggregateRow> {
   const gapWindows = (c: Completeness) => c.gaps.reduce((n, g) => n + g.windows, 0);
-  const aggregate = sql<AggregateRow>`
+  return sql<AggregateRow>`
     with g as (
       select pipeline, organization_id,
              count(*) filter (where status = 'loaded')::int as loaded,
@@ -182,11 +211,26 @@ export async function readStatusPageData(
       left join l using (pipeline, organization_id)
       left join r using (pipeline, organization_id)
       join f using (pipeline)`;
-  const stale = (lastEnd: Date | null, seconds: number) =>
-    lastEnd === null || now.getTime() - new Date(lastEnd).getTime() > seconds * 1000;
-  const lag = (lastEnd: Date | null) =>
-    lastEnd === null ? null : Math.max(0, Math.round((now.getTime() - new Date(lastEnd).getTime()) / 1000));
+}
 
+/** Whether a pair's newest settled window ended longer ago than its freshness limit (or never). */
+function isStale(now: Date, lastEnd: Date | null, seconds: number): boolean {
+  return lastEnd === null || now.getTime() - new Date(lastEnd).getTime() > seconds * 1000;
+}
+
+/** Seconds since a pair's newest settled window ended; null when none has. */
+function lagSeconds(now: Date, lastEnd: Date | null): number | null {
+  return lastEnd === null
+    ? null
+    : Math.max(0, Math.round((now.getTime() - new Date(lastEnd).getTime()) / 1000));
+}
+
+/** The aggregate summed per pipeline. */
+async function readPipelineSummaries(
+  db: Db,
+  aggregate: RawBuilder<AggregateRow>,
+  now: Date,
+): Promise<PipelineSummary[]> {
   const summaries = await sql<{
     pipeline: string;
     organizations: number;
@@ -208,7 +252,28 @@ export async function readStatusPageData(
                             or extract(epoch from (${now}::timestamptz - last_end)) > freshness)::int as stale,
            min(last_end) as oldest_end, min(freshness)::int as freshness
       from a group by 1 order by 1`.execute(db);
+  return summaries.rows.map((s) => ({
+    pipeline: s.pipeline,
+    organizations: s.organizations,
+    loaded: s.loaded,
+    noData: s.no_data,
+    failed: s.failed,
+    notReady: s.not_ready,
+    gaps: s.gaps,
+    rejects: s.rejects,
+    staleOrganizations: s.stale,
+    maxLagSeconds: lagSeconds(now, s.oldest_end),
+    freshnessSeconds: s.freshness,
+  }));
+}
 
+/** The aggregate rows the query's filters match: how many, and those of its page, problems first. */
+async function readPage(
+  db: Db,
+  aggregate: RawBuilder<AggregateRow>,
+  now: Date,
+  q: Required<StatusPageQuery>,
+): Promise<{ matching: number; page: AggregateRow[] }> {
   const problem = {
     all: sql<boolean>`true`,
     problems: sql<boolean>`(failed > 0 or not_ready > 0 or gaps > 0 or is_stale)`,
@@ -229,8 +294,11 @@ export async function readStatusPageData(
     select * from (${filtered}) x ${where}
      order by (failed > 0) desc, is_stale desc, (gaps > 0) desc, (not_ready > 0) desc, pipeline, organization_id
      limit ${q.pageSize} offset ${(q.page - 1) * q.pageSize}`.execute(db);
+  return { matching: matching.rows[0]?.n ?? 0, page: page.rows };
+}
 
-  // The strip: the last `days` days up to the newest day of any window.
+/** The strip's days: the last `dayCount` days up to the newest day of any window. */
+async function stripDays(db: Db, now: Date, dayCount: number): Promise<string[]> {
   const newest = await sql<{ day: string | null }>`
     select to_char(max(coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10))::date), 'YYYY-MM-DD') as day
       from etl.windows where window_key ~ ${DATE_KEY}`.execute(db);
@@ -238,77 +306,90 @@ export async function readStatusPageData(
   const yesterday = shiftDay(now.toISOString().slice(0, 10), -1);
   const newestDay = newest.rows[0]?.day;
   const lastDay = newestDay && newestDay > yesterday ? newestDay : yesterday;
-  const dayCount = options.days ?? 35;
-  const days = Array.from({ length: dayCount }, (_, i) => shiftDay(lastDay, i - dayCount + 1));
-  const onPage = sql`(pipeline, organization_id) in (select * from unnest(${page.rows.map((r) => r.pipeline)}::text[], ${page.rows.map((r) => r.organization_id)}::text[]))`;
-  const windows =
-    page.rows.length === 0
-      ? []
-      : (
-          await sql<
-            WindowErrorRow & {
-              rows_loaded: string;
-              rows_rejected: string;
-              updated_at: Date;
-              first_day: string;
-              last_day: string;
-            }
-          >`
-            select pipeline, organization_id, window_key, status, last_error_code, last_error_message,
-                   attempts, rows_loaded, rows_rejected, updated_at,
-                   left(window_key, 10) as first_day,
-                   coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10)) as last_day
-              from etl.windows
-             where ${onPage}
-               and window_key ~ ${DATE_KEY}
-               and coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10)) >= ${days[0]!}`.execute(
-            db,
-          )
-        ).rows;
-  const gapsOf = new Map(assessed.map((c) => [pairKey(c.pipeline, c.organizationId), c.gaps]));
+  return Array.from({ length: dayCount }, (_, i) => shiftDay(lastDay, i - dayCount + 1));
+}
 
-  const rows: StatusPageRow[] = page.rows.map((r) => {
-    const gapDays = daysOfGaps(gapsOf.get(pairKey(r.pipeline, r.organization_id)) ?? []);
-    const byDay = new Map<string, StripCell['window']>();
-    for (const w of windows) {
-      if (w.pipeline !== r.pipeline || w.organization_id !== r.organization_id) continue;
-      const cell = {
-        key: w.window_key,
-        status:
-          w.status === 'pending' && w.last_error_code === 'NOT_READY' ? 'not_ready' : (w.status as string),
-        attempts: w.attempts,
-        rowsLoaded: Number(w.rows_loaded),
-        rowsRejected: Number(w.rows_rejected),
-        errorCode: w.last_error_code,
-        errorMessage: w.last_error_message,
-        updatedAt: new Date(w.updated_at),
-      };
-      for (let d = w.first_day; d <= w.last_day; d = shiftDay(d, 1)) byDay.set(d, cell);
-    }
-    const strip = days.map((day): StripCell => {
-      const window = byDay.get(day);
-      // A window planned and never settled (pending) is a gap, as completeness counts it.
-      if (window) return { day, state: gapDays.has(day) ? 'gap' : (window.status as CellState), window };
-      return { day, state: gapDays.has(day) ? 'gap' : 'none' };
-    });
-    const lagSeconds = lag(r.last_end);
-    return {
-      pipeline: r.pipeline,
-      organizationId: r.organization_id,
-      loaded: r.loaded,
-      noData: r.no_data,
-      failed: r.failed,
-      notReady: r.not_ready,
-      gaps: r.gaps,
-      rejects: r.rejects,
-      lastLoadedWindow: r.last_key,
-      lagSeconds,
-      freshnessSeconds: r.freshness,
-      stale: stale(r.last_end, r.freshness),
-      strip,
+/** A window of the page's pairs that covers a day of the strip, with its first and last day. */
+type StripWindow = WindowErrorRow & {
+  rows_loaded: string;
+  rows_rejected: string;
+  updated_at: Date;
+  first_day: string;
+  last_day: string;
+};
+
+/** The windows of the page's pairs (whose keys are days or spans of days) that end on or after the strip's first day. */
+async function readStripWindows(
+  db: Db,
+  page: readonly AggregateRow[],
+  firstDay: string,
+): Promise<StripWindow[]> {
+  if (page.length === 0) return [];
+  const onPage = sql`(pipeline, organization_id) in (select * from unnest(${page.map((r) => r.pipeline)}::text[], ${page.map((r) => r.organization_id)}::text[]))`;
+  const windows = await sql<StripWindow>`
+    select pipeline, organization_id, window_key, status, last_error_code, last_error_message,
+           attempts, rows_loaded, rows_rejected, updated_at,
+           left(window_key, 10) as first_day,
+           coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10)) as last_day
+      from etl.windows
+     where ${onPage}
+       and window_key ~ ${DATE_KEY}
+       and coalesce(nullif(substr(window_key, 13, 10), ''), left(window_key, 10)) >= ${firstDay}`.execute(db);
+  return windows.rows;
+}
+
+/** A pair's strip: each day's window and state; a day of one of its gaps is a gap. */
+function stripOf(
+  r: AggregateRow,
+  days: readonly string[],
+  windows: readonly StripWindow[],
+  gaps: readonly GapSpan[],
+): StripCell[] {
+  const gapDays = daysOfGaps(gaps);
+  const byDay = new Map<string, StripCell['window']>();
+  for (const w of windows) {
+    if (w.pipeline !== r.pipeline || w.organization_id !== r.organization_id) continue;
+    const cell = {
+      key: w.window_key,
+      status:
+        w.status === 'pending' && w.last_error_code === 'NOT_READY' ? 'not_ready' : (w.status as string),
+      attempts: w.attempts,
+      rowsLoaded: Number(w.rows_loaded),
+      rowsRejected: Number(w.rows_rejected),
+      errorCode: w.last_error_code,
+      errorMessage: w.last_error_message,
+      updatedAt: new Date(w.updated_at),
     };
+    for (let d = w.first_day; d <= w.last_day; d = shiftDay(d, 1)) byDay.set(d, cell);
+  }
+  return days.map((day): StripCell => {
+    const window = byDay.get(day);
+    // A window planned and never settled (pending) is a gap, as completeness counts it.
+    if (window) return { day, state: gapDays.has(day) ? 'gap' : (window.status as CellState), window };
+    return { day, state: gapDays.has(day) ? 'gap' : 'none' };
   });
-  // One line per change event: the columns a source added to a table at once.
+}
+
+function pageRow(r: AggregateRow, now: Date, strip: StripCell[]): StatusPageRow {
+  return {
+    pipeline: r.pipeline,
+    organizationId: r.organization_id,
+    loaded: r.loaded,
+    noData: r.no_data,
+    failed: r.failed,
+    notReady: r.not_ready,
+    gaps: r.gaps,
+    rejects: r.rejects,
+    lastLoadedWindow: r.last_key,
+    lagSeconds: lagSeconds(now, r.last_end),
+    freshnessSeconds: r.freshness,
+    stale: isStale(now, r.last_end, r.freshness),
+    strip,
+  };
+}
+
+/** The last 20 schema changes, one per change event: the columns a source added to a table at once. */
+async function readSchemaChanges(db: Db): Promise<SchemaChangeRow[]> {
   const schemaChanges = await sql<{
     table_schema: string;
     table_name: string;
@@ -320,37 +401,13 @@ export async function readStatusPageData(
             pipeline, source, changed_at
        from etl.schema_changes group by table_schema, table_name, pipeline, source, changed_at
       order by max(id) desc limit 20`.execute(db);
-  const runs = await readLastRuns(db);
-  const queue = (await readQueueCounts(db)) ?? null;
-  return {
-    generatedAt: now,
-    days,
-    pipelines: summaries.rows.map((s) => ({
-      pipeline: s.pipeline,
-      organizations: s.organizations,
-      loaded: s.loaded,
-      noData: s.no_data,
-      failed: s.failed,
-      notReady: s.not_ready,
-      gaps: s.gaps,
-      rejects: s.rejects,
-      staleOrganizations: s.stale,
-      maxLagSeconds: lag(s.oldest_end),
-      freshnessSeconds: s.freshness,
-    })),
-    rows,
-    query: q,
-    matching: matching.rows[0]?.n ?? 0,
-    runs,
-    schemaChanges: schemaChanges.rows.map((c) => ({
-      table: `${c.table_schema}.${c.table_name}`,
-      columns: c.columns,
-      pipeline: c.pipeline,
-      source: c.source,
-      changedAt: new Date(c.changed_at),
-    })),
-    queue,
-  };
+  return schemaChanges.rows.map((c) => ({
+    table: `${c.table_schema}.${c.table_name}`,
+    columns: c.columns,
+    pipeline: c.pipeline,
+    source: c.source,
+    changedAt: new Date(c.changed_at),
+  }));
 }
 
 /** The local days of gap spans, by their window keys (a day, or first..last day). */
