@@ -225,7 +225,7 @@ export class CopyTextSpool {
       segments: segments.map((s) => s.toSegment()),
       perRowBatches: perRow(),
       allBatches: mergeBatches(perRow(), segments, types),
-      recordsOn: (query) => recordsWanted(mergeBatches(perRow(), segments, types), query),
+      recordsOn: (query) => recordsWanted(mergeBatches(perRow(), segments, types, query.wants), query),
     };
   }
 }
@@ -376,12 +376,14 @@ function loadRecord(recordNumber: number, values: LoadValue[]): LoadRecord {
 
 /**
  * Every record of the section for the loader's per-row path: the kept-apart records and the
- * decoded lines, in record-number order, with the parser's rejects in the first batch.
+ * decoded lines, in record-number order, with the parser's rejects in the first batch. With
+ * `wants`, only the lines of the record numbers it wants are decoded (the others are skipped).
  */
 async function* mergeBatches(
   perRow: AsyncIterable<LoadBatch>,
   segments: readonly SegmentFile[],
   types: readonly string[],
+  wants?: (recordNumber: number) => boolean,
   batchSize = 2000,
 ): AsyncGenerator<LoadBatch> {
   const slowIterator = perRow[Symbol.asyncIterator]();
@@ -423,13 +425,14 @@ async function* mergeBatches(
     });
     for await (const line of lines) {
       if (line === '') continue;
-      const cells = line.split('\t');
-      const recordNumber = Number(cells[cells.length - 1]);
+      const recordNumber = Number(line.slice(line.lastIndexOf('\t') + 1));
       for (let s = await nextSlow(); s !== undefined && s.recordNumber < recordNumber; s = await nextSlow()) {
         batch.push(s);
         slowPos++;
         if (batch.length >= batchSize) yield take();
       }
+      if (wants && !wants(recordNumber)) continue;
+      const cells = line.split('\t');
       const values = new Array<LoadValue>(cells.length - 1);
       for (let i = 0; i < values.length; i++) values[i] = decodeCell(cells[i]!, types[i] ?? 'text');
       batch.push(loadRecord(recordNumber, values));
