@@ -33,21 +33,21 @@ import type { FileDigest } from '../spool/file-digest.js';
 import type { CliContext } from './context.js';
 
 /**
- * The SHA-256 of a file's bytes, in hex. Read in 1 MB chunks: with the stream's 64 KB default,
- * reading and handing over the chunks costs about as much CPU as hashing them.
+ * The file's FileDigest (what a re-load compares) and, when asked, the SHA-256 of its bytes (an
+ * identity, importIdentity), in one read of 1 MB chunks: with the stream's 64 KB default, reading
+ * and handing over the chunks costs about as much CPU as hashing them.
  */
-async function fileSha256(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
-
-/** The file's FileDigest (what a re-load compares), read in 1 MB chunks as fileSha256 reads it. */
-async function fileDigest(path: string): Promise<FileDigest> {
+async function readDigests(
+  path: string,
+  withSha256: boolean,
+): Promise<{ digest: FileDigest; sha256?: string }> {
   const digester = new FileDigester();
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }))
+  const hash = withSha256 ? createHash('sha256') : undefined;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
     digester.update(chunk as Buffer);
-  return digester.digest();
+    hash?.update(chunk as Buffer);
+  }
+  return hash ? { digest: digester.digest(), sha256: hash.digest('hex') } : { digest: digester.digest() };
 }
 
 /**
@@ -55,14 +55,22 @@ async function fileDigest(path: string): Promise<FileDigest> {
  * name and period its metadata names, or, for a file that names no period, its bytes' digest. An
  * imported file's source is `import:<file name>:<identity>`.
  */
-async function importIdentity(
-  path: string,
-  meta: { reportName: string | undefined; rawStart: string | undefined; rawEnd: string | undefined },
-): Promise<string> {
-  if (meta.rawStart || meta.rawEnd) {
+function importIdentity(meta: ReportPeriodMeta, sha256: string | undefined): string {
+  if (namesPeriod(meta)) {
     return [meta.reportName ?? '', `${meta.rawStart ?? ''}..${meta.rawEnd ?? ''}`].filter(Boolean).join(':');
   }
-  return [meta.reportName ?? '', `sha256-${(await fileSha256(path)).slice(0, 32)}`].filter(Boolean).join(':');
+  return [meta.reportName ?? '', `sha256-${sha256!.slice(0, 32)}`].filter(Boolean).join(':');
+}
+
+type ReportPeriodMeta = {
+  reportName: string | undefined;
+  rawStart: string | undefined;
+  rawEnd: string | undefined;
+};
+
+/** Whether the file's metadata names its period (else its bytes' SHA-256 identify it). */
+function namesPeriod(meta: ReportPeriodMeta): boolean {
+  return Boolean(meta.rawStart || meta.rawEnd);
 }
 
 /**
@@ -204,7 +212,9 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
         if (!organizationId) {
           throw configError(`${fileName} does not name its organization; pass --organization-id.`);
         }
-        const identity = await importIdentity(file, meta);
+        // One read of the file: its digest (a re-load's), and its SHA-256 when that identifies it.
+        const { digest, sha256 } = await readDigests(file, !namesPeriod(meta));
+        const identity = importIdentity(meta, sha256);
         const warehouse = await ctx.warehouse();
         const logger = await ctx.logger();
         const config = await ctx.config();
@@ -235,7 +245,6 @@ export function registerImportCommand(program: Command, ctx: CliContext): void {
             : await readImportFingerprint(warehouse.db, organizationId, source),
           declaration,
         );
-        const digest = await fileDigest(file);
         const state = { previous, skipIfUnchanged: expected !== undefined && sameDigest(digest, expected) };
         const runId = await startRun(warehouse.db, { command: 'import', pipelines: [pipeline.name] });
         const window = { pipeline: pipeline.name, organizationId, windowKey: source };
