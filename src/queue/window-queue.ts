@@ -180,7 +180,18 @@ export async function openWindowQueue(
         const slice = jobs.slice(i, i + 500);
         const keys = slice.map((data) => windowJobKey({ ...data, windowKey: data.window.windowKey }));
         const byKey = new Map<string, string>();
-        // A job that settles between the insert that met it and the read of its id is inserted again.
+        const readLive = async (wanted: string[]) => {
+          const found = await fetchPool.query<{ id: string; key: string }>(
+            `select id::text as id, singleton_key as key from ${jobTable}
+              where name = $1 and singleton_key = any($2::text[]) and state < 'completed'`,
+            [WINDOW_QUEUE, wanted],
+          );
+          for (const row of found.rows) byKey.set(row.key, row.id);
+        };
+        // The jobs already there are read before the insert: one that settles right after is still
+        // followed, not enqueued again. A job another planner adds and that settles between this
+        // insert and the read after it is inserted again (the next round).
+        await readLive(keys);
         for (let round = 0; round < 3 && byKey.size < slice.length; round++) {
           const missing = slice.filter((_, j) => !byKey.has(keys[j]!));
           const inserts: JobInsert<WindowJobData>[] = missing.map((data) => ({
@@ -195,12 +206,7 @@ export async function openWindowQueue(
             deadLetter: WINDOW_DEAD_LETTER_QUEUE,
           }));
           added += (await boss.insert(WINDOW_QUEUE, inserts, { returnId: true }))?.length ?? 0;
-          const found = await fetchPool.query<{ id: string; key: string }>(
-            `select id::text as id, singleton_key as key from ${jobTable}
-              where name = $1 and singleton_key = any($2::text[]) and state < 'completed'`,
-            [WINDOW_QUEUE, keys.filter((k) => !byKey.has(k))],
-          );
-          for (const row of found.rows) byKey.set(row.key, row.id);
+          await readLive(keys.filter((k) => !byKey.has(k)));
         }
         for (const key of keys) {
           const id = byKey.get(key);

@@ -297,9 +297,8 @@ describe('a pass over the window queue', () => {
     const loadedBy: string[] = [];
     // Another machine's worker loads them; this pass has none.
     const elsewhere = await startWorker(other, async (task) => {
-      // org2's job is held until this pass has enqueued (org1's job exists: the pass inserts its
-      // jobs in one statement; other jobs of the table do not count), so that the pass meets it queued or active, as the case requires,
-      // however fast this worker would otherwise be.
+      // org2's job is held until this pass has enqueued (org1's job exists; other jobs of the table
+      // do not count), so that the pass meets it active however fast this worker would otherwise be.
       const org1Key = windowJobKey(refOf('org1'));
       if (task.window.organizationId === 'org2')
         while (
