@@ -23,7 +23,7 @@ import {
 } from '../catalog/index.js';
 import type { ReportDefinition } from '../catalog/index.js';
 import { CybsError } from '../errors.js';
-import { parseCsvMetadataLine } from '../parse/csv/csv-report.js';
+import { parseCsvMetadataLine, plainCsvFields } from '../parse/csv/csv-report.js';
 import type { ReportMetadata } from '../parse/records.js';
 import { sniffEncoding } from '../parse/text-encoding.js';
 import { xmlReportMetadata } from '../parse/xml/xml-report.js';
@@ -176,13 +176,20 @@ function csvHeadMetadata(text: string, expected: ReportShape): ReportMetadata | 
   // Whole lines only, unless the head is the whole file.
   const lastBreak = text.lastIndexOf('\n');
   const lines = lastBreak >= 0 && text.length >= REPORT_HEAD_BYTES ? text.slice(0, lastBreak + 1) : text;
-  let records: string[][];
-  try {
-    records = parse(lines, { relax_column_count: true, relax_quotes: true, to_line: 4 }) as string[][];
-  } catch {
-    records = [];
+  const lineFeed = text.indexOf('\n');
+  let first = plainCsvFields((lineFeed < 0 ? text : text.slice(0, lineFeed)).replace(/\r$/, ''));
+  if (first === undefined) {
+    try {
+      const records = parse(lines, {
+        relax_column_count: true,
+        relax_quotes: true,
+        to_line: 4,
+      }) as string[][];
+      first = records[0];
+    } catch {
+      first = undefined;
+    }
   }
-  const first = records[0];
   const metadata = first === undefined ? undefined : parseCsvMetadataLine(first, expected.fileName);
   if (metadata !== undefined) return metadata;
   const known = (first ?? []).some(

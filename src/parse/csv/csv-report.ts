@@ -54,6 +54,16 @@ import { CsvRecords } from './csv-records.js';
 
 const RANGE = /^\s*(\d{4}-\d{2}-\d{2}\S*)\s+to\s+(\d{4}-\d{2}-\d{2}\S*)\s*$/;
 
+/**
+ * The fields of one non-empty CSV line that holds no quote, carriage return or line feed: its
+ * comma-separated parts, as any CSV reader reads them. Undefined for any other line, which the
+ * caller gives to csv-parse (a head line is read per window; csv-parse allocates per character).
+ */
+export function plainCsvFields(line: string): string[] | undefined {
+  if (line === '' || /["\r\n]/.test(line)) return undefined;
+  return line.split(',');
+}
+
 /** Metadata from the first CSV record, or undefined if it is not a metadata line. */
 export function parseCsvMetadataLine(
   fields: readonly string[],

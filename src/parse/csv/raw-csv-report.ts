@@ -37,7 +37,7 @@ import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { guessReportDefinition, resolveHeader } from '../../catalog/index.js';
 import type { CybsError } from '../../errors.js';
-import { parseCsvMetadataLine, truncatedCsvError } from './csv-report.js';
+import { parseCsvMetadataLine, plainCsvFields, truncatedCsvError } from './csv-report.js';
 import { MAX_RECORD_SIZE } from './csv-records.js';
 import { sniffEncoding } from '../text-encoding.js';
 import { ColumnSet, emptyMetadata } from '../records.js';
@@ -120,7 +120,7 @@ export async function openRawCsvReport(
     return line.toString('utf8');
   };
   const fields = (line: string): string[] =>
-    (parse(line, { relax_column_count: true }) as string[][])[0] ?? [''];
+    plainCsvFields(line) ?? (parse(line, { relax_column_count: true }) as string[][])[0] ?? [''];
 
   // UTF-16 is decoded by the per-row path (UTF-32 refused there in one sentence).
   while (buffer.length < 4 && (await more()));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { openCsvReport, serialiseCsvRow } from '../../../../src/parse/csv/csv-report.js';
+import { parse } from 'csv-parse/sync';
+import { openCsvReport, plainCsvFields, serialiseCsvRow } from '../../../../src/parse/csv/csv-report.js';
 import { CybsError } from '../../../../src/errors.js';
 import { chunked, collect, rowsOf } from '../helpers.js';
 
@@ -288,5 +289,22 @@ describe('CSV reports: round trip (property)', () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('CSV reports: a plain head line', () => {
+  it('reads a line without quotes, carriage returns or line feeds as csv-parse does, and declines any other', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom('a', ' ', ',', '"', '\r', '\n', '\uFEFF', 'é', '\t') }),
+        (line) => {
+          const plain = plainCsvFields(line);
+          if (line === '' || /["\r\n]/.test(line)) expect(plain).toBeUndefined();
+          else expect(plain).toEqual((parse(line, { relax_column_count: true }) as string[][])[0]);
+        },
+      ),
+      { numRuns: 500 },
+    );
+    expect(plainCsvFields(META)).toEqual(META.split(','));
   });
 });
