@@ -47,7 +47,8 @@ interface WallClock {
   second: number;
 }
 
-function wallClock(ms: number, tz: string): WallClock {
+/** The wall clock of an instant in a zone as Intl gives it (about 3 µs a call: the slow path). */
+function intlWallClock(ms: number, tz: string): WallClock {
   const parts = formatter(tz).formatToParts(new Date(ms));
   const get = (type: string): number => Number(parts.find((p) => p.type === type)?.value ?? 0);
   return {
@@ -60,11 +61,56 @@ function wallClock(ms: number, tz: string): WallClock {
   };
 }
 
+/** How far a zone's wall clock is ahead of UTC at an instant's whole second, in ms, from Intl. */
+function intlOffsetMs(second: number, tz: string): number {
+  const w = intlWallClock(second, tz);
+  return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second) - second;
+}
+
+/**
+ * Zone offsets by zone and UTC hour, for the hours whose first and last seconds have the same
+ * offset (no zone changes its offset twice within an hour); other hours are asked of Intl each
+ * time. Bounded: a report renders thousands of rows within a few hours, so the map is cleared
+ * rather than grown past its limit.
+ */
+const hourOffsets = new Map<string, Map<number, number>>();
+let hourOffsetCount = 0;
+const HOUR_OFFSET_LIMIT = 100_000;
+
+function offsetMs(ms: number, tz: string): number {
+  const second = Math.floor(ms / 1000) * 1000;
+  const hour = Math.floor(ms / HOUR_MS);
+  let byHour = hourOffsets.get(tz);
+  const known = byHour?.get(hour);
+  if (known !== undefined) return known;
+  const first = intlOffsetMs(hour * HOUR_MS, tz);
+  const last = intlOffsetMs(hour * HOUR_MS + HOUR_MS - 1000, tz);
+  if (first !== last) return intlOffsetMs(second, tz);
+  if (hourOffsetCount >= HOUR_OFFSET_LIMIT) {
+    hourOffsets.clear();
+    hourOffsetCount = 0;
+  }
+  if (!byHour) hourOffsets.set(tz, (byHour = new Map()));
+  byHour.set(hour, first);
+  hourOffsetCount++;
+  return first;
+}
+
+function wallClock(ms: number, tz: string): WallClock {
+  const d = new Date(Math.floor(ms / 1000) * 1000 + offsetMs(ms, tz));
+  return {
+    year: d.getUTCFullYear(),
+    month: d.getUTCMonth() + 1,
+    day: d.getUTCDate(),
+    hour: d.getUTCHours(),
+    minute: d.getUTCMinutes(),
+    second: d.getUTCSeconds(),
+  };
+}
+
 /** Offset of a zone at an instant, in minutes east of UTC (America/Chicago in winter → -360). */
 export function zoneOffsetMinutes(ms: number, tz: string): number {
-  const w = wallClock(ms, tz);
-  const asUtc = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
-  return Math.round((asUtc - Math.floor(ms / 1000) * 1000) / 60_000);
+  return Math.round(offsetMs(ms, tz) / 60_000);
 }
 
 /** The instant at which the wall clock in `tz` shows `date` (`YYYY-MM-DD`) at `hour:minute`. */
