@@ -20,6 +20,8 @@ export interface ReportJobSlotDeps {
   db: Db;
   logger: Logger;
   report: ReportJobDeps;
+  /** The credential's limit, shared with the window jobs (window-queue.ts credentialLimits). */
+  perCredential: number;
 }
 
 /** Fetch and run report jobs until the pacer stops; an empty queue pauses the slot. */
@@ -27,7 +29,7 @@ export async function runReportJobSlot(deps: ReportJobSlotDeps, pacer: SlotPacer
   while (!pacer.stopping) {
     let job: Job<ReportJobData> | undefined;
     try {
-      job = await deps.queue.fetchReportJob();
+      job = await deps.queue.fetchReportJob(deps.perCredential);
     } catch (error) {
       deps.logger.warn({ err: (error as Error).message }, 'could not fetch a one-time report job');
     }

@@ -28,20 +28,42 @@ const RETRY_DELAY_MAX_SECONDS = 1800;
 const EXPIRE_SECONDS = 4 * 3600;
 
 /**
- * The advisory-lock space of window-job fetches. pg-boss counts a group's active jobs in the same
+ * The advisory-lock space of job fetches. pg-boss counts a group's active jobs in the same
  * statement that claims the next one, so two fetches at the same moment can both see room for one
- * more and exceed the group's limit; fetches of the window queue take this transaction lock first,
- * one at a time across every worker, and each sees the jobs the ones before it claimed.
+ * more and exceed the group's limit; fetches of the window and one-time report queues take this
+ * transaction lock first, one at a time across every worker, and each sees the jobs the ones before
+ * it claimed.
  */
 const FETCH_LOCK_SPACE = 0x63796271;
 const FETCH_BEGIN = `begin; select pg_advisory_xact_lock(${FETCH_LOCK_SPACE}, hashtext('${WINDOW_QUEUE}'))`;
+
+/**
+ * A credential's limit holds its window jobs and its one-time report jobs together (both send
+ * requests with its key). Each job's group is its credential and so is its group tier: a fetch from
+ * one queue, under the fetch lock, reads the other queue's active jobs per credential and passes
+ * what is left of each credential's limit as that credential's tier limit.
+ */
+function activeByCredential(queue: string): string {
+  return `select group_id as credential, count(*)::int as n from ${QUEUE_SCHEMA}.job
+           where name = '${queue}' and state = 'active' and group_id is not null group by group_id`;
+}
+
+function credentialLimits(
+  perCredential: number,
+  activeElsewhere: readonly { credential: string; n: number }[],
+): { default: number; tiers?: Record<string, number> } {
+  if (activeElsewhere.length === 0) return { default: perCredential };
+  const tiers: Record<string, number> = {};
+  for (const { credential, n } of activeElsewhere) tiers[credential] = Math.max(0, perCredential - n);
+  return { default: perCredential, tiers };
+}
 
 export interface WindowQueue {
   readonly boss: PgBoss;
   readonly settings: QueueSettings;
   /**
-   * Claim the next window job whose credential group has fewer than `perCredential` jobs active,
-   * across every worker; undefined when there is none.
+   * Claim the next window job whose credential has fewer than `perCredential` window and one-time
+   * report jobs active, across every worker; undefined when there is none.
    */
   fetch(perCredential: number): Promise<Job<WindowJobData> | undefined>;
   /**
@@ -53,8 +75,11 @@ export interface WindowQueue {
   settled(ids: readonly string[]): Promise<SettledJob[]>;
   /** Make jobs among `ids` that wait for a retry due now (a planner that wants them loaded at once). */
   retryNow(ids: readonly string[]): Promise<void>;
-  /** Claim the next due one-time report job (chunk-jobs.ts); undefined when there is none. */
-  fetchReportJob(): Promise<Job<ReportJobData> | undefined>;
+  /**
+   * Claim the next due one-time report job (chunk-jobs.ts) whose credential has fewer than
+   * `perCredential` window and report jobs active; undefined when there is none.
+   */
+  fetchReportJob(perCredential: number): Promise<Job<ReportJobData> | undefined>;
   /** Make sure a job follows this report (one per report: its singleton key). */
   ensureReportJob(data: ReportJobData): Promise<void>;
   /**
@@ -151,27 +176,37 @@ export async function openWindowQueue(
   const fetchPool = new pg.Pool({ ...connection, max: 2, application_name: 'cybs-etl queue fetch' });
   const jobTable = `${QUEUE_SCHEMA}.job`;
   fetchPool.on('error', () => {});
+  /** One job of `queue`, its credential's limit shared with `other`'s active jobs (see credentialLimits). */
+  const fetchUnderLock = async <T extends object>(
+    queue: string,
+    other: string,
+    perCredential: number,
+  ): Promise<Job<T> | undefined> => {
+    const client = await fetchPool.connect();
+    try {
+      // One round trip: the lock and the other queue's active jobs are constants, one simple query.
+      const results = (await client.query(
+        `${FETCH_BEGIN}; ${activeByCredential(other)}`,
+      )) as unknown as pg.QueryResult<{ credential: string; n: number }>[];
+      const [job] = await boss.fetch<T>(queue, {
+        batchSize: 1,
+        groupConcurrency: credentialLimits(perCredential, results[results.length - 1]!.rows),
+        db: { executeSql: async (text, values) => ({ rows: (await client.query(text, values)).rows }) },
+      });
+      await client.query('commit');
+      return job;
+    } catch (error) {
+      await client.query('rollback').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  };
   return {
     boss,
     settings,
-    async fetch(perCredential) {
-      const client = await fetchPool.connect();
-      try {
-        // One round trip: both are constants, sent as one simple query.
-        await client.query(FETCH_BEGIN);
-        const [job] = await boss.fetch<WindowJobData>(WINDOW_QUEUE, {
-          batchSize: 1,
-          groupConcurrency: perCredential,
-          db: { executeSql: async (text, values) => ({ rows: (await client.query(text, values)).rows }) },
-        });
-        await client.query('commit');
-        return job;
-      } catch (error) {
-        await client.query('rollback').catch(() => {});
-        throw error;
-      } finally {
-        client.release();
-      }
+    fetch(perCredential) {
+      return fetchUnderLock<WindowJobData>(WINDOW_QUEUE, ONE_TIME_QUEUE, perCredential);
     },
     async enqueue(jobs) {
       let added = 0;
@@ -197,7 +232,7 @@ export async function openWindowQueue(
           const inserts: JobInsert<WindowJobData>[] = missing.map((data) => ({
             data,
             singletonKey: windowJobKey({ ...data, windowKey: data.window.windowKey }),
-            group: { id: data.credential },
+            group: { id: data.credential, tier: data.credential },
             heartbeatSeconds: settings.heartbeatSeconds,
             retryLimit: settings.retryLimit,
             retryDelay: settings.retryDelaySeconds,
@@ -231,13 +266,13 @@ export async function openWindowQueue(
         [WINDOW_QUEUE, ids],
       );
     },
-    async fetchReportJob() {
-      const [job] = await boss.fetch<ReportJobData>(ONE_TIME_QUEUE, { batchSize: 1 });
-      return job;
+    fetchReportJob(perCredential) {
+      return fetchUnderLock<ReportJobData>(ONE_TIME_QUEUE, WINDOW_QUEUE, perCredential);
     },
     async ensureReportJob(data) {
       await boss.send(ONE_TIME_QUEUE, data, {
         singletonKey: reportJobKey(data.request),
+        group: { id: data.credential, tier: data.credential },
         heartbeatSeconds: settings.heartbeatSeconds,
         retryLimit: settings.retryLimit,
         retryDelay: settings.retryDelaySeconds,

@@ -138,7 +138,18 @@ class WindowWorkerProcess implements WindowWorker {
     this.slots = [
       ...Array.from({ length: options.concurrency }, () => this.windowSlot()),
       ...(report
-        ? [runReportJobSlot({ queue: deps.queue, db: deps.db, logger: deps.logger, report }, this.pacer)]
+        ? [
+            runReportJobSlot(
+              {
+                queue: deps.queue,
+                db: deps.db,
+                logger: deps.logger,
+                report,
+                perCredential: options.perCredential,
+              },
+              this.pacer,
+            ),
+          ]
         : []),
     ];
   }

@@ -190,6 +190,43 @@ describe('the window queue (pg-boss)', () => {
     expect(windows.map((w) => w.status)).toEqual(Array(10).fill('loaded'));
   });
 
+  it("holds a credential's limit over its window jobs and its one-time report jobs together, across processes", async () => {
+    const [mine, theirs] = [queues[0]!, await open()];
+    const all = await planned();
+    const jobs = all.filter((j) => j.window.windowKey === '2026-11-11');
+    const elsewhere = all.find((j) => j.window.windowKey !== '2026-11-11')!;
+    await mine.enqueue([...jobs, { ...elsewhere, credential: 'other' }]);
+    const report = (organizationId: string, credential: string) => ({
+      credential,
+      request: {
+        pipeline: 'alpha',
+        organizationId,
+        reportDefinitionName: 'TransactionRequestClass',
+        subscriptionName: 'sub',
+        timeZone: 'UTC',
+        reportName: `chunk-${organizationId}`,
+        start: '2026-11-01T00:00:00Z',
+        end: '2026-11-11T00:00:00Z',
+      },
+    });
+    await mine.ensureReportJob(report('org1', 'cred'));
+    await mine.ensureReportJob(report('org2', 'cred'));
+    // Limit 2 for 'cred': a report job and a window job take it, wherever they are fetched.
+    const reportJob = await theirs.fetchReportJob(2);
+    expect(reportJob?.data.credential).toBe('cred');
+    const first = await mine.fetch(2);
+    expect(first?.data.credential).toBe('cred');
+    // 'cred' is full: the next window job fetched is the other credential's, then none.
+    expect((await theirs.fetch(2))?.data.credential).toBe('other');
+    expect(await mine.fetch(2)).toBeUndefined();
+    expect(await theirs.fetchReportJob(2)).toBeUndefined();
+    // A window job done leaves room for one more job of 'cred', of either kind.
+    await mine.boss.complete(WINDOW_QUEUE, first!.id);
+    const second = await theirs.fetchReportJob(2);
+    expect(second?.data.request.organizationId).not.toBe(reportJob!.data.request.organizationId);
+    expect(await mine.fetch(2)).toBeUndefined();
+  });
+
   it('retries a failed window with backoff, then moves a window that keeps failing to the dead-letter queue', async () => {
     const queue = queues[0]!;
     await queue.enqueue((await planned()).filter((j) => j.window.windowKey === '2026-11-11'));
