@@ -1,11 +1,10 @@
-import { hash } from 'node:crypto';
 import { FileDigester } from '../spool/file-digest.js';
 import type { FileDigest } from '../spool/file-digest.js';
 import { sectionsOf } from '../catalog/index.js';
 import type { OnDemandSection } from '../catalog/index.js';
 import type { OnDemandPage } from '../extract/on-demand-pages.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
-import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
+import { encodeCopyValue } from '../copy-text/cell-encoders.js';
 import { CybsError } from '../errors.js';
 import type { SpooledSource, TableDecl } from '../load/table-spec.js';
 import { parseOnDemandResponse, sectionColumns } from '../parse/json/on-demand.js';
@@ -48,13 +47,15 @@ export class OnDemandSpools {
   pages = 0;
   /**
    * Request id (as a COPY text cell) → its slot in `firstPage` and `itemsDigest`: the page that had
-   * it first and the first 64 bits of the SHA-1 of its items there. A window holds one entry per
+   * it first and the 64-bit digest of its items there (ItemsDigest). A window holds one entry per
    * request it read, so the entry is kept small (no object, no string, no digest per request).
    */
   private readonly requests = new RequestIds();
-  private firstPage = new Uint32Array(1024);
+  private firstPage: Uint32Array = new Uint32Array(1024);
   /** Two 32-bit words per slot. */
-  private itemsDigest = new Uint32Array(2048);
+  private itemsDigest: Uint32Array = new Uint32Array(2048);
+  /** The sections by their number in a digest (the spools' order). */
+  private readonly sectionNames: string[];
   /** Records left out because an earlier page had them, by section. */
   readonly repeated = new Map<string, number>();
 
@@ -70,6 +71,7 @@ export class OnDemandSpools {
         new CopyTextSpool(dir, name, def.tables[name]!, declaredColumns(def.tables[name]!)),
       ]),
     );
+    this.sectionNames = [...this.spools.keys()];
     const plan = def.endpoint === 'purchase-refund-details' ? this.scanPlan() : undefined;
     this.scanner = plan ? new OnDemandPageScanner(plan.plan) : undefined;
     this.scanned = plan ? plan.spools : [];
@@ -232,37 +234,19 @@ export class OnDemandSpools {
 
   /** A scanned page without the requests an earlier page had (unchanged when there are none). */
   private withoutRepeatsScanned(page: ScannedPage): ScannedPage {
-    const lines: string[][] = [];
-    const read: SectionItems[] = this.scanned.map(({ name }, i) => {
-      const section = page.sections[i]!;
-      const text =
-        section.count === 0 ? [] : page.lines.toString('utf8', section.start, section.end).split('\n');
-      text.length = section.count;
-      lines.push(text);
-      // The request id is each section's first field, so a line's first cell; its record number
-      // the last cell (not compared).
-      return {
-        name,
-        items: text.map((line, n) => {
-          const id = line.slice(0, line.indexOf('\t'));
-          // An item without a request id (`\N`) cannot be recognised: it is kept, as when parsed.
-          return {
-            number: n + 1,
-            id: id === COPY_NULL ? undefined : id,
-            text: line.slice(0, line.lastIndexOf('\t')),
-          };
-        }),
-      };
-    });
-    const repeats = this.repeatsOf(read);
+    const repeats = this.repeatsOfScanned(page);
     if (repeats.size === 0) return page;
     const sections: ScannedSection[] = [];
     const parts: Buffer[] = [];
     let at = 0;
-    for (let i = 0; i < read.length; i++) {
-      const { name } = read[i]!;
+    for (let i = 0; i < this.scanned.length; i++) {
+      const { name } = this.scanned[i]!;
+      const section = page.sections[i]!;
+      const lines =
+        section.count === 0 ? [] : page.lines.toString('utf8', section.start, section.end).split('\n');
+      lines.length = section.count;
       const drop = repeats.get(name);
-      const kept = drop === undefined ? lines[i]! : lines[i]!.filter((_, n) => !drop.has(n + 1));
+      const kept = drop === undefined ? lines : lines.filter((_, n) => !drop.has(n + 1));
       if (drop !== undefined) this.repeated.set(name, (this.repeated.get(name) ?? 0) + drop.size);
       // The kept lines numbered on from the last record written (the repeats take no number).
       const base = this.offsets.get(name) ?? 0;
@@ -277,30 +261,61 @@ export class OnDemandSpools {
   }
 
   /**
+   * repeatsOf for a scanned page, on its bytes (no string per line: every line of a window passes
+   * here). The request id is each section's first field, so a line's first cell; what is compared
+   * is the line without its last cell (the record number).
+   */
+  private repeatsOfScanned(page: ScannedPage): Map<string, Set<number>> {
+    const pageDigests = new PageDigests(this.requests, this.firstPage, this.itemsDigest, this.pages);
+    const lines = page.lines;
+    for (let i = 0; i < this.scanned.length; i++) {
+      const section = page.sections[i]!;
+      const number = this.sectionNames.indexOf(this.scanned[i]!.name);
+      let start = section.start;
+      for (let n = 1; n <= section.count; n++) {
+        const end = lines.indexOf(LF, start);
+        const firstTab = lines.indexOf(TAB, start);
+        const lastTab = lines.lastIndexOf(TAB, end);
+        // An item without a request id (`\N`) cannot be recognised: it is kept, as when parsed.
+        if (firstTab >= 0 && firstTab < end && !isCopyNull(lines, start, firstTab))
+          pageDigests.add(lines, start, firstTab, number, lines, start, lastTab < start ? end : lastTab, n);
+        start = end + 1;
+      }
+    }
+    return this.settle(pageDigests);
+  }
+
+  /**
    * The records (by section, their numbers in the page) of the requests an earlier page had with
    * the very same items; fails when an earlier page had a request with other items. Records the
    * requests of this page for the pages after it.
    */
   private repeatsOf(sections: readonly SectionItems[]): Map<string, Set<number>> {
-    const byRequest = new Map<string, string[]>();
-    for (const { name, items } of sections)
-      for (const { id, text } of items) {
+    const pageDigests = new PageDigests(this.requests, this.firstPage, this.itemsDigest, this.pages);
+    for (const { name, items } of sections) {
+      const section = this.sectionNames.indexOf(name);
+      for (const { id, text, number } of items) {
         if (id === undefined) continue;
-        let texts = byRequest.get(id);
-        if (texts === undefined) byRequest.set(id, (texts = []));
-        texts.push(`${name}\t${text}`);
+        const idBytes = Buffer.from(id, 'utf8');
+        const textBytes = Buffer.from(text, 'utf8');
+        pageDigests.add(idBytes, 0, idBytes.length, section, textBytes, 0, textBytes.length, number);
       }
-    const repeated = new Set<string>();
-    for (const [id, texts] of byRequest) {
-      const digest = hash('sha1', texts.join('\n'), 'buffer');
-      const high = digest.readUInt32BE(0);
-      const low = digest.readUInt32BE(4);
-      const slot = this.requests.get(id);
-      if (slot === undefined) {
-        this.remember(id, high, low);
-        continue;
-      }
-      if (this.itemsDigest[2 * slot] !== high || this.itemsDigest[2 * slot + 1] !== low) {
+    }
+    return this.settle(pageDigests);
+  }
+
+  /**
+   * After a page's items went into `pageDigests`: the requests first read on this page are kept
+   * (their slot, page and digest), those an earlier page had are compared with it (other items:
+   * the window fails) and their records returned, by section name, as repeats.
+   */
+  private settle(pageDigests: PageDigests): Map<string, Set<number>> {
+    this.firstPage = pageDigests.firstPage;
+    this.itemsDigest = pageDigests.itemsDigest;
+    const out = new Map<string, Set<number>>();
+    for (const [slot, digest] of pageDigests.earlier) {
+      if (this.itemsDigest[2 * slot] !== digest.high || this.itemsDigest[2 * slot + 1] !== digest.low) {
+        const id = this.requests.idOf(slot);
         const earlierPage = this.firstPage[slot]!;
         throw new CybsError(
           'EXTRACT_PAGES_INCONSISTENT',
@@ -312,33 +327,14 @@ export class OnDemandSpools {
           },
         );
       }
-      repeated.add(id);
-    }
-    const out = new Map<string, Set<number>>();
-    if (repeated.size === 0) return out;
-    for (const { name, items } of sections) {
-      const numbers = new Set(
-        items.filter((i) => i.id !== undefined && repeated.has(i.id)).map((i) => i.number),
-      );
-      if (numbers.size > 0) out.set(name, numbers);
+      for (const { section, number } of digest.items) {
+        const name = this.sectionNames[section]!;
+        let numbers = out.get(name);
+        if (numbers === undefined) out.set(name, (numbers = new Set()));
+        numbers.add(number);
+      }
     }
     return out;
-  }
-
-  /** Records that request `id` was first read on the current page, with its items' digest words. */
-  private remember(id: string, high: number, low: number): void {
-    const slot = this.requests.add(id);
-    if (slot === this.firstPage.length) {
-      const pages = new Uint32Array(slot * 2);
-      pages.set(this.firstPage);
-      this.firstPage = pages;
-      const digests = new Uint32Array(slot * 4);
-      digests.set(this.itemsDigest);
-      this.itemsDigest = digests;
-    }
-    this.firstPage[slot] = this.pages;
-    this.itemsDigest[2 * slot] = high;
-    this.itemsDigest[2 * slot + 1] = low;
   }
 
   /** Finish every spool's files (all of them, even when one failed); throws the first error. */
@@ -394,26 +390,33 @@ export class RequestIds {
 
   /** The number of `id`, or undefined when it was not added. */
   get(id: string): number | undefined {
-    const length = this.encode(id);
-    const key = this.scratch;
-    const mask = this.table.length - 1;
-    for (let at = hashBytes(key, 0, length) & mask; ; at = (at + 1) & mask) {
-      const entry = this.table[at]!;
-      if (entry === 0) return undefined;
-      if (this.equals(entry - 1, key, length)) return entry - 1;
-    }
+    return this.find(this.scratch, 0, this.encode(id));
   }
 
   /** Add `id` (not added before) and return its number. */
   add(id: string): number {
-    const length = this.encode(id);
-    const key = this.scratch;
+    return this.addBytes(this.scratch, 0, this.encode(id));
+  }
+
+  /** The number of the id whose UTF-8 bytes are key[start .. end), or undefined. */
+  find(key: Buffer, start: number, end: number): number | undefined {
+    const mask = this.table.length - 1;
+    for (let at = hashBytes(key, start, end) & mask; ; at = (at + 1) & mask) {
+      const entry = this.table[at]!;
+      if (entry === 0) return undefined;
+      if (this.equals(entry - 1, key, start, end)) return entry - 1;
+    }
+  }
+
+  /** Add the id whose UTF-8 bytes are key[start .. end) (not added before); its number. */
+  addBytes(key: Buffer, start: number, end: number): number {
+    const length = end - start;
     if (this.used + length > this.bytes.length) {
       const grown = Buffer.allocUnsafe(Math.max(this.used + length, this.bytes.length * 2));
       this.bytes.copy(grown, 0, 0, this.used);
       this.bytes = grown;
     }
-    key.copy(this.bytes, this.used, 0, length);
+    key.copy(this.bytes, this.used, start, end);
     this.used += length;
     const n = this.count++;
     if (n === this.ends.length) {
@@ -427,6 +430,11 @@ export class RequestIds {
     return n;
   }
 
+  /** The id numbered `n`. */
+  idOf(n: number): string {
+    return this.bytes.toString('utf8', n === 0 ? 0 : this.ends[n - 1]!, this.ends[n]!);
+  }
+
   /** `id` as UTF-8 at the start of `scratch` (grown for a long id); its length. */
   private encode(id: string): number {
     const length = Buffer.byteLength(id, 'utf8');
@@ -434,10 +442,11 @@ export class RequestIds {
     return this.scratch.write(id, 0, 'utf8');
   }
 
-  private equals(n: number, key: Buffer, length: number): boolean {
+  private equals(n: number, key: Buffer, keyStart: number, keyEnd: number): boolean {
     const start = n === 0 ? 0 : this.ends[n - 1]!;
+    const length = keyEnd - keyStart;
     if (this.ends[n]! - start !== length) return false;
-    for (let i = 0; i < length; i++) if (this.bytes[start + i] !== key[i]) return false;
+    for (let i = 0; i < length; i++) if (this.bytes[start + i] !== key[keyStart + i]) return false;
     return true;
   }
 
@@ -452,6 +461,116 @@ export class RequestIds {
   private rehash(size: number): void {
     this.table = new Int32Array(size);
     for (let n = 0; n < this.count; n++) this.place(n);
+  }
+}
+
+const LF = 0x0a;
+const TAB = 0x09;
+
+/** Whether bytes[start .. end) is the COPY text NULL, `\N`. */
+function isCopyNull(bytes: Buffer, start: number, end: number): boolean {
+  return end - start === 2 && bytes[start] === 0x5c && bytes[start + 1] === 0x4e;
+}
+
+/** The digest of a request's items before its first item. */
+const DIGEST_SEED_HIGH = 0x2545f491;
+const DIGEST_SEED_LOW = 0x6a09e667;
+
+/** The two 32-bit words of the last itemHash. */
+let itemHigh = 0;
+let itemLow = 0;
+
+/**
+ * A 64-bit hash of one item (its section and the bytes compared) in itemHigh and itemLow: two
+ * 32-bit multiplicative lanes over the bytes, each finished with MurmurHash3's mix so that every
+ * byte reaches every bit. Not cryptographic: the pages come from the service, and a digest only
+ * tells a request read again unchanged from one whose items changed meanwhile.
+ */
+function itemHash(section: number, bytes: Buffer, start: number, end: number): void {
+  let a = 0x811c9dc5 ^ section;
+  let b = 0x9e3779b9 ^ Math.imul(section + 1, 0x85ebca6b);
+  for (let i = start; i < end; i++) {
+    const c = bytes[i]!;
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(((b << 5) | (b >>> 27)) ^ c, 0x5bd1e995);
+  }
+  itemHigh = fmix32(a ^ (end - start));
+  itemLow = fmix32(b + Math.imul(end - start, 0x27d4eb2f));
+}
+
+function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** A request's digest words with one more item (itemHigh, itemLow) folded in, in order. */
+function foldHigh(high: number): number {
+  return fmix32(Math.imul((high ^ itemHigh) >>> 0, 0xcc9e2d51) ^ 0x1b873593) >>> 0;
+}
+function foldLow(low: number): number {
+  return fmix32(Math.imul(((low << 7) | (low >>> 25)) ^ itemLow, 0x1b873593) + 0xe6546b64) >>> 0;
+}
+
+/**
+ * The items of one page folded into their requests' digests, in the page's order (section by
+ * section, item by item). A request first read on this page is added to the window's requests and
+ * its digest built in place (itemsDigest); one an earlier page had gets a digest of this page's
+ * items beside (`earlier`, with their records), to be compared with the one kept.
+ */
+class PageDigests {
+  readonly earlier = new Map<
+    number,
+    { high: number; low: number; items: { section: number; number: number }[] }
+  >();
+
+  constructor(
+    private readonly requests: RequestIds,
+    public firstPage: Uint32Array,
+    public itemsDigest: Uint32Array,
+    private readonly page: number,
+  ) {}
+
+  /** One item: its request id idBytes[idStart .. idEnd), section, compared bytes and record number. */
+  add(
+    idBytes: Buffer,
+    idStart: number,
+    idEnd: number,
+    section: number,
+    bytes: Buffer,
+    start: number,
+    end: number,
+    number: number,
+  ): void {
+    let slot = this.requests.find(idBytes, idStart, idEnd);
+    if (slot === undefined) {
+      slot = this.requests.addBytes(idBytes, idStart, idEnd);
+      if (slot === this.firstPage.length) {
+        const pages = new Uint32Array(slot * 2);
+        pages.set(this.firstPage);
+        this.firstPage = pages;
+        const digests = new Uint32Array(slot * 4);
+        digests.set(this.itemsDigest);
+        this.itemsDigest = digests;
+      }
+      this.firstPage[slot] = this.page;
+      this.itemsDigest[2 * slot] = DIGEST_SEED_HIGH;
+      this.itemsDigest[2 * slot + 1] = DIGEST_SEED_LOW;
+    }
+    itemHash(section, bytes, start, end);
+    if (this.firstPage[slot] === this.page) {
+      this.itemsDigest[2 * slot] = foldHigh(this.itemsDigest[2 * slot]!);
+      this.itemsDigest[2 * slot + 1] = foldLow(this.itemsDigest[2 * slot + 1]!);
+      return;
+    }
+    let digest = this.earlier.get(slot);
+    if (digest === undefined)
+      this.earlier.set(slot, (digest = { high: DIGEST_SEED_HIGH, low: DIGEST_SEED_LOW, items: [] }));
+    digest.high = foldHigh(digest.high);
+    digest.low = foldLow(digest.low);
+    digest.items.push({ section, number });
   }
 }
 

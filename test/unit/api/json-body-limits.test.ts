@@ -55,6 +55,21 @@ describe('JSON body limits', () => {
     }
   });
 
+  it('a body whose Content-Length is within the string limit is read whole, and refused past that length', () => {
+    const text = Buffer.from(`{"a":"${'x'.repeat(50)}","b":"\\"}`);
+    const limits = new JsonBodyLimits(100, 80);
+    expect(limits.overLimit(text.length)).toBeUndefined();
+    expect(limits.update(text.subarray(0, 10))).toBeUndefined();
+    expect(limits.update(text.subarray(10))).toBeUndefined();
+    expect(limits.update(Buffer.from('"'))).toContain(
+      `a JSON body longer than its Content-Length of ${text.length} bytes`,
+    );
+    // Announced longer than the string limit: its strings are followed.
+    const followed = new JsonBodyLimits(100, 20);
+    expect(followed.overLimit(text.length)).toBeUndefined();
+    expect(followed.update(text)).toContain('a JSON string value longer than');
+  });
+
   it('says which limit a body passes, in a sentence', () => {
     expect(check(`{"a":"${'x'.repeat(100)}"}`, [10, 50], 1e9, 64)).toBe(
       'a JSON string value longer than 0.00006103515625 MiB (from byte 5 of the body, 100 bytes so far), which is not read',

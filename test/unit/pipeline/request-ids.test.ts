@@ -31,4 +31,17 @@ describe('RequestIds', () => {
     for (const absent of ['7000000000000000000001', '1234', 'e', 'x'.repeat(5001), 'x'.repeat(10)])
       expect(ids.get(absent)).toBeUndefined();
   });
+
+  it('finds and adds ids given as bytes within a buffer, the same ids as given as strings', () => {
+    const ids = new RequestIds();
+    const line = Buffer.from('7000000000000000000001\tA\n7000000000000000000002\tB\n', 'utf8');
+    expect(ids.find(line, 0, 22)).toBeUndefined();
+    expect(ids.addBytes(line, 0, 22)).toBe(0);
+    expect(ids.add('7000000000000000000002')).toBe(1);
+    expect(ids.find(line, 25, 47)).toBe(1);
+    expect(ids.get('7000000000000000000001')).toBe(0);
+    expect(ids.find(line, 0, 21)).toBeUndefined();
+    expect(ids.idOf(0)).toBe('7000000000000000000001');
+    expect(ids.idOf(1)).toBe('7000000000000000000002');
+  });
 });
