@@ -325,7 +325,7 @@ class SegmentFile {
     this.takenBytes = end;
     this.takenLines = this.writtenLines;
     if (lines === 0) return { lines: 0, chunks: emptyChunks };
-    return { lines, chunks: () => this.spool.read(start, end) };
+    return { lines, chunks: (into) => this.spool.read(start, end, undefined, into) };
   }
 
   close(): Promise<void> {
@@ -336,16 +336,16 @@ class SegmentFile {
     return this.closing;
   }
 
-  /** The lines from the start (after close()). */
-  chunks(): AsyncGenerator<Buffer> {
-    return this.spool.read();
+  /** The lines from the start (after close()); `into`: see CopyTextSegment.chunks. */
+  chunks(into?: Buffer): AsyncGenerator<Buffer> {
+    return this.spool.read(undefined, undefined, undefined, into);
   }
 
   toSegment(): CopyTextSegment {
     return {
       columns: this.width,
       lines: this.lines,
-      chunks: () => this.chunks(),
+      chunks: (into) => this.chunks(into),
       recordAt: (line) => this.map.recordAt(line),
     };
   }
