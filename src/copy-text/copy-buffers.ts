@@ -1,9 +1,10 @@
 /**
  * Buffers for the bytes on their way to a COPY (a spool's lines read back, the same lines with their
  * lineage appended), lent for one COPY and given back after it, instead of a new buffer per chunk.
- * A new buffer is garbage as soon as its chunk is sent, and on Node 24 a load's dead buffers
- * waited tens of MB for the collection that frees them (V8 frees a buffer only with the object
- * that holds it); reused, the bytes of a whole window pass through the same few buffers.
+ * A new buffer is garbage as soon as its chunk is sent, and its memory is freed only when V8
+ * collects the object that holds it, which can be long when little JavaScript runs between chunks
+ * (Node 24 above all: docs/performance.md, "Buffers on the way to COPY"); reused, the bytes of a
+ * whole window pass through the same few buffers.
  */
 
 /** Bytes of each buffer: a chunk written to COPY at a time (or read back from a spool). */
