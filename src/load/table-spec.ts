@@ -191,8 +191,12 @@ export interface CopyTextSegment {
   /** Number of data columns of each line (a prefix of the source's columns). */
   columns: number;
   lines: number;
-  /** The lines' bytes (opened when called). */
-  chunks: () => AsyncIterable<Uint8Array>;
+  /**
+   * The lines' bytes (opened when called). `into`: a buffer the bytes may be read into, a chunk at
+   * a time, each valid until the next is asked for (for a consumer that is done with a chunk by
+   * then: one that copies it, or a COPY written in turn).
+   */
+  chunks: (into?: Buffer) => AsyncIterable<Uint8Array>;
   /** The record number of the n-th line (1-based), for PostgreSQL's errors. */
   recordAt: (line: number) => number | undefined;
 }

@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import { createInterface } from 'node:readline';
-import { Readable } from 'node:stream';
 import { COPY_NULL, encodeCopyValue } from '../copy-text/cell-encoders.js';
 import type {
   CopyTextSegment,
@@ -325,7 +323,7 @@ class SegmentFile {
     this.takenBytes = end;
     this.takenLines = this.writtenLines;
     if (lines === 0) return { lines: 0, chunks: emptyChunks };
-    return { lines, chunks: () => this.spool.read(start, end) };
+    return { lines, chunks: (into) => this.spool.read(start, end, undefined, into) };
   }
 
   close(): Promise<void> {
@@ -336,22 +334,44 @@ class SegmentFile {
     return this.closing;
   }
 
-  /** The lines from the start (after close()). */
-  chunks(): AsyncGenerator<Buffer> {
-    return this.spool.read();
+  /** The lines from the start (after close()); `into`: see CopyTextSegment.chunks. */
+  chunks(into?: Buffer): AsyncGenerator<Buffer> {
+    return this.spool.read(undefined, undefined, undefined, into);
   }
 
   toSegment(): CopyTextSegment {
     return {
       columns: this.width,
       lines: this.lines,
-      chunks: () => this.chunks(),
+      chunks: (into) => this.chunks(into),
       recordAt: (line) => this.map.recordAt(line),
     };
   }
 }
 
 async function* emptyChunks(): AsyncGenerator<Uint8Array> {}
+
+/** Bytes read from a segment at a time when its lines are decoded (mergeBatches). */
+const READ_BYTES = 256 * 1024;
+
+const LF = Buffer.from('\n');
+
+/** `chunks`, and a line feed after them when the last does not end with one (the last line's end). */
+async function* endingWithLf(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  let last = 10;
+  for await (const chunk of chunks) {
+    if (chunk.length > 0) last = chunk[chunk.length - 1]!;
+    yield chunk;
+  }
+  if (last !== 10) yield LF;
+}
+
+/** The number after a line's last tab (its record number; ASCII digits). */
+function lastNumber(line: Buffer): number {
+  let n = 0;
+  for (let i = line.lastIndexOf(9) + 1; i < line.length; i++) n = n * 10 + line[i]! - 48;
+  return n;
+}
 
 const UNESCAPE = /\\(.)/g;
 const UNESCAPES: Record<string, string> = { '\\': '\\', t: '\t', n: '\n', r: '\r' };
@@ -418,25 +438,40 @@ async function* mergeBatches(
     batch = [];
     return out;
   };
+  // The lines are read as bytes into one buffer, and only the lines wanted are decoded.
+  const into = Buffer.allocUnsafe(READ_BYTES);
   for (const segment of segments) {
-    const lines = createInterface({
-      input: Readable.from(segment.chunks()),
-      crlfDelay: Infinity,
-    });
-    for await (const line of lines) {
-      if (line === '') continue;
-      const recordNumber = Number(line.slice(line.lastIndexOf('\t') + 1));
-      for (let s = await nextSlow(); s !== undefined && s.recordNumber < recordNumber; s = await nextSlow()) {
-        batch.push(s);
-        slowPos++;
+    let carry: Buffer | undefined;
+    for await (const chunk of endingWithLf(segment.chunks(into))) {
+      const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      let start = 0;
+      for (let lf = bytes.indexOf(10); lf >= 0; lf = bytes.indexOf(10, start)) {
+        const line = carry ? Buffer.concat([carry, bytes.subarray(start, lf)]) : bytes.subarray(start, lf);
+        carry = undefined;
+        start = lf + 1;
+        if (line.length === 0) continue;
+        const recordNumber = lastNumber(line);
+        for (
+          let s = await nextSlow();
+          s !== undefined && s.recordNumber < recordNumber;
+          s = await nextSlow()
+        ) {
+          batch.push(s);
+          slowPos++;
+          if (batch.length >= batchSize) yield take();
+        }
+        if (wants && !wants(recordNumber)) continue;
+        const cells = line.toString('utf8').split('\t');
+        const values = new Array<LoadValue>(cells.length - 1);
+        for (let i = 0; i < values.length; i++) values[i] = decodeCell(cells[i]!, types[i] ?? 'text');
+        batch.push(loadRecord(recordNumber, values));
         if (batch.length >= batchSize) yield take();
       }
-      if (wants && !wants(recordNumber)) continue;
-      const cells = line.split('\t');
-      const values = new Array<LoadValue>(cells.length - 1);
-      for (let i = 0; i < values.length; i++) values[i] = decodeCell(cells[i]!, types[i] ?? 'text');
-      batch.push(loadRecord(recordNumber, values));
-      if (batch.length >= batchSize) yield take();
+      // The rest of the chunk starts a line the next chunk ends (the buffer is read into again).
+      if (start < bytes.length) {
+        const rest = bytes.subarray(start);
+        carry = carry ? Buffer.concat([carry, rest]) : Buffer.from(rest);
+      }
     }
   }
   for (let s = await nextSlow(); s !== undefined; s = await nextSlow()) {

@@ -7,7 +7,7 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { makeSpoolDir, spoolFilePath } from './spool-dirs.js';
 
 /** Bytes held in memory by a window's spools, and by all spools of the process. */
@@ -216,8 +216,12 @@ export class ByteSpool {
     return this.closing;
   }
 
-  /** Bytes `start` to `end` (exclusive; the bytes written so far by default), `size` per chunk from a file. */
-  async *read(start = 0, end = this.bytes, size = 1 << 20): AsyncGenerator<Buffer> {
+  /**
+   * Bytes `start` to `end` (exclusive; the bytes written so far by default), `size` per chunk from a
+   * file. With `into`, a file is read into that buffer, a chunk at a time (up to its length): each
+   * chunk is valid until the next is asked for.
+   */
+  async *read(start = 0, end = this.bytes, size = 1 << 20, into?: Buffer): AsyncGenerator<Buffer> {
     if (end <= start) return;
     if (this.opening === undefined) {
       let at = 0;
@@ -231,6 +235,20 @@ export class ByteSpool {
       return;
     }
     await this.written();
+    if (into !== undefined) {
+      const file = await open(this.path!, 'r');
+      try {
+        for (let at = start; at < end;) {
+          const { bytesRead } = await file.read(into, 0, Math.min(into.length, end - at), at);
+          if (bytesRead === 0) throw new Error(`${this.name}: the spool file ends before byte ${end}`);
+          at += bytesRead;
+          yield into.subarray(0, bytesRead);
+        }
+      } finally {
+        await file.close();
+      }
+      return;
+    }
     yield* createReadStream(this.path!, {
       start,
       end: end - 1,

@@ -1,5 +1,6 @@
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { from as copyFromStream } from 'pg-copy-streams';
@@ -24,10 +25,13 @@ export interface WarehouseSession {
   readonly db: Db;
   /**
    * Run `COPY … FROM STDIN` with the given bytes. Resolves to the number of rows copied.
+   * `inTurn`: each chunk is written out to the connection (its bytes handed to the system) before
+   * the next is asked for, so a producer may fill the same buffer again for the next chunk.
    */
   copyFrom(
     statement: string,
     chunks: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>,
+    options?: { inTurn?: boolean },
   ): Promise<number>;
 }
 
@@ -149,10 +153,11 @@ function openPostgres(connection: pg.ClientConfig, config: WarehouseConfig, acce
       try {
         return await fn({
           db: sessionDb,
-          async copyFrom(statement, chunks) {
+          async copyFrom(statement, chunks, options) {
             const stream = client.query(copyFromStream(statement));
             try {
-              await pipeline(Readable.from(chunks, { objectMode: false }), stream);
+              if (options?.inTurn) await writeInTurn(stream, client.connection.stream, chunks);
+              else await pipeline(Readable.from(chunks, { objectMode: false }), stream);
             } catch (error) {
               throw lost ?? error;
             }
@@ -251,4 +256,54 @@ function connectError(url: string, error: unknown): CybsError {
     `Cannot connect to PostgreSQL at ${redactUrlPasswords(url)}: ${(error as Error).message}`,
     { stage: 'load', retryable: true, cause: error },
   );
+}
+
+const NO_BYTES = Buffer.alloc(0);
+
+/**
+ * Write `chunks` into a COPY stream (pg-copy-streams) one at a time: a chunk's write completes
+ * (the stream handed it to the socket), then the socket's writes complete (a socket keeps a chunk
+ * it could not send at once, by reference, however small), and only then is the next chunk asked
+ * for. A failure of either ends the stream as `pipeline` would: destroyed with the error (a
+ * CopyFail to the server when the failure is ours), its close awaited.
+ */
+async function writeInTurn(
+  copy: Writable,
+  socket: Writable,
+  chunks: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>,
+): Promise<void> {
+  let failure: Error | undefined;
+  let failStep: ((error: Error) => void) | undefined;
+  const onError = (error: Error) => {
+    failure ??= error;
+    failStep?.(error);
+  };
+  copy.on('error', onError);
+  const step = (start: (done: (error?: Error | null) => void) => void) =>
+    new Promise<void>((resolve, reject) => {
+      if (failure) return reject(failure);
+      failStep = reject;
+      start((error) => (error ? reject(error) : resolve()));
+    });
+  try {
+    for await (const chunk of chunks) {
+      await step((done) => copy.write(chunk, done));
+      // A write issued now completes after every earlier one: then the chunk is sent.
+      if (socket.writableLength > 0) await step((done) => socket.write(NO_BYTES, done));
+    }
+    await step((done) => copy.end(done));
+  } catch (error) {
+    const first = failure ?? error;
+    if (!copy.destroyed) {
+      const closed = new Promise((resolve) => copy.once('close', resolve));
+      copy.destroy(first as Error);
+      await closed;
+    }
+    throw first;
+  } finally {
+    failStep = undefined;
+    // Late errors of a stream already failed or finished (its destroy) stay handled.
+    copy.off('error', onError);
+    copy.on('error', () => {});
+  }
 }

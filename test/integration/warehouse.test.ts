@@ -91,6 +91,48 @@ describe.each(backends)('warehouse on %s', (_name, open) => {
     });
   });
 
+  it('copies in turn: every chunk written out before the next, so one buffer can carry them all', async () => {
+    await warehouse.session(async ({ db, copyFrom }) => {
+      await sql`create table public.turn_probe (n int primary key, t text)`.execute(db);
+      const rows = 20_000;
+      const filler = 'x'.repeat(100);
+      // Every chunk is the same buffer, filled again: a chunk still unsent would be overwritten.
+      const out = Buffer.alloc(64 * 1024);
+      async function* chunks(from: number): AsyncGenerator<Buffer> {
+        let at = 0;
+        for (let n = from; n < from + rows; n++) {
+          const line = `${n}\t${filler}${n}\n`;
+          if (at + line.length > out.length) {
+            yield out.subarray(0, at);
+            at = 0;
+          }
+          at += out.write(line, at, 'latin1');
+        }
+        yield out.subarray(0, at);
+      }
+      expect(await copyFrom('COPY public.turn_probe (n, t) FROM STDIN', chunks(0), { inTurn: true })).toBe(
+        rows,
+      );
+      const wrong = await sql<{ n: number }>`
+        select count(*)::int as n from public.turn_probe where t <> ${filler} || n::text`.execute(db);
+      expect(wrong.rows[0]!.n).toBe(0);
+      // The server's refusal (a key twice) and the producer's failure both reject, and the session
+      // goes on.
+      await expect(
+        copyFrom('COPY public.turn_probe (n, t) FROM STDIN', chunks(rows - 5), { inTurn: true }),
+      ).rejects.toMatchObject({ code: '23505' });
+      async function* failing(): AsyncGenerator<Buffer> {
+        yield Buffer.from(`${2 * rows}\tz\n`);
+        throw new Error('the source failed');
+      }
+      await expect(
+        copyFrom('COPY public.turn_probe (n, t) FROM STDIN', failing(), { inTurn: true }),
+      ).rejects.toThrow('the source failed');
+      const count = await sql<{ n: number }>`select count(*)::int as n from public.turn_probe`.execute(db);
+      expect(count.rows[0]!.n).toBe(rows);
+    });
+  });
+
   it('serialises concurrent sessions without interleaving transactions', async () => {
     await sql`create table if not exists public.seq_probe (n int)`.execute(warehouse.db);
     await Promise.all(

@@ -6,6 +6,7 @@ import { PG_TYPES } from '../../catalog/index.js';
 import type { PgType } from '../../catalog/index.js';
 import type { LoadValue, RawCsvBody, RawCsvChecks } from '../../copy-text/bodies.js';
 import { escapeCopyText } from '../../copy-text/cell-encoders.js';
+import { withCopyBuffers } from '../../copy-text/copy-buffers.js';
 import { isFastPathRefusal, isSourceFailure, refuseFastPath } from '../../copy-text/fast-path-refusal.js';
 import { CybsError, errorMessage } from '../../errors.js';
 import { RAW_CSV_COPY_OPTIONS } from '../../parse/csv/raw-csv-report.js';
@@ -203,7 +204,9 @@ export async function copyPreEncoded(copy: TargetCopy, source: SpooledSource): P
       .join(', ')}) FROM STDIN`;
     let copied: number;
     try {
-      copied = await ctx.session.copyFrom(statement, segment.chunks());
+      copied = await withCopyBuffers(1, ([into]) =>
+        ctx.session.copyFrom(statement, segment.chunks(into), { inTurn: true }),
+      );
     } catch (error) {
       throw copyError(error, tableName, source.source, segment);
     }

@@ -8,7 +8,8 @@ import { escapeCopyText } from '../../copy-text/cell-encoders.js';
 import { isFastPathRefusal } from '../../copy-text/fast-path-refusal.js';
 import { errorMessage } from '../../errors.js';
 import { RAW_CSV_COPY_OPTIONS, copyTextField } from '../../parse/csv/raw-csv-report.js';
-import type { Db } from '../../warehouse/warehouse.js';
+import { withCopyBuffers } from '../../copy-text/copy-buffers.js';
+import type { Db, WarehouseSession } from '../../warehouse/warehouse.js';
 import { quoteIdent } from '../ddl.js';
 import { assertRawTextCopyable, copyRawTextLines } from './raw-text-copy.js';
 import type { CopyLinesSource, CsvBytesSource, SpooledSource, TableDecl } from '../table-spec.js';
@@ -192,7 +193,7 @@ export async function copyTextIntoTable(
         ];
         const statement = copyIntoTable(decl, columns);
         const suffix = Buffer.from(`${'\t\\N'.repeat(missing.length)}${lineage}\n`, 'utf8');
-        const copied = await ctx.session.copyFrom(statement, appendToLines(segment.chunks(), suffix));
+        const copied = await copyWithSuffix(ctx.session, statement, (into) => segment.chunks(into), suffix);
         expectCopied(copied, segment.lines, tableName, { table: tableName, source: source.source });
         total += copied;
       }
@@ -239,11 +240,14 @@ export async function copyRawTextIntoTable(
     'cybs_direct',
     ctx.stagingMade,
     async () => {
-      await copyRawTextLines(
-        ctx.session,
-        copyIntoTable(decl, columns),
-        body,
-        appendToLines(body.chunks, Buffer.from(`${lineage}\n`, 'utf8')),
+      await withCopyBuffers(1, ([out]) =>
+        copyRawTextLines(
+          ctx.session,
+          copyIntoTable(decl, columns),
+          body,
+          appendToLines(body.chunks, Buffer.from(`${lineage}\n`, 'utf8'), out!),
+          { inTurn: true },
+        ),
       );
       await buildDeferredIndexes(ctx, trx, decl);
       await noteWriter(ctx, trx, [decl], source.source);
@@ -256,28 +260,60 @@ export async function copyRawTextIntoTable(
 
 /**
  * COPY text lines with `suffix` (which ends with the line feed) in place of each line feed: in COPY
- * text format a LF byte always ends a line (a LF in a value is written `\n`).
+ * text format a LF byte always ends a line (a LF in a value is written `\n`). Written into `out`,
+ * yielded each time it is full and at the end: for a COPY written in turn (WarehouseSession.copyFrom),
+ * which is done with a chunk before it asks for the next. A chunk may end inside a line (COPY reads
+ * a stream of bytes).
  */
 export async function* appendToLines(
   chunks: AsyncIterable<Uint8Array>,
   suffix: Buffer,
+  out: Buffer,
 ): AsyncGenerator<Buffer> {
+  let at = 0;
   for await (const chunk of chunks) {
     const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    // Copied into one buffer (no object per line: a chunk holds thousands of lines).
-    let lines = 0;
-    for (let lf = bytes.indexOf(10); lf >= 0; lf = bytes.indexOf(10, lf + 1)) lines++;
-    const out = Buffer.allocUnsafe(bytes.length + lines * (suffix.length - 1));
-    let start = 0;
-    let at = 0;
-    for (let lf = bytes.indexOf(10); lf >= 0; lf = bytes.indexOf(10, start)) {
-      at += bytes.copy(out, at, start, lf);
-      at += suffix.copy(out, at);
+    for (let start = 0; start < bytes.length;) {
+      const lf = bytes.indexOf(10, start);
+      const stop = lf < 0 ? bytes.length : lf;
+      while (start < stop) {
+        if (at === out.length) {
+          yield out;
+          at = 0;
+        }
+        const n = bytes.copy(out, at, start, stop);
+        at += n;
+        start += n;
+      }
+      if (lf < 0) break;
+      for (let s = 0; s < suffix.length;) {
+        if (at === out.length) {
+          yield out;
+          at = 0;
+        }
+        const n = suffix.copy(out, at, s);
+        at += n;
+        s += n;
+      }
       start = lf + 1;
     }
-    at += bytes.copy(out, at, start);
-    yield out;
   }
+  if (at > 0) yield out.subarray(0, at);
+}
+
+/**
+ * One COPY of `chunks` (a spool's lines, read into a buffer of their own) with `suffix` appended to
+ * every line, written in turn through two lent buffers (copy-buffers.ts).
+ */
+export function copyWithSuffix(
+  session: WarehouseSession,
+  statement: string,
+  chunks: (into: Buffer) => AsyncIterable<Uint8Array>,
+  suffix: Buffer,
+): Promise<number> {
+  return withCopyBuffers(2, ([read, out]) =>
+    session.copyFrom(statement, appendToLines(chunks(read!), suffix, out!), { inTurn: true }),
+  );
 }
 
 /**

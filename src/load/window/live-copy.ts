@@ -11,9 +11,9 @@ import type { WindowContext } from './context.js';
 import { copySource } from './copy-staging.js';
 import {
   DIRECT_LINEAGE,
-  appendToLines,
   copyIntoTable,
   copyTextLineage,
+  copyWithSuffix,
   firstLoadResult,
   insertStaged,
   noteWriter,
@@ -190,7 +190,7 @@ export async function startLiveCopy(
       if (lines.lines === 0) continue;
       took = true;
       const started = performance.now();
-      const n = await ctx.session.copyFrom(copy.statement, appendToLines(lines.chunks(), copy.suffix));
+      const n = await copyWithSuffix(ctx.session, copy.statement, lines.chunks, copy.suffix);
       expectCopied(n, lines.lines, copy.tableName, { table: copy.tableName });
       copied[index]!.rows += n;
       copied[index]!.copies++;

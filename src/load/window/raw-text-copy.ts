@@ -72,10 +72,11 @@ export async function copyRawTextLines(
   statement: string,
   body: RawCopyTextBody,
   chunks: AsyncIterable<Uint8Array>,
+  options?: { inTurn?: boolean },
 ): Promise<void> {
   let copied: number;
   try {
-    copied = await session.copyFrom(statement, chunks);
+    copied = await session.copyFrom(statement, chunks, options);
   } catch (error) {
     if (isFastPathRefusal(error)) throw error;
     if (isSourceFailure(error)) throw error;

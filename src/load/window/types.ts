@@ -73,8 +73,8 @@ export interface LiveFeed {
 
 export interface LiveLines {
   lines: number;
-  /** The lines' bytes (whole lines). */
-  chunks: () => AsyncIterable<Uint8Array>;
+  /** The lines' bytes (whole lines); `into` as in CopyTextSegment.chunks. */
+  chunks: (into?: Buffer) => AsyncIterable<Uint8Array>;
 }
 
 export interface TableLoadResult {

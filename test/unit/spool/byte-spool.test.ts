@@ -54,6 +54,22 @@ describe('byte spools', () => {
     expect(await readdir(parent)).toEqual([]);
   });
 
+  it('reads a file into the buffer it is given, a chunk at a time', async () => {
+    const dir = new SpoolDir({ parent, memoryBytes: 4 });
+    const spool = new ByteSpool(dir, 'c.copy');
+    await spool.write('0123456789abcdefghij');
+    await spool.close();
+    expect(spool.spilled).toBe(true);
+    const into = Buffer.alloc(6);
+    const seen: string[] = [];
+    for await (const chunk of spool.read(3, 17, undefined, into)) {
+      expect(chunk.buffer).toBe(into.buffer);
+      seen.push(chunk.toString('utf8'));
+    }
+    expect(seen).toEqual(['345678', '9abcde', 'fg']);
+    await dir.remove();
+  });
+
   it("shares a window's budget between its spools, and gives it back when the window ends", async () => {
     const dir = new SpoolDir({ parent, memoryBytes: 10 });
     const a = new ByteSpool(dir, 'a');
