@@ -33,6 +33,8 @@ export async function executeOnDemandWindow(
  * next page is fetched while the current one is read), fetched inside the window's load transaction:
  * on a first load, each page's lines are copied into the tables while the next page is fetched
  * and parsed (LoadWindowOptions.live); otherwise the spooled sections are loaded once complete.
+ * A re-load whose pages are, byte for byte, the pages of the window's last load (RawPages) keeps
+ * them as received instead: they are scanned and spooled only if the load needs every record.
  */
 async function spoolAndLoadOnDemand(
   deps: ExecutorDeps,
