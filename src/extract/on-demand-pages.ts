@@ -25,11 +25,23 @@ export interface OnDemandFetchOptions {
    * valid during the call only (the next page is read into the same buffer).
    */
   scan?: (bytes: Buffer) => ScannedPage | undefined;
+  /**
+   * Told each purchase-refund-details page's bytes (with `scan`, before it; valid during the call
+   * only) and its number from 0: the record count of a page the caller recognises (the very page
+   * an earlier load read), which is then handed on as `{ known }`, neither scanned nor parsed; or
+   * undefined.
+   */
+  recognise?: (bytes: Buffer, page: number) => number | undefined;
 }
 
-/** One response body: parsed and checked, or read by OnDemandFetchOptions.scan. */
+/**
+ * One response body: parsed and checked, read by OnDemandFetchOptions.scan, or recognised by
+ * OnDemandFetchOptions.recognise (its record count).
+ */
 export type OnDemandPage =
-  { body: unknown; scanned?: undefined } | { scanned: ScannedPage; body?: undefined };
+  | { body: unknown; scanned?: undefined; known?: undefined }
+  | { scanned: ScannedPage; body?: undefined; known?: undefined }
+  | { known: number; body?: undefined; scanned?: undefined };
 
 export const DEFAULT_MAX_PAGES = 50_000;
 
@@ -85,6 +97,7 @@ export async function* fetchOnDemandBodies(
   const limit = options.pageLimit;
   const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
   const scan = options.scan;
+  const recognise = scan ? options.recognise : undefined;
   // Every page's bytes are read into this one buffer: a page is scanned or parsed before the next
   // is requested.
   const into = new BodyBuffer();
@@ -106,20 +119,28 @@ export async function* fetchOnDemandBodies(
     if (fetched === undefined) return;
     let body: OnDemandPage;
     if ('bytes' in fetched) {
-      const scanned = scan?.(fetched.bytes);
-      body = scanned ? { scanned } : { body: fetched.json() };
+      const known = recognise?.(fetched.bytes, page);
+      const scanned = known === undefined ? scan?.(fetched.bytes) : undefined;
+      body = known !== undefined ? { known } : scanned ? { scanned } : { body: fetched.json() };
     } else {
       body = fetched;
     }
-    const count = body.scanned ? body.scanned.records : pageRecordCount(body.body);
+    const count =
+      body.known !== undefined
+        ? body.known
+        : body.scanned
+          ? body.scanned.records
+          : pageRecordCount(body.body);
     const more = count > 0;
     // A service that ignores offset returns the same page for ever: stop at the first repeat
-    // instead of spooling maxPages copies of it.
-    const signature = !more
-      ? undefined
-      : body.scanned
-        ? signatureOf(body.scanned.firstId, body.scanned.lastId)
-        : pageSignature(body.body);
+    // instead of spooling maxPages copies of it. (A recognised page is one an earlier load read
+    // after the checks passed.)
+    const signature =
+      !more || body.known !== undefined
+        ? undefined
+        : body.scanned
+          ? signatureOf(body.scanned.firstId, body.scanned.lastId)
+          : pageSignature(body.body);
     if (signature !== undefined && signature === previous) {
       throw new CybsError(
         'EXTRACT_PAGING_RUNAWAY',

@@ -21,6 +21,20 @@ export interface WindowFingerprint {
   declaration: string;
   file: FileDigest;
   load: LoadedState;
+  /**
+   * An on-demand window's pages as received (OnDemandPageDigests), when every page was read by
+   * OnDemandPageScanner and none repeated an earlier one: a re-load that receives the very same
+   * pages neither scans nor spools them.
+   */
+  pages?: OnDemandPageDigests;
+}
+
+/** The raw bodies of an on-demand window's pages, and what each gave its sections. */
+export interface OnDemandPageDigests {
+  /** The first 32 hex digits of each page body's SHA-256, in order (the empty page that ended the paging included). */
+  sha256: string[];
+  /** Per page handed on (those with records, or a first page without), its lines per scanned section. */
+  counts: number[][];
 }
 
 const fingerprintSchema = z.object({
@@ -42,6 +56,10 @@ const fingerprintSchema = z.object({
     rejected: z.number(),
     writers: z.array(z.string().regex(/^\d+$/)),
   }),
+  pages: z
+    .object({ sha256: z.array(z.string()), counts: z.array(z.array(z.number().int().nonnegative())) })
+    .refine((p) => p.counts.length <= p.sha256.length)
+    .optional(),
 });
 
 export function loaderId(): string {
@@ -79,9 +97,19 @@ export function readFingerprint(value: unknown): WindowFingerprint | undefined {
 export function lastLoad(
   stored: unknown,
   declaration: string,
-): { previous: LoadedState | undefined; expected: FileDigest | undefined } {
+): {
+  previous: LoadedState | undefined;
+  expected: FileDigest | undefined;
+  /** The last load's pages (an on-demand window), under the same conditions as `expected`. */
+  pages?: OnDemandPageDigests;
+} {
   const fingerprint = readFingerprint(stored);
   if (fingerprint === undefined) return { previous: undefined, expected: undefined };
   const same = fingerprint.loader === loaderId() && fingerprint.declaration === declaration;
-  return { previous: fingerprint.load, expected: same ? fingerprint.file : undefined };
+  if (!same) return { previous: fingerprint.load, expected: undefined };
+  return {
+    previous: fingerprint.load,
+    expected: fingerprint.file,
+    ...(fingerprint.pages ? { pages: fingerprint.pages } : {}),
+  };
 }

@@ -6,7 +6,7 @@ import type { OnDemandPage } from '../extract/on-demand-pages.js';
 import { KEY_LINEAGE_COLUMNS } from '../load/ddl.js';
 import { encodeCopyValue } from '../copy-text/cell-encoders.js';
 import { CybsError } from '../errors.js';
-import type { SpooledSource, TableDecl } from '../load/table-spec.js';
+import type { LoadBatch, RecordLinesQuery, RecordsOn, SpooledSource, TableDecl } from '../load/table-spec.js';
 import { parseOnDemandResponse, sectionColumns } from '../parse/json/on-demand.js';
 import { OnDemandPageScanner } from '../parse/json/on-demand-page-scanner.js';
 import type { ScanPlan, ScannedPage, ScannedSection } from '../parse/json/on-demand-page-scanner.js';
@@ -14,7 +14,7 @@ import type { ColumnSpec, RecordSource, RejectedRecord, TypedRecord } from '../p
 import { CopyTextSpool } from './copy-text-spool.js';
 import type { SpoolDir } from '../spool/byte-spool.js';
 import type { OnDemandPipelineDef } from './define-pipeline.js';
-import { declaredColumns } from '../load/report-sources.js';
+import { declaredColumns, toSourceColumn } from '../load/report-sources.js';
 
 /** A section the scanner reads, with its spool and the columns of its lines. */
 interface ScannedSectionSpool {
@@ -45,6 +45,8 @@ export class OnDemandSpools {
   private readonly scanCounted: number;
   /** Pages written. */
   pages = 0;
+  /** Spools made to read records of known pages again (their names). */
+  private knownReads = 0;
   /**
    * Request id (as a COPY text cell) → its slot in `firstPage` and `itemsDigest`: the page that had
    * it first and the 64-bit digest of its items there (ItemsDigest). A window holds one entry per
@@ -60,7 +62,7 @@ export class OnDemandSpools {
   readonly repeated = new Map<string, number>();
 
   constructor(
-    dir: SpoolDir,
+    private readonly dir: SpoolDir,
     private readonly def: OnDemandPipelineDef,
     /** The window's source name (messages name `<source>#page<n>`). */
     private readonly source: string,
@@ -115,22 +117,47 @@ export class OnDemandSpools {
    * far; undefined when there is no scanner, a spool has taken other columns (a parsed page brought
    * unknown keys), or the scanner does not answer.
    */
-  readonly scan = (bytes: Buffer | readonly Buffer[]) => {
+  readonly scan = (bytes: Buffer | readonly Buffer[], bases?: readonly number[]) => {
     if (!this.scanner) return undefined;
     if (!this.scanned.every((s) => s.spool.acceptsLinesOf(s.columns))) return undefined;
-    return this.scanner.scan(
-      bytes,
-      this.scanned.map((s) => this.offsets.get(s.name) ?? 0),
-    );
+    return this.scanner.scan(bytes, bases ?? this.scannedOffsets());
   };
+
+  /**
+   * The scanned section whose lines are a page's record count, and the number of scanned
+   * sections; undefined when the pages are not scanned.
+   */
+  get scanShape(): { counted: number; sections: number } | undefined {
+    return this.scanner ? { counted: this.scanCounted, sections: this.scanned.length } : undefined;
+  }
+
+  /** Records written so far per scanned section, in the scanner's plan order. */
+  scannedOffsets(): number[] {
+    return this.scanned.map((s) => this.offsets.get(s.name) ?? 0);
+  }
+
+  /** Lines per scanned section of each page written, or undefined once a page was parsed. */
+  private counts: number[][] | undefined = [];
+
+  /**
+   * What each page written gave the scanned sections (OnDemandPageDigests.counts): undefined when a
+   * page was parsed or a request repeated, as a page then cannot be read again on its own.
+   */
+  pageCounts(): number[][] | undefined {
+    return this.repeated.size === 0 ? this.counts : undefined;
+  }
 
   /**
    * Spool one page (after the previous one). Once it resolves, the lines of the page before are
    * in the files: the scanner may write the next page's lines over them.
    */
   async write(page: OnDemandPage): Promise<void> {
+    if (page.known !== undefined) throw new Error(`${this.source}: a recognised page has no bytes to spool`);
     this.pages++;
+    const before = this.scannedOffsets();
     await this.writePage(page.scanned ? { scanned: this.withoutRepeatsScanned(page.scanned) } : page);
+    if (!page.scanned || this.scanned.length === 0) this.counts = undefined;
+    this.counts?.push(this.scannedOffsets().map((n, i) => n - before[i]!));
     await this.previousWritten;
     const written = Promise.all(this.scanned.map((s) => s.spool.written()));
     // Awaited by the next write or by close(), where a failed write surfaces; never unhandled.
@@ -355,6 +382,84 @@ export class OnDemandSpools {
     }));
   }
 
+  /**
+   * The sections as load targets when the window's pages are the very pages of its last load
+   * (`known`, kept as received), none of them spooled: enough for a re-load that finds the
+   * tables as that load left them, or restores a few rows (LoadWindowOptions.state), whose records
+   * it reads again (recordsOn) by scanning only the pages that hold them. The sections' records in
+   * full are not there (reading them throws): a load that needs them takes the spooled sections
+   * (LoadWindowOptions.fullTargets).
+   */
+  knownTargets(known: KnownPages): { table: TableDecl; source: SpooledSource }[] {
+    return [...this.spools.keys()].map((name) => {
+      const table = this.def.tables[name]!;
+      const fallback = declaredColumns(table);
+      const index = this.scanned.findIndex((s) => s.name === name);
+      const lines = index < 0 ? 0 : known.counts.reduce((n, c) => n + c[index]!, 0);
+      const source: SpooledSource = {
+        kind: 'spooled',
+        source: this.source,
+        // As CopyTextSpool.toLoadSource gives them: the scanned lines' columns, when it has lines.
+        columns: lines > 0 ? this.scanned[index]!.columns.map(toSourceColumn) : [...fallback],
+        segments: [],
+        perRowBatches: notSpooled(this.source),
+        allBatches: notSpooled(this.source),
+        recordsOn: (query) =>
+          index < 0 ? Promise.resolve(undefined) : this.recordsOnKnown(known, index, table, query),
+      };
+      return { table, source };
+    });
+  }
+
+  /**
+   * The records of scanned section `index` a query wants, read from the known pages that hold
+   * them (scanned again, numbered as the last load numbered them); undefined when a page does not
+   * read as it did then.
+   */
+  private async recordsOnKnown(
+    known: KnownPages,
+    index: number,
+    table: TableDecl,
+    query: RecordLinesQuery,
+  ): Promise<Awaited<ReturnType<RecordsOn>>> {
+    const { name, columns } = this.scanned[index]!;
+    const spool = new CopyTextSpool(
+      this.dir,
+      `${name}.known${++this.knownReads}`,
+      table,
+      declaredColumns(table),
+    );
+    try {
+      const bases = this.scanned.map(() => 0);
+      for (let page = 0; page < known.counts.length && bases[index]! < query.through; page++) {
+        const counts = known.counts[page]!;
+        const first = bases[index]! + 1;
+        const last = Math.min(bases[index]! + counts[index]!, query.through);
+        let wanted = false;
+        for (let line = first; line <= last && !wanted; line++) wanted = query.wants(line);
+        if (wanted) {
+          const scanned = this.scanner?.scan(await known.read(page), bases);
+          if (scanned === undefined || scanned.sections.some((s, i) => s.count !== counts[i]))
+            return undefined;
+          const section = scanned.sections[index]!;
+          await spool.writeLines(
+            columns,
+            scanned.lines.subarray(section.start, section.end),
+            section.count,
+            first,
+          );
+          // The scanner writes a later page's lines over these.
+          await spool.written();
+        }
+        counts.forEach((n, i) => (bases[i] = bases[i]! + n));
+      }
+      await spool.close();
+      return await spool.toLoadSource(this.source).recordsOn!(query);
+    } finally {
+      await spool.close().catch(() => {});
+    }
+  }
+
   /** The spooled sections' digest (after close()): equal pages give equal spools. */
   digest(): FileDigest {
     const digester = new FileDigester();
@@ -367,6 +472,26 @@ export class OnDemandSpools {
 }
 
 const REQUEST_ID = 'requestId';
+
+/**
+ * Pages of a window known to be the very pages of its last load: what each gave the scanned
+ * sections then (OnDemandPageDigests.counts), and its bytes.
+ */
+export interface KnownPages {
+  readonly counts: readonly (readonly number[])[];
+  read(page: number): Promise<Buffer>;
+}
+
+/** The records of a known-pages source, which were not spooled (OnDemandSpools.knownTargets). */
+function notSpooled(source: string): AsyncIterable<LoadBatch> {
+  return {
+    [Symbol.asyncIterator]() {
+      throw new Error(
+        `${source}: the pages were recognised, not spooled; their records are read by recordsOn`,
+      );
+    },
+  };
+}
 
 /**
  * A set of strings numbered 0, 1, 2, … in the order they were added, kept as their UTF-8 bytes in

@@ -154,7 +154,7 @@ export async function loadWindowIn(
   const tables: TableLoadResult[] = [];
   /** The table and source of each of `tables`. */
   const loaded: { decl: TableDecl; source: string }[] = [];
-  let targets = options.targets;
+  let targets = options.fullTargets ? await options.fullTargets() : options.targets;
   if (options.live) {
     const live = options.live;
     const loadedLive = await loadLive(ctx, trx, live);

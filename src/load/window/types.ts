@@ -33,6 +33,11 @@ export interface LoadWindowOptions {
    */
   state?: { previous?: LoadedState | undefined; skipIfUnchanged: boolean };
   /**
+   * The targets with every record, for a load that finds `targets` (which then serve only to
+   * recognise an unchanged or touched re-load, `state`) not enough: read when it needs them.
+   */
+  fullTargets?: () => Promise<LoadWindowTarget[]>;
+  /**
    * A source column the table lacks: `evolve` (default) adds it; `freeze` fails the window with
    * LOAD_SCHEMA_FROZEN naming the columns (the pipeline's `schemaChanges`).
    */

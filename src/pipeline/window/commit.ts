@@ -19,7 +19,7 @@ import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import { completeWindow } from '../../state/windows.js';
 import { loaderId } from '../fingerprint.js';
-import type { WindowFingerprint } from '../fingerprint.js';
+import type { OnDemandPageDigests, WindowFingerprint } from '../fingerprint.js';
 import type { ReportPipelineDef } from '../define-pipeline.js';
 import { SpoolDir } from '../../spool/byte-spool.js';
 import { declaredColumns } from '../../load/report-sources.js';
@@ -73,6 +73,8 @@ export interface FileLoad {
   /** The file's digest, once it is downloaded. */
   digest: () => Promise<FileDigest>;
   declaration: string;
+  /** An on-demand window's pages as received (WindowFingerprint.pages), once read. */
+  pages?: () => OnDemandPageDigests | undefined;
 }
 
 /**
@@ -82,7 +84,12 @@ export interface FileLoad {
 export async function commitLoad(
   deps: ExecutorDeps,
   task: WindowTask,
-  data: { targets: { table: TableDecl; source: LoadSource }[]; live?: LiveLoad; file?: FileLoad },
+  data: {
+    targets: { table: TableDecl; source: LoadSource }[];
+    live?: LiveLoad;
+    file?: FileLoad;
+    fullTargets?: LoadWindowOptions['fullTargets'];
+  },
   outcome: () => { sourceRef: string; noData: boolean },
 ): Promise<WindowResult> {
   const ref = windowIdentity(task);
@@ -91,6 +98,7 @@ export async function commitLoad(
     window: ref,
     targets: data.targets,
     ...(data.live ? { live: data.live } : {}),
+    ...(data.fullTargets ? { fullTargets: data.fullTargets } : {}),
     ...(file ? { state: { previous: file.previous, skipIfUnchanged: file.same } } : {}),
     runId: task.runId,
     rejectThreshold: task.pipeline.rejectThreshold,
@@ -131,6 +139,7 @@ async function recordLoad(
     counts.deleted += t.deleted;
   }
   const status = outcome.noData || r.rowsLoaded + r.rowsRejected === 0 ? 'no_data' : 'loaded';
+  const pages = file?.pages?.();
   await completeWindow(trx, windowIdentity(task), task.claim, {
     status,
     rowsLoaded: r.rowsLoaded,
@@ -145,6 +154,7 @@ async function recordLoad(
             declaration: file.declaration,
             file: await file.digest(),
             load: r.state,
+            ...(pages ? { pages } : {}),
           } satisfies WindowFingerprint)
         : null,
   });
