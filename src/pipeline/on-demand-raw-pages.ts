@@ -69,6 +69,14 @@ export class RawPages implements KnownPages {
     return records;
   };
 
+  /**
+   * Once the pages kept so far are written out: the fetch waits for it before the next page, so
+   * that copies of pages do not pile up in memory when the spool's file is slower than the service.
+   */
+  async written(): Promise<void> {
+    await this.writing;
+  }
+
   /** Whether the pages received are the last load's, every one (as many, each the same bytes). */
   same(): boolean {
     return (

@@ -74,7 +74,10 @@ async function spoolAndLoadOnDemand(
       ...(shape ? { recognise: raw.recognise } : {}),
     })) {
       handed++;
-      if (page.known !== undefined) continue;
+      if (page.known !== undefined) {
+        await raw.written();
+        continue;
+      }
       if (raw.kept > replayed) {
         const bases = raw.keptBases();
         // The scanner writes the pages read again over this page's lines: a copy.
