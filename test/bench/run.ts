@@ -238,8 +238,10 @@ function record(
     ...(refSeconds !== undefined ? { refSeconds } : {}),
   };
   figures.push(figure);
+  // The workers' figures count windows, not rows (their note says so).
+  const unit = note?.startsWith('windows') ? 'windows/s' : 'rows/s';
   log(
-    `${label}: ${figure.seconds.toFixed(2)} s (runs ${runs.map((r) => r.seconds.toFixed(2)).join(', ')}), ${Math.round(figure.rowsPerSecond)} rows/s, peak RSS ${figure.rssMB.toFixed(0)} MB` +
+    `${label}: ${figure.seconds.toFixed(2)} s (runs ${runs.map((r) => r.seconds.toFixed(2)).join(', ')}), ${Math.round(figure.rowsPerSecond)} ${unit}, peak RSS ${figure.rssMB.toFixed(0)} MB` +
       (refs && refs.length > 0
         ? `; reference runs beside it ${refs.map((r) => r.seconds.toFixed(2)).join(', ')} s`
         : ''),
