@@ -228,7 +228,15 @@ export async function openWindowQueue(
         // insert and the read after it is inserted again (the next round).
         await readLive(keys);
         for (let round = 0; round < 3 && byKey.size < slice.length; round++) {
-          const missing = slice.filter((_, j) => !byKey.has(keys[j]!));
+          // In key order: planners inserting the same windows at once wait for each other's rows
+          // in one order, never in a cycle (a deadlock between their inserts).
+          const missing = slice
+            .filter((_, j) => !byKey.has(keys[j]!))
+            .sort((a, b) => {
+              const ka = windowJobKey({ ...a, windowKey: a.window.windowKey });
+              const kb = windowJobKey({ ...b, windowKey: b.window.windowKey });
+              return ka < kb ? -1 : ka > kb ? 1 : 0;
+            });
           const inserts: JobInsert<WindowJobData>[] = missing.map((data) => ({
             data,
             singletonKey: windowJobKey({ ...data, windowKey: data.window.windowKey }),
