@@ -31,8 +31,8 @@ export class JsonBodyLimits {
   private trailingBackslashes = 0;
   /**
    * The Content-Length given to overLimit when it is within the string limit: a body of that size
-   * cannot hold a longer string, so its strings are not followed (every quote of a page is a
-   * Buffer.indexOf call: a tenth of the loader's CPU on a purchase-refund-details first load).
+   * cannot hold a longer string, so its strings are not followed (following them costs a
+   * Buffer.indexOf call per quote of every page).
    */
   private shortBody: number | undefined;
 

@@ -47,7 +47,7 @@ interface WallClock {
   second: number;
 }
 
-/** The wall clock of an instant in a zone as Intl gives it (about 3 µs a call: the slow path). */
+/** The wall clock of an instant in a zone as Intl gives it (slow: offsetMs keeps its answers). */
 function intlWallClock(ms: number, tz: string): WallClock {
   const parts = formatter(tz).formatToParts(new Date(ms));
   const get = (type: string): number => Number(parts.find((p) => p.type === type)?.value ?? 0);
