@@ -230,16 +230,13 @@ export async function openWindowQueue(
         for (let round = 0; round < 3 && byKey.size < slice.length; round++) {
           // In key order: planners inserting the same windows at once wait for each other's rows
           // in one order, never in a cycle (a deadlock between their inserts).
-          const missing = slice
-            .filter((_, j) => !byKey.has(keys[j]!))
-            .sort((a, b) => {
-              const ka = windowJobKey({ ...a, windowKey: a.window.windowKey });
-              const kb = windowJobKey({ ...b, windowKey: b.window.windowKey });
-              return ka < kb ? -1 : ka > kb ? 1 : 0;
-            });
-          const inserts: JobInsert<WindowJobData>[] = missing.map((data) => ({
+          const missing = keys
+            .map((key, j) => ({ key, data: slice[j]! }))
+            .filter(({ key }) => !byKey.has(key))
+            .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+          const inserts: JobInsert<WindowJobData>[] = missing.map(({ key, data }) => ({
             data,
-            singletonKey: windowJobKey({ ...data, windowKey: data.window.windowKey }),
+            singletonKey: key,
             group: { id: data.credential, tier: data.credential },
             heartbeatSeconds: settings.heartbeatSeconds,
             retryLimit: settings.retryLimit,
