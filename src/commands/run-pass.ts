@@ -43,6 +43,8 @@ const PASS_WORKER_GRACE_MS = 30_000;
 export interface QueueWork {
   queue: WindowQueue;
   worker: WindowWorker | undefined;
+  /** Start the worker opened with `startLater` (once; a no-op otherwise). */
+  startWorker(): Promise<void>;
   /** Stop the worker (windows in flight finish within `graceMs`, else roll back and are requeued), then the queue. */
   stop(graceMs: number): Promise<void>;
 }
@@ -56,6 +58,12 @@ export async function openQueueWork(
   rt: Runtime,
   options: {
     work: boolean;
+    /**
+     * Open the queue now and start the worker only when startWorker() is called: a pass starts it
+     * once its windows are enqueued, so it cannot take and finish a job the pass planned for before
+     * the pass follows that job (the pass would enqueue the window a second time).
+     */
+    startLater?: boolean;
     concurrency: number;
     pollingSeconds?: number;
     onWindow?: WindowWorkerOptions['onWindow'];
@@ -67,30 +75,35 @@ export async function openQueueWork(
     supervise: options.work,
     settings: rt.config.queue,
   });
-  const worker = options.work
-    ? await startWindowWorker(
-        {
-          queue,
-          db: rt.warehouse.db,
-          logger: rt.logger,
-          execute: rt.executor,
-          pipelines: new Map(rt.pipelines.map((p) => [p.name, p])),
-          unavailable: rt.unavailable,
-          now: rt.now,
-          oneTimeReports: rt.oneTimeReports,
-        },
-        {
-          concurrency: options.concurrency,
-          perCredential: rt.config.api.maxConcurrentWindows,
-          ...(options.pollingSeconds !== undefined ? { pollingSeconds: options.pollingSeconds } : {}),
-          ...(options.onWindow ? { onWindow: options.onWindow } : {}),
-          ...(options.onIdle ? { onIdle: options.onIdle } : {}),
-        },
-      )
-    : undefined;
+  const start = () =>
+    startWindowWorker(
+      {
+        queue,
+        db: rt.warehouse.db,
+        logger: rt.logger,
+        execute: rt.executor,
+        pipelines: new Map(rt.pipelines.map((p) => [p.name, p])),
+        unavailable: rt.unavailable,
+        now: rt.now,
+        oneTimeReports: rt.oneTimeReports,
+      },
+      {
+        concurrency: options.concurrency,
+        perCredential: rt.config.api.maxConcurrentWindows,
+        ...(options.pollingSeconds !== undefined ? { pollingSeconds: options.pollingSeconds } : {}),
+        ...(options.onWindow ? { onWindow: options.onWindow } : {}),
+        ...(options.onIdle ? { onIdle: options.onIdle } : {}),
+      },
+    );
+  let worker = options.work && !options.startLater ? await start() : undefined;
   return {
     queue,
-    worker,
+    get worker() {
+      return worker;
+    },
+    async startWorker() {
+      if (options.work && worker === undefined) worker = await start();
+    },
     async stop(graceMs) {
       await worker?.stop(graceMs);
       await queue.stop({ graceful: true, timeoutMs: 5_000 });
@@ -151,6 +164,7 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
       ? undefined
       : await openQueueWork(rt, {
           work: true,
+          startLater: true,
           concurrency: options.concurrency ?? rt.config.defaults.globalConcurrency,
           pollingSeconds: 0.5,
         });
@@ -172,6 +186,7 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
           ...(options.signal ? { signal: options.signal } : {}),
           ...(options.drain ? { drain: options.drain } : {}),
           ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+          ...(own ? { onEnqueued: () => own.startWorker() } : {}),
         },
       );
     } finally {

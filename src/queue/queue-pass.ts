@@ -35,6 +35,8 @@ export interface QueuedPassOptions extends PlanOptions {
   drain?: AbortSignal;
   onProgress?: (event: ProgressEvent) => void;
   pollMs?: number;
+  /** Called once the pass's windows are enqueued and followed (run and backfill start their worker). */
+  onEnqueued?: () => Promise<void>;
   /** A backfill's range: its windows may load from one-time reports (WindowJobData.oneTime). */
   oneTime?: { from: string; to: string };
 }
@@ -84,6 +86,7 @@ export async function runQueuedPass(
   }
   options.onProgress?.({ type: 'planned', total: jobs.length, done: 0, rowsLoaded: 0 });
   if (options.detach) return summary;
+  await options.onEnqueued?.();
 
   const pending = new Set(planned.keys());
   const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
