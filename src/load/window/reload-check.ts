@@ -132,18 +132,28 @@ export async function tablesUnchangedSinceLoadIn(
     if (columnList(columns).join('\n') !== before.columns.join('\n')) return false;
     const names = new Set(columns.map((c) => c.name));
     if (decl.columns.some((c) => !names.has(c.name))) return false;
-    const rows = await sql<{ owned: string; other: string }>`
-      select count(*) as owned, count(*) filter (where not (xmin = any(${writers}::xid[]))) as other
+    const notTheirs = sql`not (xmin = any(${writers}::xid[]))`;
+    // With `counts`, the rows none of the writers wrote are listed in the same pass (restoreTable).
+    const rows = await sql<{
+      owned: string;
+      other: string;
+      at: string[] | null;
+      lines: (string | null)[] | null;
+    }>`
+      select count(*) as owned, count(*) filter (where ${notTheirs}) as other
+             ${counts ? sql`, array_agg(ctid::text) filter (where ${notTheirs}) as at, array_agg("_source_row"::text) filter (where ${notTheirs}) as lines` : sql``}
         from ${sql.id(decl.schema, decl.name)}
        where ${ofSource(organizationId, source)}`.execute(trx);
-    const owned = Number(rows.rows[0]!.owned);
-    const other = Number(rows.rows[0]!.other);
+    const found = rows.rows[0]!;
+    const owned = Number(found.owned);
+    const other = Number(found.other);
     if (owned !== before.owned || other !== 0) {
       // With `counts`, every table is counted (for restoreTouched), else the first difference ends it.
       if (!counts) return false;
       same = false;
     }
-    counts?.push({ owned, other });
+    const at = found.at ?? [];
+    counts?.push({ owned, other, touched: at.map((a, i) => ({ at: a, line: found.lines?.[i] ?? null })) });
   }
   return same;
 }
@@ -154,10 +164,12 @@ export interface SourceRows {
   owned: number;
   /** Those of them that none of the last load's writers wrote (changed or added since). */
   other: number;
+  /** Those rows: where each is (ctid) and its `_source_row`. */
+  touched: { at: string; line: string | null }[];
 }
 
 /** The last load's writers as the 32-bit ids rows carry (`xmin`), an `xid[]` literal. */
-export function writersArray(previous: LoadedState): string {
+function writersArray(previous: LoadedState): string {
   return `{${previous.writers.map((w) => String(BigInt(w) % XID_EPOCH)).join(',')}}`;
 }
 
@@ -203,29 +215,43 @@ export async function confirmUnchanged(
  * writers of the sources' rows: this load's, and for a table where the load left rows as they
  * were, the writers those rows carry, taken only when they had committed before the load began
  * (`ctx.snapshot`): the load compared those rows with the source, while a row written since by a
- * transaction running beside the load may not have been compared (then no state is kept).
+ * transaction running beside the load may not have been compared (then no state is kept). After
+ * a restore (`restored`), the last load's writers and those of the rows it read again and left.
  */
 export async function loadedState(
   ctx: WindowContext,
   trx: Db,
   tables: readonly TableLoadResult[],
   loaded: readonly { decl: TableDecl; source: string }[],
+  restored?: RestoredRows,
 ): Promise<LoadedState | undefined> {
   // This transaction's id; its subtransactions' ids come after it, every other writer's before.
   const top = ctx.xid ?? (await currentXid(trx));
   const base = top - (top % XID_EPOCH);
   const ours = (low: string): bigint => base + BigInt(low) + (base + BigInt(low) < top ? XID_EPOCH : 0n);
   const earlier = (low: string): bigint => base + BigInt(low) - (base + BigInt(low) > top ? XID_EPOCH : 0n);
-  const writers = new Set([...ctx.writers].map((w) => String(ours(w))));
+  const writers = new Set([
+    ...(restored?.previous.writers ?? []),
+    ...[...ctx.writers].map((w) => String(ours(w))),
+  ]);
   const state: LoadedState = { tables: [], rejected: ctx.rejects.count, writers: [] };
   for (const [index, t] of tables.entries()) {
     const { decl, source } = loaded[index]!;
     const owned = t.staged;
     if (t.inserted + t.updated < owned) {
-      const found = await sql<{ x: string }>`
-        select xmin::text as x from ${sql.id(decl.schema, decl.name)}
-         where ${ofSource(ctx.options.window.organizationId, source)}
-         group by xmin`.execute(trx);
+      const at = restored?.touchedAt[index];
+      const found =
+        at === undefined
+          ? await sql<{ x: string }>`
+              select xmin::text as x from ${sql.id(decl.schema, decl.name)}
+               where ${ofSource(ctx.options.window.organizationId, source)}
+               group by xmin`.execute(trx)
+          : at.length === 0
+            ? { rows: [] }
+            : await sql<{ x: string }>`
+                select xmin::text as x from ${sql.id(decl.schema, decl.name)}
+                 where ctid = any(${`{${at.map((c) => `"${c}"`).join(',')}}`}::tid[])
+                 group by xmin`.execute(trx);
       const others = found.rows.map((r) => r.x).filter((x) => !ctx.writers.has(x));
       if (others.length > 0) {
         const candidates = `{${others.map((x) => String(earlier(x))).join(',')}}`;
@@ -249,6 +275,18 @@ export async function loadedState(
   }
   state.writers = [...writers];
   return state;
+}
+
+/**
+ * What a restore of touched rows (restoreTouched) knows of the rows it leaves: each row of a
+ * source that it did not read again is as the last load left it, written by one of
+ * `previous.writers` (the restore counted them so), and the rows it read again and left as they
+ * were are still where it found them (`touchedAt`, per table: their ctids; a row it rewrote has
+ * moved, and is its own). So only those rows' writers are read, not every row's.
+ */
+export interface RestoredRows {
+  previous: LoadedState;
+  touchedAt: readonly (readonly string[])[];
 }
 
 /** A table's columns as LoadedState keeps them (`name type`), for the load and the check alike. */

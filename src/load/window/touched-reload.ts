@@ -16,7 +16,7 @@ import { mergeIdentity, upsert } from './merge.js';
 import { countOwnedSql, createChangedRowsSql, sameKey, upsertSql } from './merge-sql.js';
 import { prepareTarget } from './prepare-target.js';
 import { checkRejects, restampWindowRejects } from './rejects.js';
-import { fewTouched, loadedState, writersArray } from './reload-check.js';
+import { fewTouched, loadedState } from './reload-check.js';
 import type { SourceRows } from './reload-check.js';
 import { hasSqlState, withSavepoint } from './savepoint.js';
 import { ofSource } from './source-keys.js';
@@ -75,11 +75,14 @@ export async function restoreTouched(
     ctx.stagingMade,
     async () => {
       const tables: TableLoadResult[] = [];
+      const touchedAt: string[][] = [];
       for (const [index, target] of targets.entries()) {
-        tables.push(await restoreTable(ctx, trx, target, index, previous, counts[index]!));
+        const restored = await restoreTable(ctx, trx, target, index, previous, counts[index]!);
+        tables.push(restored.result);
+        touchedAt.push(restored.touchedAt);
       }
       if (ctx.rejects.count !== rejects.count) throw new NotRestorable('a record read again was rejected');
-      return tables;
+      return { tables, touchedAt };
     },
     // A record read again that is now rejected (over the cap) or a key met twice: the full load decides.
     (error) =>
@@ -96,11 +99,11 @@ export async function restoreTouched(
     undo();
     return undefined;
   }
-  const tables = outcome.value;
+  const { tables, touchedAt } = outcome.value;
   if (previous.rejected > 0) await restampWindowRejects(trx, ctx.options.window, ctx.options.runId);
   const result: LoadWindowResult = { tables, rowsLoaded: ctx.rowsLoaded, rowsRejected: previous.rejected };
   const loaded = targets.map((t) => ({ decl: t.table, source: t.source.source }));
-  const state = await loadedState(ctx, trx, tables, loaded);
+  const state = await loadedState(ctx, trx, tables, loaded, { previous, touchedAt });
   if (state) result.state = state;
   const { pipeline, organizationId, windowKey } = ctx.options.window;
   ctx.options.logger?.info(
@@ -118,7 +121,8 @@ export async function restoreTouched(
 }
 
 /**
- * One table's touched rows and missing lines, read again from its source and merged. The missing
+ * One table's touched rows and missing lines, read again from its source and merged; with the
+ * ctids the touched rows were found at (RestoredRows.touchedAt). The missing
  * lines (rows deleted, or taken over by another source, since) are the lines a record of the file
  * starts on, from its first data line on, that neither a row of the source nor a reject of the
  * window holds: there must be as many as the rows the source lost.
@@ -130,7 +134,7 @@ async function restoreTable(
   index: number,
   previous: LoadedState,
   count: SourceRows,
-): Promise<TableLoadResult> {
+): Promise<{ result: TableLoadResult; touchedAt: string[] }> {
   const { table: decl, source } = target;
   const recordsOn = recordsOnOf(source);
   if (recordsOn === undefined) throw new NotRestorable('no recordsOn');
@@ -138,13 +142,10 @@ async function restoreTable(
   const tableName = `${decl.schema}.${decl.name}`;
   const table = sql.id(decl.schema, decl.name);
   const before = previous.tables[index]!;
-  const touched = await sql<{ at: string; line: string | null }>`
-    select ctid::text as at, "_source_row"::text as line from ${table}
-     where ${ofSource(organizationId, source.source)}
-       and not (xmin = any(${writersArray(previous)}::xid[]))`.execute(trx);
-  const lines = touched.rows.map((r) => (r.line === null ? NaN : Number(r.line)));
-  if (touched.rows.length !== count.other || lines.some((l) => !Number.isSafeInteger(l))) {
-    throw new NotRestorable('the touched rows changed while they were read');
+  const touched = count.touched;
+  const lines = touched.map((r) => (r.line === null ? NaN : Number(r.line)));
+  if (touched.length !== count.other || lines.some((l) => !Number.isSafeInteger(l))) {
+    throw new NotRestorable('a touched row has no line');
   }
   if (new Set(lines).size !== lines.length) throw new NotRestorable('two touched rows of one line');
   const lost = before.owned - count.owned;
@@ -159,7 +160,8 @@ async function restoreTable(
     duplicates: 0,
     columnsAdded: [],
   };
-  if (lines.length === 0 && lost === 0) return result;
+  const touchedAt = touched.map((r) => r.at);
+  if (lines.length === 0 && lost === 0) return { result, touchedAt };
   const { staged, drift, stagingName } = await prepareTarget(ctx, trx, target, index);
   if (drift.length > 0) throw new NotRestorable('column types differ from the table');
   // The touched rows' lines, and the records in the lines no row or reject holds (the whole file
@@ -187,7 +189,7 @@ async function restoreTable(
   if (lines.length > 0) {
     const matched = await sql<{ n: string }>`
       select count(*) as n from ${staging} as s
-        join ${table} as t on t.ctid = any(${`{${touched.rows.map((r) => `"${r.at}"`).join(',')}}`}::tid[])
+        join ${table} as t on t.ctid = any(${`{${touchedAt.map((at) => `"${at}"`).join(',')}}`}::tid[])
        where t."_source_row" = s."_source_row" and ${sameKey(decl, 't', 's')}`.execute(trx);
     if (Number(matched.rows[0]!.n) !== lines.length) throw new NotRestorable("a touched row's key changed");
   }
@@ -210,10 +212,13 @@ async function restoreTable(
     if (Number(owned.rows[0]!.n) !== before.owned) throw new NotRestorable('the source owns other rows');
   }
   return {
-    ...result,
-    inserted: merge.inserted,
-    updated: merge.updated,
-    unchanged: before.owned - merge.inserted - merge.updated,
+    result: {
+      ...result,
+      inserted: merge.inserted,
+      updated: merge.updated,
+      unchanged: before.owned - merge.inserted - merge.updated,
+    },
+    touchedAt,
   };
 }
 
