@@ -19,6 +19,13 @@ export class RawPages implements KnownPages {
   /** The end offset in `spool` of each page kept. */
   private readonly ends: number[] = [];
   private writing: Promise<void> = Promise.resolve();
+  /**
+   * The copy of the last page kept, reused for the next one once that page is written out (the
+   * fetch reads every page into one buffer, so a page kept must be copied before the next arrives).
+   */
+  private copyBuffer = Buffer.alloc(0);
+  /** The copy in copyBuffer that is still being written, if any. */
+  private lent: Buffer | undefined;
   private matching: boolean;
 
   constructor(
@@ -62,12 +69,26 @@ export class RawPages implements KnownPages {
     const counts = last.counts[page];
     const records = counts?.[this.counted] ?? 0;
     if (counts !== undefined) {
-      const copy = Buffer.from(bytes);
+      const copy = this.copyOf(bytes);
       this.ends.push((this.ends.at(-1) ?? 0) + copy.length);
-      this.writing = this.writing.then(() => this.spool.write(copy));
+      this.writing = this.writing.then(async () => {
+        await this.spool.write(copy);
+        await this.spool.written();
+        if (this.lent === copy) this.lent = undefined;
+      });
     }
     return records;
   };
+
+  /** `bytes` copied into the reused buffer, or into a new one while the last copy is still being written. */
+  private copyOf(bytes: Buffer): Buffer {
+    if (this.lent !== undefined) return Buffer.from(bytes);
+    if (this.copyBuffer.length < bytes.length) this.copyBuffer = Buffer.allocUnsafe(bytes.length);
+    const copy = this.copyBuffer.subarray(0, bytes.length);
+    bytes.copy(copy);
+    this.lent = copy;
+    return copy;
+  }
 
   /**
    * Once the pages kept so far are written out: the fetch waits for it before the next page, so
