@@ -32,11 +32,31 @@ export interface MigrateResult {
   alreadyApplied: number;
 }
 
+/**
+ * The migrations the warehouse has run, or undefined before the first (no etl.migrations). Read
+ * before the Migrator, whose own look at the schema reads every table's every column and comment.
+ */
+async function appliedMigrations(db: Db): Promise<Set<string> | undefined> {
+  const present = await sql<{ t: string | null }>`select to_regclass('etl.migrations')::text as t`.execute(
+    db,
+  );
+  if (present.rows[0]?.t == null) return undefined;
+  const rows = await sql<{ name: string }>`select name from etl.migrations`.execute(db);
+  return new Set(rows.rows.map((r) => r.name));
+}
+
 /** Bring the warehouse to the newest schema. Safe to run concurrently (the Migrator takes a lock). */
 export async function migrateToLatest(db: Db): Promise<MigrateResult> {
+  const provider = new SqlFileMigrationProvider();
+  // Every migration run already, and no other: nothing to do (the common case, every command).
+  const [files, applied] = await Promise.all([provider.getMigrations(), appliedMigrations(db)]);
+  const names = Object.keys(files);
+  if (applied !== undefined && applied.size === names.length && names.every((n) => applied.has(n))) {
+    return { applied: [], alreadyApplied: names.length };
+  }
   const migrator = new Migrator({
     db,
-    provider: new SqlFileMigrationProvider(),
+    provider,
     migrationTableSchema: 'etl',
     migrationTableName: 'migrations',
     migrationLockTableName: 'migrations_lock',
@@ -54,6 +74,6 @@ export async function migrateToLatest(db: Db): Promise<MigrateResult> {
     );
   }
   const all = await migrator.getMigrations();
-  const applied = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  return { applied, alreadyApplied: all.filter((m) => m.executedAt).length - applied.length };
+  const ran = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  return { applied: ran, alreadyApplied: all.filter((m) => m.executedAt).length - ran.length };
 }
