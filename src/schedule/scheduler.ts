@@ -1,4 +1,3 @@
-import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import cron from 'node-cron';
 import type { ScheduledTask } from 'node-cron';
@@ -117,6 +116,9 @@ export async function startScheduler(
     return { status: judged.ready ? 'ready' : 'not ready', ...judged };
   };
 
+  // Imported here, not at the top: an ESM import of node:http loads Node's own undici (its
+  // WebSocket getters) in every command that bundles this module, served or not.
+  const { createServer } = await import('node:http');
   const server: Server = createServer((req, res) => {
     const url = req.url ?? '/';
     if (url.startsWith('/healthz')) {

@@ -20,7 +20,6 @@
  *   POST /__simulator/faults         {"spec": "download:reset@0.3"} or {"rules": [...]} (replaces) → {"rules": …}
  */
 import { createHash, createPublicKey } from 'node:crypto';
-import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -589,6 +588,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     await sendReply(res, reply, drawn);
   };
 
+  // Imported here, not at the top: an ESM import of node:http loads Node's own undici (its
+  // WebSocket getters) in every command that bundles this module, served or not.
+  const { createServer } = await import('node:http');
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       log?.error({ err: error }, 'simulator request failed');
