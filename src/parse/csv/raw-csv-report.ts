@@ -81,7 +81,7 @@ export async function openRawCsvReport(
 ): Promise<RawCsvReport> {
   const iterator = (input as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]();
   let buffer: Buffer = Buffer.alloc(0);
-  /** Whether `buffer` is a copy of this reader's (not the input's chunk, which the next read may overwrite). */
+  /** Whether `buffer` is this reader's own (not the input's chunk, which the next may overwrite). */
   let copied = true;
   let ended = false;
   const more = async (): Promise<boolean> => {
