@@ -15,9 +15,10 @@ export interface RawCsvBody {
   /**
    * The bytes after the header line, checked record by record as they pass (call once): the
    * iterator throws a refusal on what COPY must not see or would read differently from the
-   * per-row path (see RawCsvChecks).
+   * per-row path (see RawCsvChecks). `inTurn`: the consumer is done with each chunk before it asks
+   * for the next (a COPY written in turn), so the chunks may share one buffer.
    */
-  read(checks: RawCsvChecks): AsyncIterable<Buffer>;
+  read(checks: RawCsvChecks, options?: { inTurn?: boolean }): AsyncIterable<Buffer>;
   /** Records handed to COPY (final once `read` is exhausted). */
   records(): number;
   /** Records not handed to COPY, for the per-row path (final once `read` is exhausted). */

@@ -18,8 +18,12 @@ import type { FileDigest } from '../spool/file-digest.js';
 import { CybsError } from '../errors.js';
 
 export interface FollowedDownload {
-  /** The file's bytes in order, as they are written; one reader, once. */
-  chunks(): AsyncGenerator<Buffer>;
+  /**
+   * The file's bytes in order, as they are written; one reader, once. `inTurn`: the reader is done
+   * with each chunk before it asks for the next, so the reads of a spool's file go into one buffer
+   * (ByteSpool.read's `into`) instead of a new one per read.
+   */
+  chunks(options?: { inTurn?: boolean }): AsyncGenerator<Buffer>;
   /** The complete download (the file in its spool). */
   readonly done: Promise<DownloadToFileResult>;
   /**
@@ -119,7 +123,9 @@ export function followDownload(
       retryable: true,
     });
 
-  async function* chunks(): AsyncGenerator<Buffer> {
+  async function* chunks(options?: { inTurn?: boolean }): AsyncGenerator<Buffer> {
+    /** The buffer of the reads in turn, made at the first read of a spool's file. */
+    let into: Buffer | undefined;
     for (;;) {
       if (restarted) throw restartedError();
       if (settled && !settled.ok) throw settled.error;
@@ -135,7 +141,8 @@ export function followDownload(
         : position +
           Math.min(IO_SIZE, Math.max(READ_SIZE, Math.floor((written - position) / READ_SIZE) * READ_SIZE));
       if (end <= position) return;
-      for await (const piece of spool.read(position, end, IO_SIZE)) {
+      if (options?.inTurn === true && spool.spilled) into ??= Buffer.allocUnsafeSlow(IO_SIZE);
+      for await (const piece of spool.read(position, end, IO_SIZE, into)) {
         // Checked after each read: bytes of a restarted attempt must never be handed on.
         if (restarted) throw restartedError();
         for (let at = 0; at < piece.length; at += READ_SIZE) {

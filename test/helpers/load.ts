@@ -118,6 +118,22 @@ export async function insertRuns(db: Db, n: number): Promise<number[]> {
   return runs;
 }
 
+/**
+ * `text` as UTF-8 bytes in chunks of `size`, every chunk in the same buffer (a reader in turn, as a
+ * download read into one buffer): before the next chunk is written there, the whole buffer is
+ * overwritten with `#`, so that a reader still holding on to an earlier chunk reads other bytes.
+ */
+export async function* chunksInTurn(text: string, size: number): AsyncGenerator<Buffer> {
+  const bytes = Buffer.from(text, 'utf8');
+  const buffer = Buffer.alloc(size);
+  for (let i = 0; i < bytes.length; i += size) {
+    buffer.fill('#');
+    const n = bytes.copy(buffer, 0, i, i + size);
+    yield buffer.subarray(0, n);
+  }
+  buffer.fill('#');
+}
+
 /** `text` as UTF-8 bytes in chunks of `size` (a file read in pieces that cut lines and characters). */
 export function chunksOf(text: string, size: number): Readable {
   const bytes = Buffer.from(text, 'utf8');

@@ -6,7 +6,7 @@
  * does); each case also says which of the two it expects.
  */
 import { readFile } from 'node:fs/promises';
-import { chunksOf } from '../helpers/load.js';
+import { chunksInTurn, chunksOf } from '../helpers/load.js';
 import { buffer } from 'node:stream/consumers';
 import { parse } from 'csv-parse/sync';
 import pino from 'pino';
@@ -135,8 +135,10 @@ async function fastFirst(
 ): Promise<{ outcome: Outcome; refused: boolean }> {
   const p = pipelineOf(c.report);
   try {
-    // As the executor does: the file can be read again (a first load that meets existing keys).
-    const open = () => openRawCsvReport(chunksOf(c.text, chunkSize), { fileName: 'f.csv', report: c.report });
+    // As the executor does: the file can be read again (a first load that meets existing keys),
+    // each read into one buffer (a download read in turn).
+    const open = () =>
+      openRawCsvReport(chunksInTurn(c.text, chunkSize), { fileName: 'f.csv', report: c.report });
     const report = await open();
     const result = await loadWindow(side.warehouse, {
       ...windowOptions(c),

@@ -276,7 +276,7 @@ export async function copyRawBytes(
 ): Promise<number> {
   let copied: number;
   try {
-    copied = await ctx.session.copyFrom(statement, body.read(checks));
+    copied = await ctx.session.copyFrom(statement, body.read(checks, { inTurn: true }), { inTurn: true });
   } catch (error) {
     if (isFastPathRefusal(error)) throw error;
     if (isSourceFailure(error)) throw error;

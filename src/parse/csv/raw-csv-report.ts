@@ -71,7 +71,9 @@ const MAX_TRACKED_QUOTES = 64;
 
 /**
  * Open a CSV report for the fast path: metadata and header as openCsvReport reads them, and the
- * rest of the bytes. Throws a refusal when the head is unusual (the caller falls back).
+ * rest of the bytes. Throws a refusal when the head is unusual (the caller falls back). It is done
+ * with each chunk of `input` before it asks for the next (nothing points into an earlier chunk), so
+ * the input may fill one buffer again for every chunk.
  */
 export async function openRawCsvReport(
   input: Readable | AsyncIterable<Buffer | string>,
@@ -79,16 +81,24 @@ export async function openRawCsvReport(
 ): Promise<RawCsvReport> {
   const iterator = (input as AsyncIterable<Buffer | string>)[Symbol.asyncIterator]();
   let buffer: Buffer = Buffer.alloc(0);
+  /** Whether `buffer` is this reader's own (not the input's chunk, which the next may overwrite). */
+  let copied = true;
   let ended = false;
   const more = async (): Promise<boolean> => {
     if (ended) return false;
+    // The input may fill the buffer of its last chunk again with the next (a reader in turn).
+    if (!copied) {
+      buffer = Buffer.from(buffer);
+      copied = true;
+    }
     const next = await iterator.next();
     if (next.done) {
       ended = true;
       return false;
     }
     const chunk = typeof next.value === 'string' ? Buffer.from(next.value, 'utf8') : next.value;
-    buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
+    copied = buffer.length > 0;
+    buffer = copied ? Buffer.concat([buffer, chunk]) : chunk;
     return true;
   };
   let offset = 0;
@@ -155,9 +165,9 @@ export async function openRawCsvReport(
   const head = Buffer.from(buffer.subarray(0, offset));
   const rest = buffer.subarray(offset);
   let scanner: BodyScanner | undefined;
-  async function* read(checks: RawCsvChecks): AsyncGenerator<Buffer> {
+  async function* read(checks: RawCsvChecks, readOptions?: { inTurn?: boolean }): AsyncGenerator<Buffer> {
     if (scanner !== undefined) throw new Error('the body of a raw CSV report can be read once');
-    const scan = (scanner = new BodyScanner(checks, headerLine + 1));
+    const scan = (scanner = new BodyScanner(checks, headerLine + 1, readOptions?.inTurn === true));
     if (rest.length > 0) yield scan.push(rest);
     for (;;) {
       const next = await iterator.next();
@@ -264,7 +274,15 @@ class BodyScanner {
   /** Room kept free after every copy for a record's line number, appended text and CR. */
   private readonly reserve: number;
 
-  constructor(checks: RawCsvChecks, firstLine: number) {
+  /**
+   * `inTurn`: the consumer is done with each output before it asks for the next (a COPY written in
+   * turn), so every push writes into the same output buffer, grown as needed.
+   */
+  constructor(
+    checks: RawCsvChecks,
+    firstLine: number,
+    private readonly inTurn: boolean,
+  ) {
     this.patterns = checks.types.map((t) => CANONICAL[t]);
     this.checks = checks.types.map((t) => CANONICAL_BYTES[t]);
     this.required = checks.types.map(() => false);
@@ -296,10 +314,11 @@ class BodyScanner {
     const n = work.length;
     if (this.endsInCr && work[resume] !== LF) throw refuseFastPath('a carriage return that ends no line');
     this.endsInCr = false;
-    // A fresh buffer each time: COPY may still be sending the previous one. Sized for the chunk,
-    // not for the held-back record joined to it (room() grows it when that record goes out): a
-    // long record would otherwise cost a buffer of its size per chunk.
-    this.out = Buffer.allocUnsafe(chunk.length + (chunk.length >> 3) + this.reserve * 2);
+    // Sized for the chunk, not for the held-back record joined to it (room() grows it when that
+    // record goes out): a long record would otherwise cost a buffer of its size per chunk. A fresh
+    // buffer each time unless the consumer is in turn: COPY may still be sending the previous one.
+    const size = chunk.length + (chunk.length >> 3) + this.reserve * 2;
+    if (!this.inTurn || this.out.length < size) this.out = Buffer.allocUnsafe(size);
     this.o = 0;
     const watched = this.watched;
     let field = this.field;
@@ -435,7 +454,8 @@ class BodyScanner {
     if (this.watched[this.field] === true) {
       this.checkValue(this.field, work, this.fieldStart, work.length);
     }
-    this.out = Buffer.allocUnsafe(work.length + this.reserve);
+    const size = work.length + this.reserve;
+    if (!this.inTurn || this.out.length < size) this.out = Buffer.allocUnsafe(size);
     this.o = 0;
     const escapes = work.includes(BACKSLASH);
     if (this.bad) {

@@ -23,8 +23,12 @@ export interface ReportFile {
   source: string;
   /** Fail a CSV file whose last line has no line break (a download cut short). */
   requireFinalLineBreak: boolean;
-  /** The file's bytes from the start, read as they come (each call reads them again). */
-  read(): AsyncIterable<Buffer>;
+  /**
+   * The file's bytes from the start, read as they come (each call reads them again). `inTurn`: the
+   * reader is done with each chunk before it asks for the next, so a chunk's buffer may be filled
+   * again with a later one.
+   */
+  read(options?: { inTurn?: boolean }): AsyncIterable<Buffer>;
   /** The complete file from its start (the row-by-row path's reader). */
   complete(): Promise<Readable>;
 }
@@ -55,7 +59,8 @@ export async function loadReportFile<T>(
     return load(xml.targets(file.source));
   }
   const csvOptions = { ...options, requireFinalLineBreak: file.requireFinalLineBreak };
-  const open = () => openRawCsvReport(file.read(), csvOptions);
+  // The scanner is done with each chunk of the file before it reads the next.
+  const open = () => openRawCsvReport(file.read({ inTurn: true }), csvOptions);
   try {
     const report = await open();
     return await load([

@@ -108,7 +108,7 @@ export async function executeReportWindow(
         fileName,
         source,
         requireFinalLineBreak: true,
-        read: () => bytes.read(),
+        read: (options) => bytes.read(options),
         complete: () => bytes.complete(),
       },
       (targets) => commitWindow(deps, task, targets, sourceRef, false, file),
@@ -122,8 +122,12 @@ const FOLLOW_AFTER_BYTES = 32 * 1024 * 1024;
 
 /** A report file's bytes, for each reader that needs them (see withDownloadedBytes). */
 interface DownloadedBytes {
-  /** The bytes from the start: as they arrive for the first reader, from the complete file after. */
-  read(): AsyncIterable<Buffer>;
+  /**
+   * The bytes from the start: as they arrive for the first reader, from the complete file after.
+   * `inTurn`: the reader is done with each chunk before it asks for the next (a chunk's buffer may
+   * then hold the next one).
+   */
+  read(options?: { inTurn?: boolean }): AsyncIterable<Buffer>;
   /** The complete file from its start, once downloaded. */
   complete(): Promise<Readable>;
   /** Whether the file is of the bytes expected (see withDownloadedBytes); known before `use` runs. */
@@ -172,15 +176,16 @@ async function withDownloadedBytes(
     async function* fromFile(): AsyncGenerator<Buffer> {
       for await (const chunk of await complete()) yield chunk as Buffer;
     }
-    async function* followed(): AsyncGenerator<Buffer> {
+    async function* followed(options?: { inTurn?: boolean }): AsyncGenerator<Buffer> {
       const held: Buffer[] = [];
       let checked = headChecked !== undefined;
-      for await (const chunk of download.chunks()) {
+      for await (const chunk of download.chunks(options)) {
         if (checked) {
           yield chunk;
           continue;
         }
-        held.push(chunk);
+        // Copied when read in turn: the buffer of the next read overwrites this chunk.
+        held.push(options?.inTurn === true ? Buffer.from(chunk) : chunk);
         const head = Buffer.concat(held);
         if (!reportHeadComplete(head, report.format, false)) continue;
         checkReportHead(head, report);
@@ -203,7 +208,7 @@ async function withDownloadedBytes(
       let following = false;
       try {
         return await use({
-          read: () => (following ? fromFile() : ((following = true), followed())),
+          read: (options) => (following ? fromFile() : ((following = true), followed(options))),
           complete,
           same,
           digest,

@@ -79,6 +79,23 @@ describe('followDownload (scripted downloads)', () => {
     },
   );
 
+  it('in turn, reads a spool file into one buffer: each chunk holds its bytes until the next is asked for', async () => {
+    const pieces = ['header\r\n', 'row 1\r\n', 'row 2 is longer\r\n', 'row 3\r\n'];
+    const script = scripted(pieces, { waitForReader: true });
+    const download = followDownload(script.client, params, spoolOf('in-turn.csv', 0), { readSize: 8 });
+    const parts: Buffer[] = [];
+    const buffers = new Set<ArrayBufferLike>();
+    for await (const chunk of download.chunks({ inTurn: true })) {
+      parts.push(Buffer.from(chunk));
+      buffers.add(chunk.buffer);
+      script.readerGotBytes();
+    }
+    expect(Buffer.concat(parts).toString()).toBe(pieces.join(''));
+    expect(parts.length).toBeGreaterThan(1);
+    expect(buffers.size).toBe(1);
+    await download.stop();
+  });
+
   it('with startAfter, reads a file smaller than that only once it is complete', async () => {
     const pieces = ['header\r\n', 'row 1\r\n', 'row 2\r\n'];
     const script = scripted(pieces);
