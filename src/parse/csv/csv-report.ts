@@ -299,19 +299,33 @@ async function* csvBatches(
   }
 }
 
+/**
+ * A CSV report's columns, from its header: the report definition is the one asked for or the one
+ * its metadata names (recorded in `metadata`), and each name is resolved against it (either
+ * naming convention, ids, aliases; unknown names become text columns).
+ */
+export function resolveCsvColumns(
+  header: readonly string[],
+  metadata: ReportMetadata,
+  report: string | undefined,
+): ColumnSet {
+  const definition =
+    report ?? guessReportDefinition(metadata.reportType, metadata.reportName)?.name ?? undefined;
+  metadata.reportDefinition = definition;
+  const resolveOptions = definition === undefined ? {} : { report: definition };
+  const set = new ColumnSet();
+  for (const name of header)
+    set.add(resolveHeader(name, resolveOptions), name.replace(/^\uFEFF/, '').trim(), false);
+  return set;
+}
+
 /** Open a CSV report: reads the metadata and header lines, then streams typed batches. */
 export async function openCsvReport(input: ReportInput, options: OpenReportOptions): Promise<RecordSource> {
   const fileName = options.fileName;
   const records = new CsvRecords(input, fileName);
   const head = await readCsvHead(records, fileName);
   const { metadata, header } = head;
-  const definition =
-    options.report ?? guessReportDefinition(metadata.reportType, metadata.reportName)?.name ?? undefined;
-  metadata.reportDefinition = definition;
-  const resolveOptions = definition === undefined ? {} : { report: definition };
-  const set = new ColumnSet();
-  for (const name of header)
-    set.add(resolveHeader(name, resolveOptions), name.replace(/^\uFEFF/, '').trim(), false);
+  const set = resolveCsvColumns(header, metadata, options.report);
   if (options.firstDataLine !== undefined) records.countLinesFrom(options.firstDataLine);
   const builder = new BatchBuilder(
     set,

@@ -35,12 +35,11 @@
 import { isUtf8 } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
-import { guessReportDefinition, resolveHeader } from '../../catalog/index.js';
 import type { CybsError } from '../../errors.js';
-import { parseCsvMetadataLine, plainCsvFields, truncatedCsvError } from './csv-report.js';
+import { parseCsvMetadataLine, plainCsvFields, resolveCsvColumns, truncatedCsvError } from './csv-report.js';
 import { MAX_RECORD_SIZE } from './csv-records.js';
 import { sniffEncoding } from '../text-encoding.js';
-import { ColumnSet, emptyMetadata } from '../records.js';
+import { emptyMetadata } from '../records.js';
 import type { RawCsvBody, RawCsvChecks, SetAsideRecord } from '../../copy-text/bodies.js';
 import { CANONICAL } from '../../copy-text/canonical.js';
 import { CANONICAL_BYTES, writeDecimal } from '../../copy-text/canonical-bytes.js';
@@ -154,13 +153,7 @@ export async function openRawCsvReport(
   const header = fields(headerText);
   if (header.length < 2 || header.every((h) => h.trim() === ''))
     throw refuseFastPath('a header of one column');
-  const definition =
-    options.report ?? guessReportDefinition(metadata.reportType, metadata.reportName)?.name ?? undefined;
-  metadata.reportDefinition = definition;
-  const resolveOptions = definition === undefined ? {} : { report: definition };
-  const set = new ColumnSet();
-  for (const name of header)
-    set.add(resolveHeader(name, resolveOptions), name.replace(/^\uFEFF/, '').trim(), false);
+  const set = resolveCsvColumns(header, metadata, options.report);
 
   const head = Buffer.from(buffer.subarray(0, offset));
   const rest = buffer.subarray(offset);
