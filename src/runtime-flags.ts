@@ -29,6 +29,9 @@ import v8 from 'node:v8';
  * - incremental marking soft/hard triggers at 80%/90% of the limit: without them V8 starts its next
  *   marking right after each full collection and never stops marking. The soft trigger marks in a
  *   task, which a loop that never yields (the per-row CSV parser) never runs: hence the hard one.
+ * - `--memory-saver-mode`, on V8 13 and later (Node 24; earlier versions do not know the flag): V8 13
+ *   lets the socket's and the pages' dead buffers wait longer for a collection than V8 12 does,
+ *   and keeps a larger heap; saver mode collects sooner and keeps the heap small.
  */
 export const NODE_RUNTIME_FLAGS: readonly string[] = [
   '--max-semi-space-size=4',
@@ -45,6 +48,7 @@ export const V8_RUNTIME_FLAGS: readonly string[] = [
   '--heap-growing-percent=25',
   '--incremental-marking-soft-trigger=80',
   '--incremental-marking-hard-trigger=90',
+  ...(Number(process.versions.v8.split('.')[0]) >= 13 ? ['--memory-saver-mode'] : []),
 ];
 
 /** Set V8_RUNTIME_FLAGS in this process (at start-up, before the work begins). */
