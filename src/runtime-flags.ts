@@ -29,9 +29,10 @@ import v8 from 'node:v8';
  * - incremental marking soft/hard triggers at 80%/90% of the limit: without them V8 starts its next
  *   marking right after each full collection and never stops marking. The soft trigger marks in a
  *   task, which a loop that never yields (the per-row CSV parser) never runs: hence the hard one.
- * - `--memory-saver-mode`, on V8 13 and later (Node 24; earlier versions do not know the flag): V8 13
- *   lets the socket's and the pages' dead buffers wait longer for a collection than V8 12 does,
- *   and keeps a larger heap; saver mode collects sooner and keeps the heap small.
+ * - `--memory-saver-mode`, on V8 13 and later (Node 24; earlier versions do not know the flag): for
+ *   the same work V8 13 keeps a larger heap than V8 12, and saver mode keeps it smaller, at little
+ *   cost to the loads (docs/performance.md). It does not change when the socket's dead buffers
+ *   are freed (at V8's next mark-compact), which is most of what is left of Node 24's extra memory.
  */
 export const NODE_RUNTIME_FLAGS: readonly string[] = [
   '--max-semi-space-size=4',
