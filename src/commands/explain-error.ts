@@ -6,7 +6,12 @@
  * what is truly unexpected.
  */
 import { CybsError, errorMessage, isCybsError } from '../errors.js';
-import { databaseErrorFix, isConnectionLost, sqlState } from '../warehouse/database-errors.js';
+import {
+  LOAD_ERROR_CODES,
+  databaseErrorFix,
+  isConnectionLost,
+  sqlState,
+} from '../warehouse/database-errors.js';
 
 export interface ExplainedError {
   message: string;
@@ -114,6 +119,9 @@ export function unreachableWarehouse(
 ): CybsError | undefined {
   const cause = unreachableCause(error);
   if (!cause) return undefined;
+  // A connection reset while a load used it (a backend terminated mid-COPY) was reached, then lost.
+  if (cause.code === 'ECONNRESET' && isCybsError(error) && error.code === LOAD_ERROR_CODES.connection)
+    return undefined;
   const [reason, fix] = UNREACHABLE[cause.code]!(target.setting, cause.detail);
   const address = warehouseAddress(target.url);
   return new CybsError(

@@ -106,6 +106,20 @@ describe('a warehouse that cannot be reached', () => {
       }),
     ).toBeUndefined();
   });
+
+  it('is not a connection that a load had and lost (reset mid-COPY), but is a reset when connecting', () => {
+    const reset = () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', syscall: 'read' });
+    const target = { url: 'postgres://h:5432/x', setting: 'DATABASE_URL' };
+    const lost = new CybsError('LOAD_CONNECTION', 'Lost the database connection: read ECONNRESET.', {
+      stage: 'load',
+      retryable: true,
+      cause: reset(),
+    });
+    expect(unreachableWarehouse(lost, target)).toBeUndefined();
+    expect(unreachableWarehouse(reset(), target)?.message).toMatch(
+      /^Cannot reach the warehouse at h:5432 \(DATABASE_URL\): the server closed the connection at once;/,
+    );
+  });
 });
 
 describe('a query error’s position', () => {
