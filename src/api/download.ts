@@ -6,8 +6,7 @@
  */
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 import type { Logger } from '../observability/logger.js';
 import { DOWNLOAD_ACCEPT } from './endpoints.js';
 import { ApiError, createTransportError, isApiError, isTransientTransportError } from './errors.js';
@@ -17,7 +16,7 @@ import { isJsonContentType } from './json-body.js';
 import { decideRetry } from './retry.js';
 import type { RetryConfig } from './retry.js';
 import { buildRequestTarget, chunksWithinDeadline, contentLengthOf } from './transport.js';
-import type { ApiEvent, ApiRequest, Transport } from './transport.js';
+import type { ApiEvent, ApiRequest, ResponseBody, Transport } from './transport.js';
 import type { RequestOptions } from './types.js';
 
 export interface StreamedResponse {
@@ -31,6 +30,17 @@ export interface StreamedResponse {
 export interface ReportDownload extends StreamedResponse {
   /** 1 for the first download, 2 for the first restart, … (withDownload). */
   attempt: number;
+}
+
+/** A report download whose body may be lent (ApiRequest.lentBody): downloadToFile's. */
+interface BodyDownload extends Omit<ReportDownload, 'body'> {
+  body: ResponseBody;
+}
+
+/** The body of a request that was not lentBody: undici's Readable. */
+function asReadable(body: ResponseBody): Readable {
+  if (!(body instanceof Readable)) throw new Error('a lent body where a Readable was expected');
+  return body;
 }
 
 export interface DownloadToFileResult {
@@ -95,7 +105,7 @@ export function streamResponse(transport: Transport, request: ApiRequest): Promi
       status: response.status,
       contentType: response.contentType,
       headers: response.headers,
-      body: response.body,
+      body: asReadable(response.body),
     }),
   );
 }
@@ -105,7 +115,16 @@ export function streamResponse(transport: Transport, request: ApiRequest): Promi
  * the report (a gateway's or proxy's HTML page served with 200, a JSON or XML error document) is
  * refused before its body is read, and retried as a transient failure.
  */
-export function streamReportDownload(transport: Transport, request: ApiRequest): Promise<StreamedResponse> {
+export async function streamReportDownload(
+  transport: Transport,
+  request: ApiRequest,
+): Promise<StreamedResponse> {
+  const response = await streamReportBody(transport, request);
+  return { ...response, body: asReadable(response.body) };
+}
+
+/** streamReportDownload, its body a LentBody when the request is lentBody. */
+function streamReportBody(transport: Transport, request: ApiRequest): Promise<Omit<BodyDownload, 'attempt'>> {
   return transport.execute(request, async (response) => {
     const wrong = downloadContentTypeProblem(response.contentType, request.accept ?? DOWNLOAD_ACCEPT);
     if (wrong === undefined) {
@@ -135,15 +154,26 @@ export function streamReportDownload(transport: Transport, request: ApiRequest):
  * again with a fresh stream. The consumer MUST start over on every call: rows of a broken attempt
  * must not survive. Its own failures (its database connection dropping included) are rethrown.
  */
-export async function withDownload<T>(
+export function withDownload<T>(
   deps: DownloadDeps,
   request: ApiRequest,
   consumer: (download: ReportDownload) => Promise<T>,
 ): Promise<T> {
+  return withBodyDownload(deps, { ...request, lentBody: false }, (download) =>
+    consumer({ ...download, body: asReadable(download.body) }),
+  );
+}
+
+/** withDownload, its body a LentBody when the request is lentBody. */
+async function withBodyDownload<T>(
+  deps: DownloadDeps,
+  request: ApiRequest,
+  consumer: (download: BodyDownload) => Promise<T>,
+): Promise<T> {
   const { transport, now } = deps;
   const startedAt = now();
   for (let attempt = 1; ; attempt++) {
-    const response = await streamReportDownload(transport, request);
+    const response = await streamReportBody(transport, request);
     let bodyError: unknown;
     response.body.once('error', (error: unknown) => (bodyError = error));
     try {
@@ -220,33 +250,42 @@ export async function downloadToFile(
   const filePath = target;
   const partPath = `${filePath}.part`;
   try {
-    const result = await withDownload(deps, request, async (download) => {
+    const result = await withBodyDownload(deps, { ...request, lentBody: true }, async (download) => {
       options?.onAttempt?.(download.attempt);
       // flags 'w' truncates: a restarted download never appends to a broken one.
       const file = createWriteStream(partPath, { flags: 'w' });
-      // Read the body as an async iterable, never `pipeline(body, file)`: that pipes, and
-      // pipe's pause/resume of undici's body lets the socket's receive buffer grow towards the
-      // whole report while each resume concatenates that buffer and copies it into the HTTP
-      // parser again: time and memory grow with the square of the report (docs/performance.md).
-      const onChunk = options?.onChunk;
-      const digester = new FileDigester(options?.onDigestBlock);
-      await pipeline(
-        bodyChunks(
+      try {
+        const onChunk = options?.onChunk;
+        const digester = new FileDigester(options?.onDigestBlock);
+        const blocks = new BlockWriter(
+          (block) =>
+            new Promise<void>((resolve, reject) =>
+              file.write(block, (error) => (error ? reject(error) : resolve())),
+            ),
+          () => onChunk?.(file.bytesWritten),
+        );
+        for await (const chunk of bodyChunks(
           chunksWithinDeadline(download.body, {
             contentLength: contentLengthOf(download.headers),
             graceMs: deps.bodyTimeoutMs,
           }),
           digester,
-          onChunk ? () => onChunk(file.bytesWritten) : undefined,
-        ),
-        file,
-      );
-      return {
-        bytes: file.bytesWritten,
-        contentType: download.contentType,
-        attempts: download.attempt,
-        digest: digester.digest(),
-      };
+        ))
+          await blocks.add(chunk);
+        await blocks.finish();
+        await new Promise<void>((resolve, reject) => {
+          file.once('error', reject);
+          file.end(resolve);
+        });
+        return {
+          bytes: file.bytesWritten,
+          contentType: download.contentType,
+          attempts: download.attempt,
+          digest: digester.digest(),
+        };
+      } finally {
+        if (!file.closed) file.destroy();
+      }
     });
     await rename(partPath, filePath);
     return result;
@@ -262,7 +301,7 @@ async function downloadToSink(
   sink: DownloadSink,
   options?: DownloadToFileOptions,
 ): Promise<DownloadToFileResult> {
-  return withDownload(deps, request, async (download) => {
+  return withBodyDownload(deps, { ...request, lentBody: true }, async (download) => {
     options?.onAttempt?.(download.attempt);
     await sink.restart();
     const onChunk = options?.onChunk;
@@ -274,10 +313,15 @@ async function downloadToSink(
       }),
       digester,
     );
-    for await (const chunk of chunks) {
-      await sink.write(chunk);
-      onChunk?.(sink.bytes);
-    }
+    const blocks = new BlockWriter(
+      async (block) => {
+        await sink.write(block);
+        await sink.written();
+      },
+      () => onChunk?.(sink.bytes),
+    );
+    for await (const chunk of chunks) await blocks.add(chunk);
+    await blocks.finish();
     await sink.written();
     return {
       bytes: sink.bytes,
@@ -288,18 +332,67 @@ async function downloadToSink(
   });
 }
 
+/** Bytes of each block a download's chunks are gathered in before they are written. */
+const WRITE_BLOCK_BYTES = 256 * 1024;
+
+/**
+ * A download's chunks gathered into two blocks taken in turn: a full block is written while the
+ * next fills, and filled again once its write is complete. The body lends its chunks (each is
+ * copied before the next is asked for), and the writes are few and large, one at a time.
+ */
+class BlockWriter {
+  private readonly blocks = [
+    Buffer.allocUnsafeSlow(WRITE_BLOCK_BYTES),
+    Buffer.allocUnsafeSlow(WRITE_BLOCK_BYTES),
+  ];
+  private current = 0;
+  private filled = 0;
+  /** The write of the other block, if any (its block is busy until it completes). */
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    /** Write a block; resolves once its bytes are written (the block may then be reused). */
+    private readonly write: (block: Buffer) => Promise<void>,
+    /** Called after each block's write completes. */
+    private readonly written: () => void,
+  ) {}
+
+  async add(chunk: Buffer): Promise<void> {
+    for (let at = 0; at < chunk.length;) {
+      const block = this.blocks[this.current]!;
+      const n = chunk.copy(block, this.filled, at);
+      at += n;
+      this.filled += n;
+      if (this.filled === block.length) await this.send();
+    }
+  }
+
+  /** Write what is gathered, and wait for every write. */
+  async finish(): Promise<void> {
+    if (this.filled > 0) await this.send();
+    await this.writing;
+  }
+
+  private async send(): Promise<void> {
+    const block = this.blocks[this.current]!.subarray(0, this.filled);
+    // One write at a time, in order: the other block's write completes first.
+    await this.writing;
+    const writing = this.write(block).then(this.written);
+    // Awaited by the next send or by finish(), where a failure surfaces; never unhandled.
+    writing.catch(() => undefined);
+    this.writing = writing;
+    this.current = 1 - this.current;
+    this.filled = 0;
+  }
+}
+
 /**
  * A response body's chunks, pulled one at a time (backpressure through the async iterator), each
- * passed to `digester` on its way; `handed` is called once each chunk has been taken by the consumer.
+ * passed to `digester` on its way.
  */
-async function* bodyChunks(
-  body: AsyncIterable<Buffer>,
-  digester: FileDigester,
-  handed?: () => void,
-): AsyncGenerator<Buffer> {
+async function* bodyChunks(body: AsyncIterable<Buffer>, digester: FileDigester): AsyncGenerator<Buffer> {
   for await (const chunk of body) {
     digester.update(chunk);
     yield chunk;
-    handed?.();
   }
 }

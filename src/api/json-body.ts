@@ -8,7 +8,7 @@ import type { JsonEndpoint } from './endpoints.js';
 import { ApiError } from './errors.js';
 import { JsonBodyLimits } from './json-body-limits.js';
 import { buildRequestTarget, chunksWithinDeadline, contentLengthOf } from './transport.js';
-import type { ApiRequest, RawResponse, Transport } from './transport.js';
+import type { ApiRequest, RawResponse, ResponseBody, Transport } from './transport.js';
 
 /** A JSON response body as bytes, parsed and checked only when asked. */
 export interface JsonPage<T> {
@@ -112,7 +112,7 @@ export async function fetchGenericResponse(
     status: raw.status,
     contentType: raw.contentType,
     headers: raw.headers,
-    text: await raw.body.text(),
+    text: decodeText(await readWhole(raw.body)),
   }));
   if (isJsonContentType(response.contentType) && response.text.trim() !== '') {
     try {
@@ -146,6 +146,13 @@ async function readBody(
     into.append(chunk);
   }
   return into.bytes();
+}
+
+/** A whole body's bytes (each chunk copied: a lent body reuses its buffers). */
+async function readWhole(body: ResponseBody): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const chunk of body) parts.push(Buffer.from(chunk));
+  return Buffer.concat(parts);
 }
 
 /** Bytes as text, as undici's body.text() decodes them (a UTF-8 byte order mark skipped). */

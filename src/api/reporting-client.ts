@@ -233,6 +233,8 @@ export function createReportingClient(
       headersTimeoutMs: config.api.headersTimeoutMs,
       bodyTimeoutMs: config.api.bodyTimeoutMs,
       userAgent: config.userAgent ?? defaultUserAgent(),
+      // A dispatcher given by the caller (a mock, a proxy) carries every request.
+      ...(ownsDispatcher ? { lentBodies: { connectTimeoutMs: config.api.connectTimeoutMs } } : {}),
     },
     {
       dispatcher,

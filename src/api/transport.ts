@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import { Agent } from 'undici';
@@ -9,6 +8,7 @@ import type { Authenticator } from './auth/types.js';
 import type { ResolvedTarget } from './deployments.js';
 import { CybsError } from '../errors.js';
 import { createHttpError, createTransportError, isApiError } from './errors.js';
+import { requestLent } from './lent-body.js';
 import { decideRetry } from './retry.js';
 import type { RetryConfig } from './retry.js';
 
@@ -59,6 +59,12 @@ export interface ApiRequest {
   /** The merchant a meta key acts for in this request (SignableRequest.merchantId). */
   merchantId?: string;
   signal?: AbortSignal;
+  /**
+   * The caller reads the body's chunks in turn and is done with each (copied, or its write
+   * complete) before it asks for the next: a GET the transport then reads through requestLent
+   * (lent-body.ts) when it has `lentBodies`, its chunks in reused buffers.
+   */
+  lentBody?: boolean;
 }
 
 /**
@@ -68,13 +74,21 @@ export interface ApiRequest {
  */
 export const REQUEST_CONTENT_TYPE = 'application/json';
 
+/** A response body: undici's (a Node Readable) or a LentBody. Read it or call dump()/destroy(). */
+export interface ResponseBody extends AsyncIterable<Buffer> {
+  readonly destroyed: boolean;
+  destroy(error?: Error): unknown;
+  /** Drop the rest of the body. */
+  dump(): Promise<unknown>;
+  once(event: 'error', listener: (error: unknown) => void): unknown;
+}
+
 /** A successful answer whose body has not been read yet. */
 export interface RawResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   contentType: string | undefined;
-  /** The undici body: a Node Readable. Read it or call `.dump()`/`.destroy()`. */
-  body: Dispatcher.ResponseData['body'];
+  body: ResponseBody;
 }
 
 export interface TransportConfig {
@@ -83,6 +97,11 @@ export interface TransportConfig {
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
   userAgent: string;
+  /**
+   * Read ApiRequest.lentBody requests through requestLent, with this connect timeout; absent (a
+   * dispatcher given by the caller, such as a mock), every request goes through the dispatcher.
+   */
+  lentBodies?: { connectTimeoutMs: number };
 }
 
 export interface TransportDeps {
@@ -111,7 +130,7 @@ export const BODY_DEADLINE_CODE = 'CYBS_BODY_DEADLINE';
  * at a time run for ever. Past the deadline the body is destroyed with a BODY_DEADLINE_CODE error.
  */
 export async function* chunksWithinDeadline(
-  body: Readable,
+  body: ResponseBody,
   options: { contentLength?: number | undefined; graceMs: number },
 ): AsyncGenerator<Buffer> {
   const started = Date.now();
@@ -142,8 +161,8 @@ export async function* chunksWithinDeadline(
   arm();
   try {
     for await (const chunk of body) {
-      received += (chunk as Buffer).length;
-      yield chunk as Buffer;
+      received += chunk.length;
+      yield chunk;
     }
   } finally {
     clearTimeout(timer);
@@ -193,7 +212,7 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 
 /** Read at most `limit` bytes of a body as text, then discard the rest. Never throws. */
 export async function readBodyCapped(
-  body: Readable,
+  body: ResponseBody,
   limit = MAX_ERROR_BODY_BYTES,
   graceMs?: number,
 ): Promise<string> {
@@ -203,9 +222,9 @@ export async function readBodyCapped(
     // An error body that trickles ends by the same deadline as any other body.
     const source = graceMs === undefined ? body : chunksWithinDeadline(body, { graceMs });
     for await (const chunk of source) {
-      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
-      chunks.push(buf);
-      size += buf.length;
+      // Copied: a lent body's chunk is reused for the next.
+      chunks.push(Buffer.from(chunk));
+      size += chunk.length;
       if (size >= limit) break;
     }
   } catch {
@@ -265,18 +284,29 @@ export function createTransport(config: TransportConfig, deps: TransportDeps): T
     emit({ type: 'request', operation, method: request.method, path: request.path, attempt });
     deps.logger?.debug({ method: request.method, path: requestTarget, attempt, operation }, 'API request');
     const started = now();
-    let response: Dispatcher.ResponseData;
+    let response: { statusCode: number; headers: RawResponse['headers']; body: ResponseBody };
     try {
-      response = await deps.dispatcher.request({
-        origin: target.origin,
-        path: requestTarget,
-        method: request.method,
-        headers,
-        ...(bodyText === undefined ? {} : { body: bodyText }),
-        headersTimeout: config.headersTimeoutMs,
-        bodyTimeout: config.bodyTimeoutMs,
-        ...(request.signal ? { signal: request.signal } : {}),
-      });
+      response =
+        request.lentBody === true && config.lentBodies && request.method === 'GET' && bodyText === undefined
+          ? await requestLent({
+              origin: target.origin,
+              path: requestTarget,
+              headers,
+              connectTimeoutMs: config.lentBodies.connectTimeoutMs,
+              headersTimeoutMs: config.headersTimeoutMs,
+              bodyTimeoutMs: config.bodyTimeoutMs,
+              signal: request.signal,
+            })
+          : await deps.dispatcher.request({
+              origin: target.origin,
+              path: requestTarget,
+              method: request.method,
+              headers,
+              ...(bodyText === undefined ? {} : { body: bodyText }),
+              headersTimeout: config.headersTimeoutMs,
+              bodyTimeout: config.bodyTimeoutMs,
+              ...(request.signal ? { signal: request.signal } : {}),
+            });
     } catch (error) {
       const apiError = createTransportError({
         method: request.method,

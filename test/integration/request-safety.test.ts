@@ -6,12 +6,12 @@
  */
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createReportingClient } from '../../src/api/reporting-client.js';
 import type { ReportingClient } from '../../src/api/reporting-client.js';
 import { configSchema } from '../../src/config/schema.js';
 import { startLocalServer } from '../helpers/local-server.js';
+import { selfSignedCertificate } from '../helpers/tls.js';
 import type { LocalServer } from '../helpers/local-server.js';
 
 const SECRET = 'yBJxy6LjM2TmcPGu+GaJrHtkke25fPpUX+UY6/L/1tE=';
@@ -30,20 +30,6 @@ function clientFor(baseUrl: string): ReportingClient {
     },
     {},
   );
-}
-
-function selfSignedCertificate(): { key: string; cert: string } {
-  const keys = forge.pki.rsa.generateKeyPair(2048);
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = keys.publicKey;
-  cert.serialNumber = '01';
-  cert.validity.notBefore = new Date(Date.now() - 86_400_000);
-  cert.validity.notAfter = new Date(Date.now() + 86_400_000);
-  const attrs = [{ name: 'commonName', value: '127.0.0.1' }];
-  cert.setSubject(attrs);
-  cert.setIssuer(attrs);
-  cert.sign(keys.privateKey, forge.md.sha256.create());
-  return { key: forge.pki.privateKeyToPem(keys.privateKey), cert: forge.pki.certificateToPem(cert) };
 }
 
 describe('request paths and query values cannot be changed by names', () => {
