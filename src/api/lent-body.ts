@@ -2,7 +2,7 @@
  * One HTTP/1.1 GET whose response body is read into a few buffers reused from chunk to chunk
  * (Node's `net`/`tls` `onread`), for the bodies that carry a report's bytes. Through undici every
  * socket read is a new 64 KB buffer that lives on as garbage until V8's next mark-compact: tens of
- * MB at once while a report streams, more on Node 24 (docs/performance.md, "Stop 41").
+ * MB at once while a report streams, more on Node 24 (test/bench/socket-buffers.ts measures it).
  *
  * The body's chunks are lent: a chunk is valid until the next one is asked for, and its consumer
  * copies what it keeps (or waits for its write to complete) before asking. A buffer goes back to
