@@ -264,15 +264,19 @@ export async function downloadToFile(
             ),
           () => onChunk?.(file.bytesWritten),
         );
-        for await (const chunk of bodyChunks(
-          chunksWithinDeadline(download.body, {
-            contentLength: contentLengthOf(download.headers),
-            graceMs: deps.bodyTimeoutMs,
-          }),
-          digester,
-        ))
-          await blocks.add(chunk);
-        await blocks.finish();
+        try {
+          for await (const chunk of bodyChunks(
+            chunksWithinDeadline(download.body, {
+              contentLength: contentLengthOf(download.headers),
+              graceMs: deps.bodyTimeoutMs,
+            }),
+            digester,
+          ))
+            await blocks.add(chunk);
+          await blocks.finish();
+        } finally {
+          await blocks.idle();
+        }
         await new Promise<void>((resolve, reject) => {
           file.once('error', reject);
           file.end(resolve);
@@ -320,8 +324,12 @@ async function downloadToSink(
       },
       () => onChunk?.(sink.bytes),
     );
-    for await (const chunk of chunks) await blocks.add(chunk);
-    await blocks.finish();
+    try {
+      for await (const chunk of chunks) await blocks.add(chunk);
+      await blocks.finish();
+    } finally {
+      await blocks.idle();
+    }
     await sink.written();
     return {
       bytes: sink.bytes,
@@ -371,6 +379,14 @@ class BlockWriter {
   async finish(): Promise<void> {
     if (this.filled > 0) await this.send();
     await this.writing;
+  }
+
+  /**
+   * Resolves once no write is in flight, failed or not: an attempt that ends early waits for it,
+   * so that no write of a broken attempt lands after the next one restarted the file or sink.
+   */
+  async idle(): Promise<void> {
+    await this.writing.catch(() => undefined);
   }
 
   private async send(): Promise<void> {
