@@ -159,7 +159,7 @@ export function withDownload<T>(
   request: ApiRequest,
   consumer: (download: ReportDownload) => Promise<T>,
 ): Promise<T> {
-  return withBodyDownload(deps, { ...request, lentBody: false }, (download) =>
+  return withBodyDownload(deps, { ...request, lentBody: undefined }, (download) =>
     consumer({ ...download, body: asReadable(download.body) }),
   );
 }
@@ -226,6 +226,11 @@ async function withBodyDownload<T>(
 export interface DownloadSink {
   /** Drop what an earlier attempt wrote. */
   restart(): Promise<void>;
+  /**
+   * The attempt's body will be `bytes` long (its content-length), told before its first chunk: a
+   * sink that holds small bodies in memory can put a large one straight where it will end up.
+   */
+  expect?(bytes: number): void;
   /** Take a chunk; resolves when the sink can take the next. */
   write(chunk: Buffer): Promise<void>;
   /** Resolves once every chunk taken is complete. */
@@ -250,7 +255,7 @@ export async function downloadToFile(
   const filePath = target;
   const partPath = `${filePath}.part`;
   try {
-    const result = await withBodyDownload(deps, { ...request, lentBody: true }, async (download) => {
+    const result = await withBodyDownload(deps, { ...request, lentBody: 'alone' }, async (download) => {
       options?.onAttempt?.(download.attempt);
       // flags 'w' truncates: a restarted download never appends to a broken one.
       const file = createWriteStream(partPath, { flags: 'w' });
@@ -305,16 +310,15 @@ async function downloadToSink(
   sink: DownloadSink,
   options?: DownloadToFileOptions,
 ): Promise<DownloadToFileResult> {
-  return withBodyDownload(deps, { ...request, lentBody: true }, async (download) => {
+  return withBodyDownload(deps, { ...request, lentBody: 'alone' }, async (download) => {
     options?.onAttempt?.(download.attempt);
     await sink.restart();
+    const contentLength = contentLengthOf(download.headers);
+    if (contentLength !== undefined) sink.expect?.(contentLength);
     const onChunk = options?.onChunk;
     const digester = new FileDigester(options?.onDigestBlock);
     const chunks = bodyChunks(
-      chunksWithinDeadline(download.body, {
-        contentLength: contentLengthOf(download.headers),
-        graceMs: deps.bodyTimeoutMs,
-      }),
+      chunksWithinDeadline(download.body, { contentLength, graceMs: deps.bodyTimeoutMs }),
       digester,
     );
     const blocks = new BlockWriter(

@@ -99,7 +99,10 @@ export async function fetchJsonPage<T>(
       message: `CyberSource answered ${request.method} ${path} with ${problem}.`,
     });
   const body = into ?? new BodyBuffer();
-  const bytes = await transport.execute(request, (response) => readBody(response, body, graceMs, tooLarge));
+  // Each chunk is copied into the BodyBuffer as it comes: the body may lend them (transport.ts).
+  const bytes = await transport.execute({ ...request, lentBody: 'kept' }, (response) =>
+    readBody(response, body, graceMs, tooLarge),
+  );
   return { bytes, json: () => parseJson(endpoint, path, decodeText(bytes)) };
 }
 
@@ -108,7 +111,7 @@ export async function fetchGenericResponse(
   transport: Transport,
   request: ApiRequest,
 ): Promise<GenericResponse> {
-  const response = await transport.execute(request, async (raw) => ({
+  const response = await transport.execute({ ...request, lentBody: 'kept' }, async (raw) => ({
     status: raw.status,
     contentType: raw.contentType,
     headers: raw.headers,

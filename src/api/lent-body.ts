@@ -1,14 +1,16 @@
 /**
- * One HTTP/1.1 GET whose response body is read into a few buffers reused from chunk to chunk
- * (Node's `net`/`tls` `onread`), for the bodies that carry a report's bytes. Through undici every
- * socket read is a new 64 KB buffer that lives on as garbage until V8's next mark-compact: tens of
- * MB at once while a report streams, more on Node 24 (test/bench/socket-buffers.ts measures it).
+ * HTTP/1.1 GETs whose response bodies are read into a few buffers reused from chunk to chunk
+ * (Node's `net`/`tls` `onread`): report downloads and JSON answers (on-demand pages of a few MB).
+ * Through undici every socket read is a new 64 KB buffer that lives on as garbage until V8's next
+ * mark-compact: tens of MB at once while a body streams, more on Node 24
+ * (test/bench/socket-buffers.ts measures it).
  *
  * The body's chunks are lent: a chunk is valid until the next one is asked for, and its consumer
  * copies what it keeps (or waits for its write to complete) before asking. A buffer goes back to
- * the pool once every chunk it held has been passed; the socket reads into another meanwhile, and
- * stops reading while chunks are waiting. The request is sent with `connection: close` on a
- * connection of its own: a report download is one long body, and nothing is pooled.
+ * the body's pool once every chunk it held has been passed; the socket reads into another
+ * meanwhile, and stops reading while chunks are waiting. Every answer is read into buffers of its
+ * own, so a connection kept for the next request (LentAgent) never reads into a buffer that the
+ * body before still lends.
  *
  * Failures carry the codes the transport classifies (src/api/errors.ts): the socket's own
  * (ECONNRESET, …), UND_ERR_CONNECT_TIMEOUT, UND_ERR_HEADERS_TIMEOUT, UND_ERR_BODY_TIMEOUT,
@@ -81,7 +83,8 @@ export class LentBody extends EventEmitter implements AsyncIterable<Buffer> {
 
   /** @internal */
   constructor(
-    private readonly socket: net.Socket,
+    /** The exchange's hold on its connection: read on, or close it (no-ops once it is over). */
+    private readonly connection: { resume(): void; destroy(): void },
     private readonly bodyTimeoutMs: number,
   ) {
     super();
@@ -136,7 +139,7 @@ export class LentBody extends EventEmitter implements AsyncIterable<Buffer> {
       else if (!this.complete)
         this.failure ??= coded('the body was destroyed before its end', 'UND_ERR_ABORTED');
       this.clearGap();
-      this.socket.destroy();
+      this.connection.destroy();
       this.notify();
     }
     return this;
@@ -177,7 +180,7 @@ export class LentBody extends EventEmitter implements AsyncIterable<Buffer> {
       if (this.complete) return { done: true, value: undefined };
       // Nothing waits: the socket reads on, and a body that stops arriving times out.
       this.armGap();
-      if (this.socket.isPaused()) this.socket.resume();
+      this.connection.resume();
       await new Promise<void>((resolve) => (this.wake = resolve));
     }
   }
@@ -210,32 +213,282 @@ export class LentBody extends EventEmitter implements AsyncIterable<Buffer> {
   }
 }
 
-/**
- * Send `request` (a GET) and resolve with its response once the head has arrived; the body is
- * read as its chunks are asked for. Rejects on a failure before the head (connection, timeout,
- * abort, a malformed head).
- */
-export function requestLent(request: LentRequest): Promise<LentResponse> {
+/** Where a connection goes: what a kept connection must match to be used again. */
+interface Target {
+  secure: boolean;
+  host: string;
+  port: number;
+  /** `host[:port]` as the host header says it. */
+  authority: string;
+  key: string;
+}
+
+function targetOf(request: LentRequest): Target {
   const url = new URL(request.origin);
   const secure = url.protocol === 'https:';
   if (!secure && url.protocol !== 'http:') throw new Error(`unsupported origin ${request.origin}`);
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = url.port === '' ? (secure ? 443 : 80) : Number(url.port);
+  const tlsKey = secure ? `|${request.minVersion ?? 'TLSv1.2'}|${request.ca ?? ''}` : '';
+  return { secure, host, port, authority: url.host, key: `${url.protocol}//${url.host}${tlsKey}` };
+}
 
+/** What a connection's reads go to: the exchange on it, if any. */
+interface Reader {
+  /** The buffer the socket's next read goes into. */
+  nextReadBuffer(): Buffer;
+  /** `n` bytes read into `buffer`; false stops the socket reading. */
+  read(n: number, buffer: Buffer): boolean;
+  error(error: Error): void;
+  closed(): void;
+}
+
+/**
+ * One socket, used by one exchange at a time. Its reads go into the buffers of the exchange on it;
+ * between exchanges (kept by a LentAgent) into a buffer of their own, so that no read lands in a
+ * buffer a finished body still lends.
+ */
+class Connection {
+  readonly socket: net.Socket;
+  reader: Reader | undefined;
+  connected = false;
+  /** Called when the connection fails or closes while no exchange is on it. */
+  onIdleEnd: (() => void) | undefined;
+
+  constructor(
+    readonly target: Target,
+    request: LentRequest,
+  ) {
+    const onread = {
+      buffer: () => this.reader?.nextReadBuffer() ?? Buffer.allocUnsafeSlow(READ_BUFFER_BYTES),
+      callback: (n: number, read: Uint8Array): boolean => {
+        if (this.reader) return this.reader.read(n, read as Buffer);
+        // Bytes nobody asked for: the connection cannot be trusted with another request.
+        this.socket.destroy();
+        return false;
+      },
+    };
+    const options = { host: target.host, port: target.port, onread, noDelay: true };
+    this.socket = target.secure
+      ? tls.connect({
+          ...options,
+          servername: net.isIP(target.host) === 0 ? target.host : undefined,
+          ALPNProtocols: ['http/1.1'],
+          minVersion: request.minVersion ?? 'TLSv1.2',
+          ...(request.ca === undefined ? {} : { ca: [...tls.rootCertificates, request.ca] }),
+        })
+      : net.connect(options);
+    this.socket.once(target.secure ? 'secureConnect' : 'connect', () => (this.connected = true));
+    // Flowing (no 'data' events come with onread), so that the peer's close is seen as 'end'.
+    this.socket.resume();
+    const ended = (): void => {
+      if (this.reader) this.reader.closed();
+      else this.onIdleEnd?.();
+    };
+    this.socket.on('error', (error) => {
+      if (this.reader) this.reader.error(error);
+      else this.socket.destroy();
+    });
+    this.socket.on('end', ended);
+    this.socket.on('close', ended);
+  }
+
+  get usable(): boolean {
+    return this.connected && !this.socket.destroyed && this.socket.readyState === 'open';
+  }
+}
+
+/** The exchanges in flight to one origin, and the requests waiting for one of them to end. */
+interface Slots {
+  active: number;
+  waiting: (() => void)[];
+}
+
+/**
+ * Connections to each origin, at most `maxPerOrigin` exchanges at once (further requests wait
+ * their turn, as on undici's pool), kept open between requests: a kept connection is taken by the
+ * next request to the same origin, or closed after `idleMs` unused (the service's own idle limit
+ * is not announced; 4 s is undici's default). A request that finds its kept connection closed by
+ * the server is sent again on a new one (a GET, before any byte of an answer arrived).
+ */
+export class LentAgent {
+  private readonly idle = new Map<string, Connection[]>();
+  private readonly slots = new Map<string, Slots>();
+  private closed = false;
+
+  constructor(
+    private readonly maxPerOrigin = 4,
+    private readonly idleMs = 4000,
+  ) {}
+
+  /**
+   * @internal A turn to send a request to `target`: resolves with the function that ends it once
+   * fewer than maxPerOrigin exchanges are in flight; rejects if `signal` aborts meanwhile.
+   */
+  acquire(target: Target, signal: AbortSignal | undefined): Promise<() => void> {
+    const slots = this.slots.get(target.key) ?? { active: 0, waiting: [] };
+    this.slots.set(target.key, slots);
+    const turn = (): (() => void) => {
+      slots.active++;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        slots.active--;
+        slots.waiting.shift()?.();
+      };
+    };
+    if (slots.active < this.maxPerOrigin) return Promise.resolve(turn());
+    return new Promise((resolve, reject) => {
+      const grant = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(turn());
+      };
+      const onAbort = (): void => {
+        slots.waiting.splice(slots.waiting.indexOf(grant), 1);
+        const reason: unknown = signal?.reason;
+        reject(reason instanceof Error ? reason : coded('the request was aborted', 'ABORT_ERR'));
+      };
+      slots.waiting.push(grant);
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** @internal A kept connection to `target`, if one is open. */
+  take(target: Target): Connection | undefined {
+    const kept = this.idle.get(target.key);
+    for (let connection = kept?.pop(); connection !== undefined; connection = kept?.pop()) {
+      this.unwatch(connection);
+      if (connection.usable) {
+        connection.socket.ref();
+        return connection;
+      }
+      connection.socket.destroy();
+    }
+    return undefined;
+  }
+
+  /** @internal A connection whose exchange is over and may carry another. */
+  keep(connection: Connection): void {
+    const kept = this.idle.get(connection.target.key) ?? [];
+    if (this.closed || !connection.usable || kept.length >= this.maxPerOrigin) {
+      connection.socket.destroy();
+      return;
+    }
+    kept.push(connection);
+    this.idle.set(connection.target.key, kept);
+    const drop = (): void => {
+      this.unwatch(connection);
+      const at = kept.indexOf(connection);
+      if (at >= 0) kept.splice(at, 1);
+      connection.socket.destroy();
+    };
+    const timer = setTimeout(drop, this.idleMs);
+    timer.unref();
+    idleTimers.set(connection, timer);
+    connection.onIdleEnd = drop;
+    // A kept connection does not keep the process alive.
+    connection.socket.unref();
+  }
+
+  /** Close every kept connection; connections in use close when their exchange ends. */
+  close(): void {
+    this.closed = true;
+    for (const kept of this.idle.values()) {
+      for (const connection of kept.splice(0)) {
+        this.unwatch(connection);
+        connection.socket.destroy();
+      }
+    }
+    this.idle.clear();
+  }
+
+  private unwatch(connection: Connection): void {
+    clearTimeout(idleTimers.get(connection));
+    idleTimers.delete(connection);
+    connection.onIdleEnd = undefined;
+  }
+}
+
+const idleTimers = new WeakMap<Connection, NodeJS.Timeout>();
+
+/** Marks the failure of a request on a kept connection the server had closed meanwhile. */
+const STALE = Symbol('stale connection');
+/** The codes of a connection closed under a request. */
+const CLOSED_CODES = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * Send `request` (a GET) and resolve with its response once the head has arrived; the body is
+ * read as its chunks are asked for. Rejects on a failure before the head (connection, timeout,
+ * abort, a malformed head). Without `agent` the request goes on a connection of its own, sent
+ * with `connection: close`; with one, on a kept connection when one is open, and the connection
+ * is kept once the body has arrived whole (unless the answer says `connection: close`).
+ */
+export async function requestLent(request: LentRequest, agent?: LentAgent): Promise<LentResponse> {
+  const target = targetOf(request);
+  if (agent === undefined) return exchange(request, new Connection(target, request), undefined, () => {});
+  const release = await agent.acquire(target, request.signal);
+  try {
+    const kept = agent.take(target);
+    if (kept !== undefined) {
+      try {
+        return await exchange(request, kept, agent, release);
+      } catch (error) {
+        if ((error as { [STALE]?: boolean })[STALE] !== true) throw error;
+      }
+    }
+    return await exchange(request, new Connection(target, request), agent, release);
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+/**
+ * One request and its answer on `connection`; `ended` is called when an answer that arrived is
+ * over (its body read whole, failed or destroyed). A failure before the answer only rejects.
+ */
+function exchange(
+  request: LentRequest,
+  connection: Connection,
+  agent: LentAgent | undefined,
+  ended: () => void,
+): Promise<LentResponse> {
+  const { socket, target } = connection;
+  const reused = connection.connected;
   return new Promise<LentResponse>((resolve, reject) => {
     let body: LentBody | undefined;
     let settled = false;
+    /** Whether any byte of the answer arrived. */
+    let answered = false;
+    let finished = false;
     let timer: NodeJS.Timeout | undefined;
     const parser = new ResponseParser();
 
-    const fail = (error: Error): void => {
+    /** The exchange is over: the connection is kept for another, or closed. */
+    const finish = (keep: boolean): void => {
+      if (finished) return;
+      finished = true;
       clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onAbort);
+      connection.reader = undefined;
+      if (keep && agent !== undefined) agent.keep(connection);
+      else socket.destroy();
+      if (body !== undefined) ended();
+    };
+    const fail = (error: Error): void => {
       if (!settled) {
         settled = true;
-        socket.destroy();
+        // Sent on a kept connection the server closed meanwhile: the request may go again.
+        if (reused && !answered && CLOSED_CODES.has((error as { code?: string }).code ?? ''))
+          Object.assign(error, { [STALE]: true });
+        finish(false);
         reject(error);
-      } else body?.fail(error);
-      request.signal?.removeEventListener('abort', onAbort);
+      } else {
+        finish(false);
+        body?.fail(error);
+      }
     };
     const onAbort = (): void => {
       const reason: unknown = request.signal?.reason;
@@ -244,60 +497,66 @@ export function requestLent(request: LentRequest): Promise<LentResponse> {
       fail(error);
     };
 
-    const onread = {
-      buffer: () => body?.nextReadBuffer() ?? Buffer.allocUnsafeSlow(READ_BUFFER_BYTES),
-      callback: (n: number, read: Uint8Array): boolean => {
-        const buffer = read as Buffer;
+    connection.reader = {
+      nextReadBuffer: () => body?.nextReadBuffer() ?? Buffer.allocUnsafeSlow(READ_BUFFER_BYTES),
+      read: (n, buffer) => {
+        answered = true;
         body?.clearGap();
         try {
           const events = parser.feed(Buffer.from(buffer.buffer, buffer.byteOffset, n));
           for (const event of events) {
             if (event.kind === 'head') {
               clearTimeout(timer);
-              body = new LentBody(socket, request.bodyTimeoutMs);
+              body = new LentBody(
+                {
+                  resume: () => {
+                    if (!finished && socket.isPaused()) socket.resume();
+                  },
+                  destroy: () => finish(false),
+                },
+                request.bodyTimeoutMs,
+              );
               settled = true;
               resolve({ statusCode: event.status, headers: event.headers, body });
             } else if (event.kind === 'data') body!.push(event.chunk, buffer);
             else {
               body!.end();
-              request.signal?.removeEventListener('abort', onAbort);
-              socket.destroy();
+              finish(parser.keepAlive);
             }
           }
         } catch (error) {
           fail(error as Error);
           return false;
         }
+        if (finished) return true;
         if (body) body.settle(buffer);
         // While chunks wait, the socket stops reading; the body resumes it when they are taken.
         if (body?.waiting !== true) return true;
         socket.pause();
         return false;
       },
+      error: (error) => fail(error),
+      closed: () => {
+        if (parser.done || finished) return;
+        // A body read to the connection's close ends with it; any other is cut short.
+        if (parser.close()) {
+          body?.end();
+          finish(false);
+        } else fail(coded('the connection closed before the response was complete', 'UND_ERR_SOCKET'));
+      },
     };
 
-    const options = { host, port, onread, noDelay: true };
-    const socket: net.Socket = secure
-      ? tls.connect({
-          ...options,
-          servername: net.isIP(host) === 0 ? host : undefined,
-          ALPNProtocols: ['http/1.1'],
-          minVersion: request.minVersion ?? 'TLSv1.2',
-          ...(request.ca === undefined ? {} : { ca: [...tls.rootCertificates, request.ca] }),
-        })
-      : net.connect(options);
-
-    timer = setTimeout(
-      () => fail(coded(`no connection after ${request.connectTimeoutMs} ms`, 'UND_ERR_CONNECT_TIMEOUT')),
-      request.connectTimeoutMs,
-    );
-    socket.once(secure ? 'secureConnect' : 'connect', () => {
+    const send = (): void => {
       clearTimeout(timer);
       timer = setTimeout(
         () => fail(coded(`no response head after ${request.headersTimeoutMs} ms`, 'UND_ERR_HEADERS_TIMEOUT')),
         request.headersTimeoutMs,
       );
-      const lines = [`GET ${request.path} HTTP/1.1`, `host: ${url.host}`, 'connection: close'];
+      const lines = [
+        `GET ${request.path} HTTP/1.1`,
+        `host: ${target.authority}`,
+        agent === undefined ? 'connection: close' : 'connection: keep-alive',
+      ];
       for (const [name, value] of Object.entries(request.headers)) {
         if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) {
           fail(new Error(`header ${name} holds a line break`));
@@ -306,20 +565,15 @@ export function requestLent(request: LentRequest): Promise<LentResponse> {
         if (name !== 'host' && name !== 'connection') lines.push(`${name}: ${value}`);
       }
       socket.write(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
-    });
-    // Flowing (no 'data' events come with onread), so that the peer's close is seen as 'end'.
-    socket.resume();
-    socket.on('error', (error) => fail(error));
-    const closed = (): void => {
-      if (parser.done) return;
-      // A body read to the connection's close ends with it; any other is cut short.
-      if (parser.close()) {
-        body?.end();
-        request.signal?.removeEventListener('abort', onAbort);
-      } else fail(coded('the connection closed before the response was complete', 'UND_ERR_SOCKET'));
     };
-    socket.on('end', closed);
-    socket.on('close', closed);
+    if (reused) send();
+    else {
+      timer = setTimeout(
+        () => fail(coded(`no connection after ${request.connectTimeoutMs} ms`, 'UND_ERR_CONNECT_TIMEOUT')),
+        request.connectTimeoutMs,
+      );
+      socket.once(target.secure ? 'secureConnect' : 'connect', send);
+    }
     if (request.signal?.aborted) onAbort();
     else request.signal?.addEventListener('abort', onAbort, { once: true });
   });
@@ -343,6 +597,8 @@ export class ResponseParser {
   private held = Buffer.alloc(0);
   private framing: Framing = { kind: 'none' };
   private chunkLeft = 0;
+  /** Whether the connection may carry another request after this answer (HTTP/1.1, not `connection: close`). */
+  keepAlive = false;
 
   get done(): boolean {
     return this.state === 'done';
@@ -462,9 +718,9 @@ export class ResponseParser {
   /** The head's event, and the body's framing; undefined for an interim (1xx) answer. */
   private head(text: string): ParseEvent | undefined {
     const [statusLine, ...lines] = text.split('\r\n');
-    const status = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(statusLine ?? '');
+    const status = /^HTTP\/1\.([01]) (\d{3})(?: .*)?$/.exec(statusLine ?? '');
     if (!status) throw coded(`a status line "${(statusLine ?? '').slice(0, 40)}"`, 'LENT_BODY_MALFORMED');
-    const code = Number(status[1]);
+    const code = Number(status[2]);
     if (code >= 100 && code < 200) return undefined;
     const headers: Record<string, string | string[]> = {};
     for (const line of lines) {
@@ -476,6 +732,12 @@ export class ResponseParser {
       headers[name] =
         earlier === undefined ? value : [...(Array.isArray(earlier) ? earlier : [earlier]), value];
     }
+    const connection = headers['connection'];
+    this.keepAlive =
+      status[1] === '1' &&
+      !(Array.isArray(connection) ? connection : [connection ?? '']).some((v) =>
+        /(^|,)\s*close\s*(,|$)/i.test(v),
+      );
     const encoding = headers['transfer-encoding'];
     const length = headers['content-length'];
     if (code === 204 || code === 304) this.framing = { kind: 'none' };

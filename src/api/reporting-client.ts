@@ -25,6 +25,7 @@ import type {
 import * as endpoints from './endpoints.js';
 import type { GenericRequest, JsonEndpoint } from './endpoints.js';
 import { fetchGenericResponse, fetchJsonPage } from './json-body.js';
+import { LentAgent } from './lent-body.js';
 import type { BodyBuffer, GenericResponse, JsonPage } from './json-body.js';
 import { createApiDispatcher, createTransport } from './transport.js';
 import type { ApiEvent, ApiRequest } from './transport.js';
@@ -226,6 +227,7 @@ export function createReportingClient(
   const ownsDispatcher = deps.dispatcher === undefined;
   let closed = false;
   const dispatcher = deps.dispatcher ?? createApiDispatcher(config.api);
+  const lentAgent = ownsDispatcher ? new LentAgent(config.api.connectionsPerHost) : undefined;
   const transport = createTransport(
     {
       target,
@@ -234,7 +236,9 @@ export function createReportingClient(
       bodyTimeoutMs: config.api.bodyTimeoutMs,
       userAgent: config.userAgent ?? defaultUserAgent(),
       // A dispatcher given by the caller (a mock, a proxy) carries every request.
-      ...(ownsDispatcher ? { lentBodies: { connectTimeoutMs: config.api.connectTimeoutMs } } : {}),
+      ...(lentAgent
+        ? { lentBodies: { connectTimeoutMs: config.api.connectTimeoutMs, agent: lentAgent } }
+        : {}),
     },
     {
       dispatcher,
@@ -376,6 +380,7 @@ export function createReportingClient(
     async close() {
       if (!ownsDispatcher || closed) return;
       closed = true;
+      lentAgent?.close();
       await dispatcher.close();
     },
   };

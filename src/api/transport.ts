@@ -9,6 +9,7 @@ import type { ResolvedTarget } from './deployments.js';
 import { CybsError } from '../errors.js';
 import { createHttpError, createTransportError, isApiError } from './errors.js';
 import { requestLent } from './lent-body.js';
+import type { LentAgent } from './lent-body.js';
 import { decideRetry } from './retry.js';
 import type { RetryConfig } from './retry.js';
 
@@ -62,9 +63,11 @@ export interface ApiRequest {
   /**
    * The caller reads the body's chunks in turn and is done with each (copied, or its write
    * complete) before it asks for the next: a GET the transport then reads through requestLent
-   * (lent-body.ts) when it has `lentBodies`, its chunks in reused buffers.
+   * (lent-body.ts) when it has `lentBodies`, its chunks in reused buffers. 'kept': on a connection
+   * kept between requests (JSON answers; at most `api.connectionsPerHost` at once, as undici's);
+   * 'alone': on a connection of its own, closed after it (a report download, one long body).
    */
-  lentBody?: boolean;
+  lentBody?: 'kept' | 'alone' | undefined;
 }
 
 /**
@@ -98,10 +101,11 @@ export interface TransportConfig {
   bodyTimeoutMs: number;
   userAgent: string;
   /**
-   * Read ApiRequest.lentBody requests through requestLent, with this connect timeout; absent (a
-   * dispatcher given by the caller, such as a mock), every request goes through the dispatcher.
+   * Read ApiRequest.lentBody requests through requestLent, with this connect timeout, on the
+   * agent's kept connections; absent (a dispatcher given by the caller, such as a mock), every
+   * request goes through the dispatcher.
    */
-  lentBodies?: { connectTimeoutMs: number };
+  lentBodies?: { connectTimeoutMs: number; agent: LentAgent };
 }
 
 export interface TransportDeps {
@@ -287,16 +291,22 @@ export function createTransport(config: TransportConfig, deps: TransportDeps): T
     let response: { statusCode: number; headers: RawResponse['headers']; body: ResponseBody };
     try {
       response =
-        request.lentBody === true && config.lentBodies && request.method === 'GET' && bodyText === undefined
-          ? await requestLent({
-              origin: target.origin,
-              path: requestTarget,
-              headers,
-              connectTimeoutMs: config.lentBodies.connectTimeoutMs,
-              headersTimeoutMs: config.headersTimeoutMs,
-              bodyTimeoutMs: config.bodyTimeoutMs,
-              signal: request.signal,
-            })
+        request.lentBody !== undefined &&
+        config.lentBodies &&
+        request.method === 'GET' &&
+        bodyText === undefined
+          ? await requestLent(
+              {
+                origin: target.origin,
+                path: requestTarget,
+                headers,
+                connectTimeoutMs: config.lentBodies.connectTimeoutMs,
+                headersTimeoutMs: config.headersTimeoutMs,
+                bodyTimeoutMs: config.bodyTimeoutMs,
+                signal: request.signal,
+              },
+              request.lentBody === 'kept' ? config.lentBodies.agent : undefined,
+            )
           : await deps.dispatcher.request({
               origin: target.origin,
               path: requestTarget,

@@ -4,7 +4,7 @@ import https from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ResponseParser, requestLent } from '../../../src/api/lent-body.js';
+import { LentAgent, ResponseParser, requestLent } from '../../../src/api/lent-body.js';
 import type { LentBody, LentRequest } from '../../../src/api/lent-body.js';
 import { selfSignedCertificate } from '../../helpers/tls.js';
 
@@ -194,6 +194,154 @@ describe('requestLent', () => {
     controller.abort(new Error('stop'));
     await expect(reading).rejects.toThrow('stop');
     expect(response.body.destroyed).toBe(true);
+  });
+});
+
+describe('LentAgent', () => {
+  const agents: LentAgent[] = [];
+  afterEach(() => {
+    for (const agent of agents.splice(0)) agent.close();
+  });
+  const newAgent = (): LentAgent => {
+    const agent = new LentAgent();
+    agents.push(agent);
+    return agent;
+  };
+
+  /** A server answering each request with `bodyOf(its path)`, counting the connections it took. */
+  async function counting(
+    bodyOf: (path: string) => Buffer,
+    headers: Record<string, string> = {},
+  ): Promise<{ origin: string; connections: () => number; seen: http.IncomingMessage[] }> {
+    let connections = 0;
+    const seen: http.IncomingMessage[] = [];
+    const server = http.createServer((req, res) => {
+      seen.push(req);
+      const body = bodyOf(req.url ?? '');
+      res.writeHead(200, { 'content-length': body.length, ...headers });
+      res.end(body);
+    });
+    server.on('connection', () => connections++);
+    const port = await listen(server);
+    return { origin: `http://127.0.0.1:${port}`, connections: () => connections, seen };
+  }
+
+  it('keeps the connection for the next request, and never reads an answer into a buffer the body before still lends', async () => {
+    const first = pattern(300_000);
+    const second = Buffer.alloc(300_000, 0x5a);
+    const server = await counting((path) => (path.endsWith('2') ? second : first));
+    const agent = newAgent();
+    const a = await requestLent(options(server.origin, { path: '/p1' }), agent);
+    // Read all but the last chunk of the first body, and hold on to that chunk (it stays lent).
+    const iterator = a.body[Symbol.asyncIterator]();
+    const parts: Buffer[] = [];
+    let last: Buffer | undefined;
+    for (let step = await iterator.next(); !step.done; step = await iterator.next()) {
+      if (last) parts.push(Buffer.from(last));
+      last = step.value;
+      if (parts.reduce((n, p) => n + p.length, 0) + last.length === first.length) break;
+    }
+    const held = Buffer.from(last!);
+    const b = await requestLent(options(server.origin, { path: '/p2' }), agent);
+    expect((await readAll(b.body)).bytes.equals(second)).toBe(true);
+    expect(last!.equals(held)).toBe(true);
+    expect(Buffer.concat([...parts, last!]).equals(first)).toBe(true);
+    expect((await iterator.next()).done).toBe(true);
+    expect(server.connections()).toBe(1);
+    expect(server.seen.map((req) => req.headers['connection'])).toEqual(['keep-alive', 'keep-alive']);
+  });
+
+  it('has at most its number of exchanges to an origin at once; the next waits for one to end', async () => {
+    let open = 0;
+    let most = 0;
+    const server = http.createServer((_req, res) => {
+      open++;
+      most = Math.max(most, open);
+      setTimeout(() => {
+        open--;
+        res.writeHead(200, { 'content-length': 4 });
+        res.end('done');
+      }, 30);
+    });
+    let connections = 0;
+    server.on('connection', () => connections++);
+    const port = await listen(server);
+    const agent = new LentAgent(2);
+    agents.push(agent);
+    const read = async (): Promise<string> => {
+      const response = await requestLent(options(`http://127.0.0.1:${port}`), agent);
+      return (await readAll(response.body)).bytes.toString();
+    };
+    expect(await Promise.all([read(), read(), read(), read(), read()])).toEqual(Array(5).fill('done'));
+    expect(most).toBe(2);
+    expect(connections).toBe(2);
+
+    // A request waiting for its turn stops when aborted.
+    const slow = requestLent(options(`http://127.0.0.1:${port}`), agent);
+    const slower = requestLent(options(`http://127.0.0.1:${port}`), agent);
+    const controller = new AbortController();
+    const waiting = requestLent(options(`http://127.0.0.1:${port}`, { signal: controller.signal }), agent);
+    controller.abort(new Error('not waiting'));
+    await expect(waiting).rejects.toThrow('not waiting');
+    for (const response of await Promise.all([slow, slower])) await readAll(response.body);
+  });
+
+  it('closes after an answer that says connection: close', async () => {
+    const server = await counting(() => pattern(1000), { connection: 'close' });
+    const agent = newAgent();
+    for (let i = 0; i < 3; i++) {
+      const response = await requestLent(options(server.origin), agent);
+      expect((await readAll(response.body)).bytes.equals(pattern(1000))).toBe(true);
+    }
+    expect(server.connections()).toBe(3);
+  });
+
+  it('sends a request again on a new connection when the server closed the kept one under it', async () => {
+    let connections = 0;
+    const port = await listen(
+      net.createServer((socket) => {
+        connections++;
+        let answered = 0;
+        socket.on('data', () => {
+          // Each connection answers one request, and closes under the next without a word.
+          if (answered++ > 0) return socket.destroy();
+          socket.write('HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nabc');
+        });
+      }),
+    );
+    const agent = newAgent();
+    for (let i = 0; i < 3; i++) {
+      const response = await requestLent(options(`http://127.0.0.1:${port}`), agent);
+      expect((await readAll(response.body)).bytes.toString()).toBe('abc');
+    }
+    expect(connections).toBe(3);
+  });
+
+  it('leaves the connection to the next request when a finished body is destroyed late', async () => {
+    const server = await counting((path) => (path.endsWith('2') ? pattern(200_000) : Buffer.from('first')));
+    const agent = newAgent();
+    const a = await requestLent(options(server.origin, { path: '/p1' }), agent);
+    expect((await readAll(a.body)).bytes.toString()).toBe('first');
+    const b = await requestLent(options(server.origin, { path: '/p2' }), agent);
+    a.body.destroy();
+    expect((await readAll(b.body)).bytes.equals(pattern(200_000))).toBe(true);
+    expect(server.connections()).toBe(1);
+  });
+
+  it('closes its kept connections when closed', async () => {
+    const server = await counting(() => Buffer.from('x'));
+    const closed: Promise<void>[] = [];
+    const port = new URL(server.origin).port;
+    const agent = newAgent();
+    const response = await requestLent(options(server.origin), agent);
+    await readAll(response.body);
+    for (const socket of sockets) {
+      if (String(socket.localPort) === port)
+        closed.push(new Promise((resolve) => socket.once('close', resolve)));
+    }
+    expect(closed).toHaveLength(1);
+    agent.close();
+    await Promise.all(closed);
   });
 });
 
