@@ -10,8 +10,14 @@ import { once } from 'node:events';
 import { open, rm } from 'node:fs/promises';
 import { makeSpoolDir, spoolFilePath } from './spool-dirs.js';
 
-/** Bytes held in memory by a window's spools, and by all spools of the process. */
-export const WINDOW_SPOOL_MEMORY_BYTES = 2 * 1024 * 1024;
+/**
+ * Bytes held in memory by a window's spools, and by all spools of the process. A window's share is
+ * small: what a spool held is garbage once it goes to its file (or its window ends), freed only at
+ * V8's next full collection, and with several windows at once a larger share was the largest part
+ * of a backfill's peak (docs/performance.md). The small windows of a partner's many organizations
+ * still never touch the disk.
+ */
+export const WINDOW_SPOOL_MEMORY_BYTES = 256 * 1024;
 export const PROCESS_SPOOL_MEMORY_BYTES = 32 * 1024 * 1024;
 
 /** A share of memory for spools: what one holds counts against its parent's share too. */
@@ -29,6 +35,12 @@ export class SpoolBudget {
     if (this.parent && !this.parent.take(bytes)) return false;
     this.used += bytes;
     return true;
+  }
+
+  /** Bytes that take() would accept now. */
+  available(): number {
+    const here = this.limit - this.used;
+    return this.parent ? Math.min(here, this.parent.available()) : here;
   }
 
   release(bytes: number): void {
@@ -129,27 +141,54 @@ export class ByteSpool {
     await this.send(chunk, onWritten);
   }
 
+  /**
+   * The bytes to come number `total`: if they cannot all be held in memory, the spool goes to its
+   * file now, before the first write, so that none of them is copied into memory, joined and
+   * written out later (garbage that only a full collection frees).
+   */
+  expect(total: number): void {
+    if (this.opening === undefined && total - this.held > this.dir.budget.available()) {
+      this.opening = this.spill();
+      // Its failure surfaces at the next write or written(), not as an unhandled rejection now.
+      this.opening.catch(() => undefined);
+    }
+  }
+
   /** Move the bytes held so far to the spool's file, which takes every write after. */
   private async spill(): Promise<void> {
     const run = this.run;
     this.path = await this.dir.file(this.name);
     const out = createWriteStream(this.path);
-    // Never an unhandled 'error' event (a full disk, a removed directory): the spool's error.
-    out.on('error', (error) => (this.error ??= error));
+    // Never an unhandled 'error' event (a full disk, a removed directory): the spool's error,
+    // unless the spool was restarted since (a late error of a file it dropped).
+    out.on('error', (error) => {
+      if (run === this.run) this.error ??= error;
+    });
     this.out = out;
     const held = this.parts;
     const bytes = this.held;
     this.parts = [];
     if (held.length > 0) {
-      this.lastWrite = new Promise((resolve) =>
-        out.write(Buffer.concat(held, bytes), () => {
-          if (run === this.run) {
-            this.dir.budget.release(bytes);
-            this.held = 0;
-          }
-          resolve();
-        }),
-      );
+      // Written as held (one writev), not joined: a joined copy would be garbage the size of the
+      // window's budget at every spill, freed only by a full collection.
+      this.lastWrite = new Promise((resolve) => {
+        out.cork();
+        held.forEach((part, i) =>
+          out.write(
+            part,
+            i < held.length - 1
+              ? undefined
+              : () => {
+                  if (run === this.run) {
+                    this.dir.budget.release(bytes);
+                    this.held = 0;
+                  }
+                  resolve();
+                },
+          ),
+        );
+        out.uncork();
+      });
       await this.lastWrite;
     }
   }

@@ -54,6 +54,43 @@ describe('byte spools', () => {
     expect(await readdir(parent)).toEqual([]);
   });
 
+  it('goes to its file before the first write when told the bytes to come will not fit', async () => {
+    const dir = new SpoolDir({ parent, memoryBytes: 10 });
+    const small = new ByteSpool(dir, 'small');
+    small.expect(6);
+    await small.write('123456');
+    expect(small.spilled).toBe(false);
+    const large = new ByteSpool(dir, 'large');
+    // 6 of the window's 10 bytes are held: 5 more do not fit.
+    large.expect(5);
+    expect(large.spilled).toBe(true);
+    const written: number[] = [];
+    await large.write('abc', () => written.push(large.bytes));
+    await large.write('de', () => written.push(large.bytes));
+    await large.close();
+    expect(written).toEqual([3, 5]);
+    expect(await collect(large.read())).toBe('abcde');
+    // Nothing of it was held: the rest of the window's budget is still free.
+    expect(dir.budget.available()).toBe(4);
+    await small.close();
+    await dir.remove();
+  });
+
+  it('restarts from an empty memory after a spill, and reads only what the new run wrote', async () => {
+    const dir = new SpoolDir({ parent, memoryBytes: 4 });
+    const spool = new ByteSpool(dir, 'r');
+    await spool.write('12');
+    await spool.write('345678');
+    await spool.written();
+    expect(spool.spilled).toBe(true);
+    await spool.restart();
+    expect(spool.spilled).toBe(false);
+    await spool.write('ab');
+    await spool.close();
+    expect(await collect(spool.read())).toBe('ab');
+    await dir.remove();
+  });
+
   it('reads a file into the buffer it is given, a chunk at a time', async () => {
     const dir = new SpoolDir({ parent, memoryBytes: 4 });
     const spool = new ByteSpool(dir, 'c.copy');
