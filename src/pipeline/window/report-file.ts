@@ -49,7 +49,8 @@ export async function loadReportFile<T>(
     const fast = await loadXmlFast(
       def,
       ({ discoverColumns, childTables }) =>
-        openRawXmlReport(() => file.read(), { ...options, discoverColumns, childTables }),
+        // The scanner copies each chunk of the file (FastXmlScanner.push) before it reads the next.
+        openRawXmlReport(() => file.read({ inTurn: true }), { ...options, discoverColumns, childTables }),
       (targets) => load(targets(file.source)),
       (reason) => logger.info({ reason }, 'XML fast path refused; loading the file record by record'),
     );

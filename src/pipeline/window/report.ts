@@ -173,8 +173,12 @@ async function withDownloadedBytes(
       await checkFileHead();
       return Readable.from(spool.read(0, spool.bytes, readSize), { objectMode: false });
     };
-    async function* fromFile(): AsyncGenerator<Buffer> {
-      for await (const chunk of await complete()) yield chunk as Buffer;
+    async function* fromFile(options?: { inTurn?: boolean }): AsyncGenerator<Buffer> {
+      await download.done;
+      await checkFileHead();
+      // Read in turn, every read of a file goes into one buffer instead of a new one per read.
+      const into = options?.inTurn === true && spool.spilled ? Buffer.allocUnsafeSlow(readSize) : undefined;
+      yield* spool.read(0, spool.bytes, readSize, into);
     }
     async function* followed(options?: { inTurn?: boolean }): AsyncGenerator<Buffer> {
       const held: Buffer[] = [];
@@ -184,13 +188,17 @@ async function withDownloadedBytes(
           yield chunk;
           continue;
         }
-        // Copied when read in turn: the buffer of the next read overwrites this chunk.
-        held.push(options?.inTurn === true ? Buffer.from(chunk) : chunk);
-        const head = Buffer.concat(held);
-        if (!reportHeadComplete(head, report.format, false)) continue;
+        // The head is most often whole in the first chunk, which is then checked as it is.
+        const head = held.length === 0 ? chunk : Buffer.concat([...held, chunk]);
+        if (!reportHeadComplete(head, report.format, false)) {
+          // Copied when read in turn: the buffer of the next read overwrites this chunk.
+          held.push(options?.inTurn === true ? Buffer.from(chunk) : chunk);
+          continue;
+        }
         checkReportHead(head, report);
         checked = true;
         yield* held.splice(0);
+        yield chunk;
       }
       if (!checked) {
         checkReportHead(Buffer.concat(held), report);
@@ -208,7 +216,7 @@ async function withDownloadedBytes(
       let following = false;
       try {
         return await use({
-          read: (options) => (following ? fromFile() : ((following = true), followed(options))),
+          read: (options) => (following ? fromFile(options) : ((following = true), followed(options))),
           complete,
           same,
           digest,
