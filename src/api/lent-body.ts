@@ -252,8 +252,10 @@ class Connection {
   readonly socket: net.Socket;
   reader: Reader | undefined;
   connected = false;
-  /** Called when the connection fails or closes while no exchange is on it. */
+  /** Called when the connection fails or closes while no exchange is on it (kept by a LentAgent). */
   onIdleEnd: (() => void) | undefined;
+  /** Closes the connection once it has been kept unused for too long. */
+  idleTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly target: Target,
@@ -384,9 +386,7 @@ export class LentAgent {
       if (at >= 0) kept.splice(at, 1);
       connection.socket.destroy();
     };
-    const timer = setTimeout(drop, this.idleMs);
-    timer.unref();
-    idleTimers.set(connection, timer);
+    connection.idleTimer = setTimeout(drop, this.idleMs).unref();
     connection.onIdleEnd = drop;
     // A kept connection does not keep the process alive.
     connection.socket.unref();
@@ -405,13 +405,11 @@ export class LentAgent {
   }
 
   private unwatch(connection: Connection): void {
-    clearTimeout(idleTimers.get(connection));
-    idleTimers.delete(connection);
+    clearTimeout(connection.idleTimer);
+    connection.idleTimer = undefined;
     connection.onIdleEnd = undefined;
   }
 }
-
-const idleTimers = new WeakMap<Connection, NodeJS.Timeout>();
 
 /** Marks the failure of a request on a kept connection the server had closed meanwhile. */
 const STALE = Symbol('stale connection');

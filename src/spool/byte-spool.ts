@@ -173,20 +173,14 @@ export class ByteSpool {
       // window's budget at every spill, freed only by a full collection.
       this.lastWrite = new Promise((resolve) => {
         out.cork();
-        held.forEach((part, i) =>
-          out.write(
-            part,
-            i < held.length - 1
-              ? undefined
-              : () => {
-                  if (run === this.run) {
-                    this.dir.budget.release(bytes);
-                    this.held = 0;
-                  }
-                  resolve();
-                },
-          ),
-        );
+        for (const part of held.slice(0, -1)) out.write(part);
+        out.write(held.at(-1)!, () => {
+          if (run === this.run) {
+            this.dir.budget.release(bytes);
+            this.held = 0;
+          }
+          resolve();
+        });
         out.uncork();
       });
       await this.lastWrite;

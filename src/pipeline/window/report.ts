@@ -168,14 +168,17 @@ async function withDownloadedBytes(
     let headChecked: Promise<void> | undefined;
     const checkFileHead = () =>
       (headChecked ??= readHead(spool).then((head) => checkReportHead(head, report)));
-    const complete = async () => {
+    /** The download is complete and its head is the window's report. */
+    const downloaded = async () => {
       await download.done;
       await checkFileHead();
+    };
+    const complete = async () => {
+      await downloaded();
       return Readable.from(spool.read(0, spool.bytes, readSize), { objectMode: false });
     };
     async function* fromFile(options?: { inTurn?: boolean }): AsyncGenerator<Buffer> {
-      await download.done;
-      await checkFileHead();
+      await downloaded();
       // Read in turn, every read of a file goes into one buffer instead of a new one per read.
       const into = options?.inTurn === true && spool.spilled ? Buffer.allocUnsafeSlow(readSize) : undefined;
       yield* spool.read(0, spool.bytes, readSize, into);
