@@ -310,7 +310,8 @@ interface Slots {
  * Connections to each origin, at most `maxPerOrigin` exchanges at once (further requests wait
  * their turn, as on undici's pool), kept open between requests: a kept connection is taken by the
  * next request to the same origin, or closed after `idleMs` unused (the service's own idle limit
- * is not announced; 4 s is undici's default). A request that finds its kept connection closed by
+ * is not announced; 4 s is undici's default, and the free-socket timeout of agentkeepalive, with
+ * which the official SDK keeps its connections). A request that finds its kept connection closed by
  * the server is sent again on a new one (a GET, before any byte of an answer arrived).
  */
 export class LentAgent {
