@@ -31,15 +31,30 @@ function site() {
     .join(' < ');
 }
 
+/** Each counted ArrayBuffer's entry, until it is detached (its memory freed then: releaseBuffer). */
+const entries = new WeakMap();
+
 function count(buffer, where) {
   const store = buffer?.buffer;
   if (store === undefined || seen.has(store) || store.byteLength < MIN_BYTES) return buffer;
   seen.add(store);
   const key = where ?? site();
-  live.set(key, (live.get(key) ?? 0) + store.byteLength);
-  collected.register(store, { site: key, bytes: store.byteLength });
+  const entry = { site: key, bytes: store.byteLength };
+  live.set(key, (live.get(key) ?? 0) + entry.bytes);
+  entries.set(store, entry);
+  collected.register(store, entry);
   return buffer;
 }
+
+const transfer = ArrayBuffer.prototype.transfer;
+ArrayBuffer.prototype.transfer = function (...args) {
+  const entry = entries.get(this);
+  if (entry !== undefined) {
+    live.set(entry.site, (live.get(entry.site) ?? 0) - entry.bytes);
+    entry.bytes = 0;
+  }
+  return transfer.apply(this, args);
+};
 
 for (const name of ['alloc', 'allocUnsafe', 'allocUnsafeSlow', 'concat', 'from']) {
   const made = Buffer[name];
