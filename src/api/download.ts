@@ -12,6 +12,7 @@ import { DOWNLOAD_ACCEPT } from './endpoints.js';
 import { ApiError, createTransportError, isApiError, isTransientTransportError } from './errors.js';
 import { FileDigester } from '../spool/file-digest.js';
 import type { FileDigest } from '../spool/file-digest.js';
+import { releaseBuffer } from '../spool/release-buffer.js';
 import { isJsonContentType } from './json-body.js';
 import { decideRetry } from './retry.js';
 import type { RetryConfig } from './retry.js';
@@ -282,6 +283,7 @@ export async function downloadToFile(
         } finally {
           await blocks.idle();
         }
+        blocks.release();
         await new Promise<void>((resolve, reject) => {
           file.once('error', reject);
           file.end(resolve);
@@ -334,6 +336,7 @@ async function downloadToSink(
     } finally {
       await blocks.idle();
     }
+    blocks.release();
     await sink.written();
     return {
       bytes: sink.bytes,
@@ -383,6 +386,11 @@ class BlockWriter {
   async finish(): Promise<void> {
     if (this.filled > 0) await this.send();
     await this.writing;
+  }
+
+  /** Give back the blocks (releaseBuffer): after finish(), when every write is complete. */
+  release(): void {
+    for (const block of this.blocks) releaseBuffer(block);
   }
 
   /**

@@ -16,6 +16,7 @@ import type { ByteSpool } from '../spool/byte-spool.js';
 import { sameDigest } from '../spool/file-digest.js';
 import type { FileDigest } from '../spool/file-digest.js';
 import { CybsError } from '../errors.js';
+import { releaseBuffer } from '../spool/release-buffer.js';
 
 export interface FollowedDownload {
   /**
@@ -140,7 +141,11 @@ export function followDownload(
         ? spool.bytes
         : position +
           Math.min(IO_SIZE, Math.max(READ_SIZE, Math.floor((written - position) / READ_SIZE) * READ_SIZE));
-      if (end <= position) return;
+      if (end <= position) {
+        // Asked for more after the last chunk: the reader is done with the buffer.
+        releaseBuffer(into);
+        return;
+      }
       if (options?.inTurn === true && spool.spilled) into ??= Buffer.allocUnsafeSlow(IO_SIZE);
       for await (const piece of spool.read(position, end, IO_SIZE, into)) {
         // Checked after each read: bytes of a restarted attempt must never be handed on.

@@ -46,6 +46,7 @@ import { CANONICAL_BYTES, writeDecimal } from '../../copy-text/canonical-bytes.j
 import { escapeCopyText } from '../../copy-text/cell-encoders.js';
 import type { ByteCheck } from '../../copy-text/canonical-bytes.js';
 import { refuseFastPath } from '../../copy-text/fast-path-refusal.js';
+import { releaseBuffer } from '../../spool/release-buffer.js';
 import type { ColumnSpec, ReportMetadata } from '../records.js';
 
 export interface RawCsvReport {
@@ -171,6 +172,8 @@ export async function openRawCsvReport(
     }
     const last = scan.end(options.fileName, options.requireFinalLineBreak === true);
     if (last !== undefined) yield last;
+    // Asked for more after the last output.
+    scan.release();
   }
 
   return {
@@ -298,8 +301,10 @@ class BodyScanner {
     if (resume > 0) {
       const length = resume + chunk.length;
       if (this.joined.length < length) {
-        this.joined = Buffer.allocUnsafeSlow(Math.max(length, 2 * this.joined.length));
-        this.pending.copy(this.joined, 0);
+        const grown = Buffer.allocUnsafeSlow(Math.max(length, 2 * this.joined.length));
+        this.pending.copy(grown, 0);
+        releaseBuffer(this.joined);
+        this.joined = grown;
       }
       chunk.copy(this.joined, resume);
       work = this.joined.subarray(0, length);
@@ -311,7 +316,7 @@ class BodyScanner {
     // record goes out): a long record would otherwise cost a buffer of its size per chunk. A fresh
     // buffer each time unless the consumer is in turn: COPY may still be sending the previous one.
     const size = chunk.length + (chunk.length >> 3) + this.reserve * 2;
-    if (!this.inTurn || this.out.length < size) this.out = Buffer.allocUnsafe(size);
+    this.fresh(size);
     this.o = 0;
     const watched = this.watched;
     let field = this.field;
@@ -414,9 +419,14 @@ class BodyScanner {
     const rest = n - recordStart;
     if (resume === 0 || rest > this.joined.length) {
       // `work` is the caller's chunk (or a joined buffer outgrown): copied.
-      if (rest > this.joined.length)
+      if (rest > this.joined.length) {
+        const outgrown = this.joined;
         this.joined = Buffer.allocUnsafeSlow(Math.max(rest, 2 * this.joined.length));
-      work.copy(this.joined, 0, recordStart, n);
+        work.copy(this.joined, 0, recordStart, n);
+        releaseBuffer(outgrown);
+      } else {
+        work.copy(this.joined, 0, recordStart, n);
+      }
     } else if (recordStart > 0) {
       this.joined.copyWithin(0, recordStart, n);
     }
@@ -448,7 +458,7 @@ class BodyScanner {
       this.checkValue(this.field, work, this.fieldStart, work.length);
     }
     const size = work.length + this.reserve;
-    if (!this.inTurn || this.out.length < size) this.out = Buffer.allocUnsafe(size);
+    this.fresh(size);
     this.o = 0;
     const escapes = work.includes(BACKSLASH);
     if (this.bad) {
@@ -506,12 +516,36 @@ class BodyScanner {
     this.o = o;
   }
 
+  /**
+   * An output buffer of `size` bytes for a push: a new one unless the consumer is in turn, when
+   * the last one is kept if large enough, else freed (the consumer is done with what it held).
+   */
+  private fresh(size: number): void {
+    if (this.inTurn && this.out.length >= size) return;
+    if (this.inTurn) releaseBuffer(this.out);
+    this.out = Buffer.allocUnsafe(size);
+  }
+
   /** Room for `bytes` more in `out`, and the reserve after them. */
   private room(bytes: number): void {
     if (this.o + bytes + this.reserve <= this.out.length) return;
     const grown = Buffer.allocUnsafe(Math.max(this.out.length * 2, this.o + bytes + this.reserve + 4096));
     this.out.copy(grown, 0, 0, this.o);
+    // This push's output so far (in turn, also the last one's, which the consumer is done with).
+    releaseBuffer(this.out);
     this.out = grown;
+  }
+
+  /**
+   * Give back the joining buffer, and the output buffer when the consumer is in turn
+   * (releaseBuffer): once the consumer asked for more after the last output.
+   */
+  release(): void {
+    if (this.inTurn) releaseBuffer(this.out);
+    releaseBuffer(this.joined);
+    this.out = Buffer.allocUnsafe(0);
+    this.joined = Buffer.alloc(0);
+    this.pending = this.joined;
   }
 
   /**

@@ -6,6 +6,7 @@
 import { Readable } from 'node:stream';
 import type { FileDigest } from '../../spool/file-digest.js';
 import { ByteSpool } from '../../spool/byte-spool.js';
+import { releaseBuffer } from '../../spool/release-buffer.js';
 import type { DownloadReportParams } from '../../api/types.js';
 import { CybsError } from '../../errors.js';
 import { findReport } from '../../extract/find-report.js';
@@ -182,6 +183,8 @@ async function withDownloadedBytes(
       // Read in turn, every read of a file goes into one buffer instead of a new one per read.
       const into = options?.inTurn === true && spool.spilled ? Buffer.allocUnsafeSlow(readSize) : undefined;
       yield* spool.read(0, spool.bytes, readSize, into);
+      // Asked for more after the last chunk: the reader is done with the buffer.
+      releaseBuffer(into);
     }
     async function* followed(options?: { inTurn?: boolean }): AsyncGenerator<Buffer> {
       const held: Buffer[] = [];
