@@ -54,8 +54,9 @@ export interface SetAsideRecord {
 /** Ready COPY text lines of raw values (the fast XML path; their form: src/load/window/raw-text-copy.ts). */
 export interface RawCopyTextBody {
   /**
-   * COPY text lines as UTF-8 bytes, whole lines per chunk (each chunk its own buffer); the iterator
-   * throws a refusal on what it cannot judge.
+   * COPY text lines as UTF-8 bytes, whole lines per chunk; the iterator throws a refusal on what it
+   * cannot judge. Read in turn: a chunk is valid until the next is asked for (the chunks may share
+   * one buffer), so a COPY of them is written in turn (WarehouseSession.copyFrom).
    */
   chunks: AsyncIterable<Buffer>;
   /** Lines produced (final once `chunks` is exhausted). */

@@ -33,6 +33,8 @@ export async function copyRawText(copy: TargetCopy, body: RawCopyTextBody): Prom
       .join(', ')}) FROM STDIN`,
     body,
     body.chunks,
+    // The chunks are valid only until the next is asked for (RawCopyTextBody).
+    { inTurn: true },
   );
   const copied = body.records();
   const keys = decl.naturalKey.filter((k) => !KEY_LINEAGE_COLUMNS.has(k));

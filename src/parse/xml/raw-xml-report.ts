@@ -194,15 +194,18 @@ export async function openRawXmlReport(
         await writeItems(false);
         if (out.length >= CHUNK_BYTES || (done && out.lines > 0)) {
           records += out.lines;
-          yield out.takeBytes();
+          yield out.take();
         }
       }
       if (out.lines > 0) {
         records += out.lines;
-        yield out.takeBytes();
+        yield out.take();
       }
       await writeItems(true);
       await closeSpools(true);
+      // Every line is written out (the last chunk's reader asked for more, the spools are closed).
+      out.release();
+      scanner.release();
     } finally {
       if (!done) await iterator.return?.(undefined);
       await closeSpools(false);
@@ -289,9 +292,10 @@ async function* readSpool(path: string, keep: readonly number[] | undefined): As
       } else if (keeping) to[o++] = c;
     }
     out.length = o;
-    yield out.takeBytes();
+    yield out.take();
   }
   if (rest.length > 0) throw refuseFastPath('a child table spool ends inside a line');
+  out.release();
 }
 
 /**

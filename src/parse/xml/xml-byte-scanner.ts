@@ -58,6 +58,7 @@ import {
   referenceProblem,
 } from './xml-scanner.js';
 import { isUtf8 } from 'node:buffer';
+import { releaseBuffer } from '../../spool/release-buffer.js';
 import { xmlReportMetadata } from './xml-report.js';
 import { resolveXmlColumn } from './xml-record-flattener.js';
 
@@ -167,7 +168,8 @@ class Rows {
 
 /** COPY text lines as UTF-8 bytes, appended to a growing buffer. */
 export class LineSink {
-  buf = Buffer.allocUnsafe(256 * 1024);
+  /** Made at the first write (a sink may never be written). */
+  buf = Buffer.alloc(0);
   length = 0;
   /** Lines written since the last take. */
   lines = 0;
@@ -175,8 +177,11 @@ export class LineSink {
   /** Room for `n` more bytes. */
   reserve(n: number): void {
     if (this.length + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + n));
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + n, 256 * 1024));
     this.buf.copy(next, 0, 0, this.length);
+    // Its lines are copied, and a view taken of it before (take) is done with: writing again
+    // into the sink means that its reader asked for more.
+    releaseBuffer(this.buf);
     this.buf = next;
   }
 
@@ -191,6 +196,25 @@ export class LineSink {
     this.length = 0;
     this.lines = 0;
     return text;
+  }
+
+  /**
+   * The lines so far, a view of the sink's buffer: valid until the sink is written again (its
+   * reader must be done with it before it asks for more); the sink is emptied.
+   */
+  take(): Buffer {
+    const bytes = this.buf.subarray(0, this.length);
+    this.length = 0;
+    this.lines = 0;
+    return bytes;
+  }
+
+  /** Give the buffer back (releaseBuffer) once the last view taken is done with. */
+  release(): void {
+    releaseBuffer(this.buf);
+    this.buf = Buffer.alloc(0);
+    this.length = 0;
+    this.lines = 0;
   }
 
   /** The lines so far as a buffer of their own; the sink is emptied. */
@@ -567,6 +591,18 @@ export class FastXmlScanner {
     return out;
   }
 
+  /**
+   * Give back the buffers of the document read (releaseBuffer): its bytes and its items' lines,
+   * once those are written out. A document read after makes new ones.
+   */
+  release(): void {
+    releaseBuffer(this.work);
+    this.work = Buffer.alloc(0);
+    this.buf = this.work;
+    this.pos = 0;
+    for (const group of this.itemGroups.values()) group.lines.release();
+  }
+
   reset(): void {
     for (const group of this.itemGroups.values()) {
       group.seen.fill(false);
@@ -597,6 +633,8 @@ export class FastXmlScanner {
     if (rest + bytes.length > work.length) {
       work = Buffer.allocUnsafe(Math.max(2 * work.length, rest + bytes.length));
       this.buf.copy(work, 0, this.pos);
+      // Nothing outside the scanner points into its buffer (values are read as byte ranges).
+      releaseBuffer(this.work);
       this.work = work;
     } else if (rest > 0) work.copyWithin(0, this.pos, this.pos + rest); // `buf` starts at work[0]
     bytes.copy(work, rest);
