@@ -7,6 +7,7 @@
 import type { JsonEndpoint } from './endpoints.js';
 import { ApiError } from './errors.js';
 import { JsonBodyLimits } from './json-body-limits.js';
+import { releaseBuffer } from '../spool/release-buffer.js';
 import { buildRequestTarget, chunksWithinDeadline, contentLengthOf } from './transport.js';
 import type { ApiRequest, RawResponse, ResponseBody, Transport } from './transport.js';
 
@@ -52,11 +53,23 @@ export class BodyBuffer {
     return this.buffer.subarray(0, this.length);
   }
 
+  /**
+   * Give the buffer's memory back now (releaseBuffer): the reader is done with the last body. A
+   * body read after starts a new buffer.
+   */
+  release(): void {
+    releaseBuffer(this.buffer);
+    this.buffer = Buffer.alloc(0);
+    this.length = 0;
+  }
+
   private reserve(size: number): void {
     if (size <= this.buffer.length) return;
     // Unpooled and uninitialised: every byte read is written before it is read.
     const grown = Buffer.allocUnsafeSlow(Math.max(size, this.buffer.length * 2));
     this.buffer.copy(grown, 0, 0, this.length);
+    // The body before (its reader was done with it) or this one's start, copied: free it now.
+    releaseBuffer(this.buffer);
     this.buffer = grown;
   }
 }

@@ -116,7 +116,10 @@ export async function* fetchOnDemandBodies(
   let previous: string | undefined;
   for (let page = 0; ; page++) {
     const fetched = await pending;
-    if (fetched === undefined) return;
+    if (fetched === undefined) {
+      into.release();
+      return;
+    }
     let body: OnDemandPage;
     if ('bytes' in fetched) {
       const known = recognise?.(fetched.bytes, page);
@@ -165,7 +168,11 @@ export async function* fetchOnDemandBodies(
     // The page past the last record carries nothing: only a first page is handed on empty (a
     // window whose first page has no records), as it was received.
     if (more || page === 0) yield body;
-    if (!more) return;
+    if (!more) {
+      // The last page is read (its caller asked for what comes next): its buffer is of no more use.
+      into.release();
+      return;
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 import { FileDigester } from '../spool/file-digest.js';
+import { releaseBuffer } from '../spool/release-buffer.js';
 import type { FileDigest } from '../spool/file-digest.js';
 import { sectionsOf } from '../catalog/index.js';
 import type { OnDemandSection } from '../catalog/index.js';
@@ -393,6 +394,19 @@ export class OnDemandSpools {
     if (failed) throw failed.reason;
   }
 
+  /**
+   * Give back what paging needed (releaseBuffer): the scanner's buffers and the requests met, once
+   * close() succeeded (every page's lines are in the spools); no page is written after.
+   */
+  releasePaging(): void {
+    this.scanner?.release();
+    this.requests.release();
+    releaseBuffer(this.firstPage);
+    releaseBuffer(this.itemsDigest);
+    this.firstPage = new Uint32Array(0);
+    this.itemsDigest = new Uint32Array(0);
+  }
+
   /** The spooled sections as load targets (after close()). */
   targets(): { table: TableDecl; source: SpooledSource }[] {
     return [...this.spools].map(([name, spool]) => ({
@@ -558,9 +572,11 @@ export class RequestIds {
   /** Add the id whose UTF-8 bytes are key[start .. end) (not added before); its number. */
   addBytes(key: Buffer, start: number, end: number): number {
     const length = end - start;
+    // Each array outgrown is freed at once (releaseBuffer): nothing outside the set points into it.
     if (this.used + length > this.bytes.length) {
       const grown = Buffer.allocUnsafe(Math.max(this.used + length, this.bytes.length * 2));
       this.bytes.copy(grown, 0, 0, this.used);
+      releaseBuffer(this.bytes);
       this.bytes = grown;
     }
     key.copy(this.bytes, this.used, start, end);
@@ -569,6 +585,7 @@ export class RequestIds {
     if (n === this.ends.length) {
       const ends = new Uint32Array(n * 2);
       ends.set(this.ends);
+      releaseBuffer(this.ends);
       this.ends = ends;
     }
     this.ends[n] = this.used;
@@ -606,8 +623,19 @@ export class RequestIds {
   }
 
   private rehash(size: number): void {
+    releaseBuffer(this.table);
     this.table = new Int32Array(size);
     for (let n = 0; n < this.count; n++) this.place(n);
+  }
+
+  /** Give back the set's memory (releaseBuffer) once it is no longer asked; it is empty after. */
+  release(): void {
+    for (const array of [this.bytes, this.ends, this.table]) releaseBuffer(array);
+    this.bytes = Buffer.alloc(0);
+    this.ends = new Uint32Array(1);
+    this.table = new Int32Array(2);
+    this.used = 0;
+    this.count = 0;
   }
 }
 

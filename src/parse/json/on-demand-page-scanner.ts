@@ -29,6 +29,7 @@ import { INVALID, coercerFor } from '../../catalog/index.js';
 import type { Coercer, PgType } from '../../catalog/index.js';
 import { canonicalDecimal, writeDecimal } from '../../copy-text/canonical-bytes.js';
 import { COPY_NULL, encodeCopyValue } from '../../copy-text/cell-encoders.js';
+import { releaseBuffer } from '../../spool/release-buffer.js';
 
 export interface ScanField {
   /** JSON key in the item. */
@@ -217,12 +218,25 @@ export class OnDemandPageScanner {
     }
   }
 
+  /**
+   * Give back the buffers kept from page to page (releaseBuffer), once the lines of the last page
+   * scanned are written out; a later scan makes new ones.
+   */
+  release(): void {
+    for (const buffer of [...this.buffers, this.input]) releaseBuffer(buffer);
+    this.buffers[0] = EMPTY;
+    this.buffers[1] = EMPTY;
+    this.input = EMPTY;
+  }
+
   /** Chunks copied into one buffer kept from call to call (the bytes are read within the call). */
   private joined(chunks: readonly Buffer[]): Buffer {
     let length = 0;
     for (const chunk of chunks) length += chunk.length;
-    if (this.input.length < length)
+    if (this.input.length < length) {
+      releaseBuffer(this.input);
       this.input = Buffer.allocUnsafeSlow(Math.max(length, this.input.length * 2));
+    }
     let at = 0;
     for (const chunk of chunks) at += chunk.copy(this.input, at);
     return this.input.subarray(0, length);
@@ -487,6 +501,8 @@ export class OnDemandPageScanner {
       Math.max(this.out.length * 2, this.o + bytes, this.b.length >> 1, 1024),
     );
     this.out.copy(grown, 0, 0, this.o);
+    // This page's lines so far, not handed out yet: nothing else points into the buffer.
+    releaseBuffer(this.out);
     this.out = grown;
     this.odv = new DataView(grown.buffer, grown.byteOffset, grown.length);
   }

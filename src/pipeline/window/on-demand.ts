@@ -161,7 +161,12 @@ async function spoolAndLoadOnDemand(
     };
     return await commitLoad(deps, task, { targets: [], live, file }, outcome);
   } finally {
-    await spools.close().catch(() => {});
+    const closed = await spools.close().then(
+      () => true,
+      () => false,
+    );
+    // Every page's lines are in the spools: what paging needed is of no more use.
+    if (closed) spools.releasePaging();
     await raw.close().catch(() => {});
   }
 }
