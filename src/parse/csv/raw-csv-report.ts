@@ -419,14 +419,10 @@ class BodyScanner {
     const rest = n - recordStart;
     if (resume === 0 || rest > this.joined.length) {
       // `work` is the caller's chunk (or a joined buffer outgrown): copied.
-      if (rest > this.joined.length) {
-        const outgrown = this.joined;
-        this.joined = Buffer.allocUnsafeSlow(Math.max(rest, 2 * this.joined.length));
-        work.copy(this.joined, 0, recordStart, n);
-        releaseBuffer(outgrown);
-      } else {
-        work.copy(this.joined, 0, recordStart, n);
-      }
+      const outgrown = rest > this.joined.length ? this.joined : undefined;
+      if (outgrown) this.joined = Buffer.allocUnsafeSlow(Math.max(rest, 2 * outgrown.length));
+      work.copy(this.joined, 0, recordStart, n);
+      releaseBuffer(outgrown);
     } else if (recordStart > 0) {
       this.joined.copyWithin(0, recordStart, n);
     }
