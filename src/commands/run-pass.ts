@@ -1,7 +1,7 @@
 import type { Warehouse } from '../warehouse/warehouse.js';
 import { closeAbandonedRuns, finishRun, RUN_LOCK_SPACE, runHolderKey, startRun } from '../state/runs.js';
 import type { ProgressEvent, RunSummary } from '../pipeline/run-pipelines.js';
-import { runQueuedPass } from '../queue/queue-pass.js';
+import { PassNudge, runQueuedPass } from '../queue/queue-pass.js';
 import type { QueuedPassSummary } from '../queue/queue-pass.js';
 import { openWindowQueue } from '../queue/window-queue.js';
 import type { WindowQueue } from '../queue/window-queue.js';
@@ -68,6 +68,7 @@ export async function openQueueWork(
     pollingSeconds?: number;
     onWindow?: WindowWorkerOptions['onWindow'];
     onIdle?: WindowWorkerOptions['onIdle'];
+    onSettled?: WindowWorkerOptions['onSettled'];
   },
 ): Promise<QueueWork> {
   const queue = await openWindowQueue(rt.warehouse.connection, {
@@ -93,6 +94,7 @@ export async function openQueueWork(
         ...(options.pollingSeconds !== undefined ? { pollingSeconds: options.pollingSeconds } : {}),
         ...(options.onWindow ? { onWindow: options.onWindow } : {}),
         ...(options.onIdle ? { onIdle: options.onIdle } : {}),
+        ...(options.onSettled ? { onSettled: options.onSettled } : {}),
       },
     );
   let worker = options.work && !options.startLater ? await start() : undefined;
@@ -159,7 +161,9 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
   });
   let summary: QueuedPassSummary;
   try {
-    // run and backfill open the queue and work it for the pass; a daemon passes its own.
+    // run and backfill open the queue and work it for the pass; a daemon passes its own. The pass
+    // looks at its jobs as soon as its own worker settles one, not at its next poll.
+    const nudge = new PassNudge();
     const own = options.queue
       ? undefined
       : await openQueueWork(rt, {
@@ -167,6 +171,7 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
           startLater: true,
           concurrency: options.concurrency ?? rt.config.defaults.globalConcurrency,
           pollingSeconds: 0.5,
+          onSettled: () => nudge.nudge(),
         });
     const queue = options.queue?.queue ?? own!.queue;
     try {
@@ -186,7 +191,7 @@ async function recordedPass(rt: Runtime, options: PassOptions): Promise<RunSumma
           ...(options.signal ? { signal: options.signal } : {}),
           ...(options.drain ? { drain: options.drain } : {}),
           ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-          ...(own ? { onEnqueued: () => own.startWorker() } : {}),
+          ...(own ? { onEnqueued: () => own.startWorker(), nudge } : {}),
         },
       );
     } finally {

@@ -35,6 +35,11 @@ export interface QueuedPassOptions extends PlanOptions {
   drain?: AbortSignal;
   onProgress?: (event: ProgressEvent) => void;
   pollMs?: number;
+  /**
+   * Wakes the pass between its polls: this process's worker settled a job (it may be the pass's),
+   * so the pass looks at once instead of at its next poll.
+   */
+  nudge?: PassNudge;
   /** Called once the pass's windows are enqueued and followed (run and backfill start their worker). */
   onEnqueued?: () => Promise<void>;
   /** A backfill's range: its windows may load from one-time reports (WindowJobData.oneTime). */
@@ -118,7 +123,7 @@ export async function runQueuedPass(
       });
     }
     if (restart.length > 0) await deps.queue.retryNow(restart);
-    if (pending.size > 0) await sleep(pollMs, options.signal, options.drain);
+    if (pending.size > 0) await sleep(pollMs, options.nudge, options.signal, options.drain);
   }
   if (pending.size > 0) summary.interrupted = true;
   return summary;
@@ -142,14 +147,53 @@ function outcomeOf(job: SettledJob): WindowRunOutcome | undefined {
   return { kind: 'failed', code: code ?? 'JOB_FAILED', message };
 }
 
-function sleep(ms: number, ...signals: (AbortSignal | undefined)[]): Promise<void> {
+/**
+ * A wake-up for a pass waiting between its polls: `nudge()` ends the wait at once, or the next one
+ * if the pass is not waiting now (it is reading its jobs' state, which may predate the nudge).
+ */
+export class PassNudge {
+  private pending = false;
+  private waiter: (() => void) | undefined;
+
+  nudge(): void {
+    const waiter = this.waiter;
+    this.waiter = undefined;
+    if (waiter) waiter();
+    else this.pending = true;
+  }
+
+  /** Whether a nudge came since the last wait (and forget it). */
+  take(): boolean {
+    const pending = this.pending;
+    this.pending = false;
+    return pending;
+  }
+
+  /** Call `wake` at the next nudge, unless `forget` is called first. */
+  onNext(wake: () => void): void {
+    this.waiter = wake;
+  }
+
+  forget(wake: () => void): void {
+    if (this.waiter === wake) this.waiter = undefined;
+  }
+}
+
+function sleep(
+  ms: number,
+  nudge: PassNudge | undefined,
+  ...signals: (AbortSignal | undefined)[]
+): Promise<void> {
   return new Promise((resolve) => {
+    if (nudge?.take()) return resolve();
     const done = () => {
       clearTimeout(timer);
       for (const s of signals) s?.removeEventListener('abort', done);
+      nudge?.forget(done);
       resolve();
     };
     const timer = setTimeout(done, ms);
     for (const s of signals) s?.addEventListener('abort', done, { once: true });
+    nudge?.onNext(done);
   });
 }

@@ -48,8 +48,10 @@ export interface WindowWorkerOptions {
   /** Attempts of a window's load on a retryable load error, and the waits between them (runWindow's). */
   loadAttempts?: number;
   sleep?: (ms: number) => Promise<void>;
-  /** Called after each job this worker settles. */
+  /** Called with each window's outcome once its window has run (its job may not be settled yet). */
   onWindow?: (data: WindowJobData, outcome: WindowRunOutcome) => void;
+  /** Called once each job this worker took is settled in the queue (completed, failed, or parked). */
+  onSettled?: () => void;
   /**
    * Called when a slot finds the queue empty (at most one call at a time): the moment to do what
    * waits for a batch of windows, such as refreshing the models.
@@ -232,6 +234,7 @@ class WindowWorkerProcess implements WindowWorker {
     } finally {
       this.running.delete(job.id);
       if (--this.inFlightCount === 0) this.drained?.();
+      this.options.onSettled?.();
     }
   }
 

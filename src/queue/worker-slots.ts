@@ -58,7 +58,9 @@ export class SlotPacer {
     return this.stopped;
   }
 
+  /** One polling interval, or none once stopping (a slot that was fetching when `stop` came). */
   pause(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const wake = () => {
         clearTimeout(timer);

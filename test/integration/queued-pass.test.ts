@@ -13,7 +13,7 @@ import { silentLogger } from '../../src/observability/logger.js';
 import { resolvePipelines } from '../../src/pipeline/resolve-pipelines.js';
 import { planJobs } from '../../src/pipeline/run-pipelines.js';
 import type { WindowExecutor, WindowTask } from '../../src/pipeline/run-pipelines.js';
-import { runQueuedPass } from '../../src/queue/queue-pass.js';
+import { PassNudge, runQueuedPass } from '../../src/queue/queue-pass.js';
 import type { QueuedPassOptions } from '../../src/queue/queue-pass.js';
 import { toJobData, windowJobKey } from '../../src/queue/window-jobs.js';
 import { openWindowQueue } from '../../src/queue/window-queue.js';
@@ -341,6 +341,37 @@ describe('a pass over the window queue', () => {
     expect(summary.windows, JSON.stringify(summary)).toMatchObject({ loaded: 0, failed: 0 });
     expect(summary.interrupted).toBe(true);
     expect(summary.enqueued).toBe(1);
+  });
+
+  it('looks at its jobs as soon as its own worker settles one, not at its next poll', async () => {
+    const alpha = pipelines.find((p) => p.name === 'alpha')!;
+    const nudge = new PassNudge();
+    // A poll this long would outlast the test: the pass ends only if the worker's nudges wake it.
+    const looks: number[] = [];
+    const settled = queue.settled.bind(queue);
+    queue.settled = async (ids) => {
+      looks.push(ids.length);
+      return settled(ids);
+    };
+    try {
+      const summary = await pass(
+        (task) => commitLoaded(task, 1),
+        {
+          pipelines: [alpha],
+          organizationId: 'org1',
+          range: { from: '2026-08-20', to: '2026-08-22' },
+          pollMs: 600_000,
+          nudge,
+        },
+        { concurrency: 1, onSettled: () => nudge.nudge() },
+      );
+      expect(summary.windows.loaded).toBe(3);
+      expect(summary.interrupted).toBe(false);
+      // Once before the first job settled, then at most once per job.
+      expect(looks.length).toBeLessThanOrEqual(4);
+    } finally {
+      queue.settled = settled;
+    }
   });
 
   it('only plans and enqueues when detached', async () => {
