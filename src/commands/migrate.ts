@@ -6,7 +6,7 @@ export function registerMigrateCommand(program: Command, ctx: CliContext): void 
   program
     .command('migrate')
     .description(
-      'create or upgrade the warehouse schemas (etl, cybs) and the cybs_analytics views; safe to run again',
+      'create or upgrade the warehouse schemas (etl, cybs), the cybs_analytics views and the window queue (pgboss); safe to run again',
     )
     .action(async () => {
       const warehouse = await ctx.warehouse({ migrate: false });
@@ -23,5 +23,16 @@ export function registerMigrateCommand(program: Command, ctx: CliContext): void 
           ? `Installed the cybs_analytics views (${analytics.views}, version ${analytics.version}).\n`
           : `The cybs_analytics views are up to date (version ${analytics.version}).\n`,
       );
+      // The window queue's schema and queues too, so that the first run or worker has no DDL to do
+      // (and a role that may not create schemas can run them).
+      const { openWindowQueue } = await import('../queue/window-queue.js');
+      const queue = await openWindowQueue(warehouse.connection, {
+        logger: await ctx.logger(),
+        supervise: false,
+        settings: (await ctx.config()).queue,
+        maxConnections: 1,
+      });
+      await queue.stop({ graceful: false, timeoutMs: 1_000 });
+      ctx.io.stdout.write('The window queue (schema pgboss) is ready.\n');
     });
 }

@@ -65,6 +65,7 @@ describe('cybs-etl command line (foundation)', () => {
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/Applied 11 migration\(s\)/);
+    expect(first.stdout).toMatch(/The window queue \(schema pgboss\) is ready/);
     const second = await cli(['--config', config, 'migrate'], { env: { DATABASE_URL: database.url } });
     expect(second.stdout).toMatch(/up to date/);
     const client = new pg.Client({ connectionString: database.url });
@@ -72,8 +73,15 @@ describe('cybs-etl command line (foundation)', () => {
     const r = await client.query(
       "select count(*)::int as n from information_schema.tables where table_schema = 'etl'",
     );
-    await client.end();
     expect(r.rows[0].n).toBeGreaterThanOrEqual(4);
+    // The window queue is installed with the rest: a run after it does no DDL of its own there.
+    const q = await client.query("select name from pgboss.queue where name like 'cybs_etl_%' order by name");
+    expect(q.rows.map((row) => row.name)).toEqual([
+      'cybs_etl_one_time_reports',
+      'cybs_etl_windows',
+      'cybs_etl_windows_failed',
+    ]);
+    await client.end();
   });
 
   it('returns its own exit code, not one left in process.exitCode by an earlier invocation', async () => {
