@@ -8,7 +8,7 @@ import type { ReportJobData } from './window-jobs.js';
 import { ONE_TIME_QUEUE } from './window-queue.js';
 import type { WindowQueue } from './window-queue.js';
 import { HEARTBEAT_REFRESH_MS, attemptOf, failureOf, isLastAttempt } from './worker-slots.js';
-import type { JobAttempt, SlotPacer } from './worker-slots.js';
+import type { IdleLine, JobAttempt } from './worker-slots.js';
 
 /**
  * The worker's slot for one-time report jobs (chunk-jobs.ts): it runs them one step at a time;
@@ -24,9 +24,9 @@ export interface ReportJobSlotDeps {
   perCredential: number;
 }
 
-/** Fetch and run report jobs until the pacer stops; an empty queue pauses the slot. */
-export async function runReportJobSlot(deps: ReportJobSlotDeps, pacer: SlotPacer): Promise<void> {
-  while (!pacer.stopping) {
+/** Fetch and run report jobs until the worker stops; an empty queue pauses the slot in its line. */
+export async function runReportJobSlot(deps: ReportJobSlotDeps, line: IdleLine): Promise<void> {
+  while (!line.stopping) {
     let job: Job<ReportJobData> | undefined;
     try {
       job = await deps.queue.fetchReportJob(deps.perCredential);
@@ -34,9 +34,10 @@ export async function runReportJobSlot(deps: ReportJobSlotDeps, pacer: SlotPacer
       deps.logger.warn({ err: (error as Error).message }, 'could not fetch a one-time report job');
     }
     if (!job) {
-      await pacer.pause();
+      await line.pause();
       continue;
     }
+    line.found();
     await runOneReportJob(deps, job);
   }
 }

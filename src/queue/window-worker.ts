@@ -22,7 +22,7 @@ import { WINDOW_QUEUE } from './window-queue.js';
 import type { WindowQueue } from './window-queue.js';
 import { runReportJobSlot } from './report-job-slot.js';
 import { HEARTBEAT_REFRESH_MS, SlotPacer, attemptOf, failureOf, isLastAttempt } from './worker-slots.js';
-import type { JobAttempt } from './worker-slots.js';
+import type { IdleLine, JobAttempt } from './worker-slots.js';
 
 export interface WindowWorkerDeps {
   queue: WindowQueue;
@@ -104,8 +104,8 @@ interface RanWindowJob {
 /**
  * The worker's slots and what they share. Each slot fetches its next job as soon as it is done with
  * one (pg-boss's own work() loop waits a polling interval after every job, which would cap a slot at
- * two windows a second); an idle slot polls. The heartbeats of the jobs in flight are refreshed
- * from here.
+ * two windows a second); the idle slots poll in turn, one at a time (IdleLine). The heartbeats of
+ * the jobs in flight are refreshed from here.
  */
 class WindowWorkerProcess implements WindowWorker {
   private readonly abort = new AbortController();
@@ -118,6 +118,8 @@ class WindowWorkerProcess implements WindowWorker {
   private drained: (() => void) | undefined;
   private idleHookRunning = false;
   private readonly pacer: SlotPacer;
+  /** The window slots' line (the report slot has its own: it fetches from another queue). */
+  private readonly windowLine: IdleLine;
   private readonly heartbeat: NodeJS.Timeout;
   private readonly slots: Promise<void>[];
 
@@ -134,6 +136,7 @@ class WindowWorkerProcess implements WindowWorker {
     }, HEARTBEAT_REFRESH_MS);
     this.heartbeat.unref();
     this.pacer = new SlotPacer(Math.max(500, (options.pollingSeconds ?? 2) * 1000));
+    this.windowLine = this.pacer.line();
     const report: ReportJobDeps | undefined = deps.oneTimeReports
       ? { db: deps.db, queue: deps.queue, reports: deps.oneTimeReports, logger: deps.logger }
       : undefined;
@@ -149,7 +152,7 @@ class WindowWorkerProcess implements WindowWorker {
                 report,
                 perCredential: options.perCredential,
               },
-              this.pacer,
+              this.pacer.line(),
             ),
           ]
         : []),
@@ -183,7 +186,7 @@ class WindowWorkerProcess implements WindowWorker {
 
   /** Fetch and settle window jobs until stopped; an empty queue runs the idle hook, then pauses. */
   private async windowSlot(): Promise<void> {
-    while (!this.pacer.stopping) {
+    while (!this.windowLine.stopping) {
       let job: Job<WindowJobData> | undefined;
       try {
         job = await this.deps.queue.fetch(this.options.perCredential);
@@ -195,9 +198,10 @@ class WindowWorkerProcess implements WindowWorker {
       }
       if (!job) {
         await this.runIdleHook();
-        await this.pacer.pause();
+        await this.windowLine.pause();
         continue;
       }
+      this.windowLine.found();
       await this.settleWindowJob(job);
     }
   }

@@ -45,12 +45,12 @@ export async function isLastAttempt(db: Db, queue: string, job: JobAttempt): Pro
 }
 
 /**
- * Paces the slots' loops: a slot that finds its queue empty pauses one polling interval; `stop`
+ * Paces the slots' loops. The slots that fetch from one queue form an IdleLine (`line()`); `stop`
  * ends every loop at its next turn and wakes the paused slots at once.
  */
 export class SlotPacer {
   private stopped = false;
-  private readonly sleepers = new Set<() => void>();
+  private readonly lines: IdleLine[] = [];
 
   constructor(private readonly pollMs: number) {}
 
@@ -58,22 +58,65 @@ export class SlotPacer {
     return this.stopped;
   }
 
-  /** One polling interval, or none once stopping (a slot that was fetching when `stop` came). */
-  pause(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, this.pollMs);
-      this.sleepers.add(wake);
-    });
+  /** A line for the slots of one queue (a worker's window slots; its report slot). */
+  line(): IdleLine {
+    const line = new IdleLine(this.pollMs, () => this.stopped);
+    this.lines.push(line);
+    return line;
   }
 
   stop(): void {
     this.stopped = true;
-    for (const wake of [...this.sleepers]) wake();
+    for (const line of this.lines) line.wakeAll();
+  }
+}
+
+/**
+ * The slots of one queue that found it empty. One of them, the poller, waits a polling interval
+ * and fetches again; the others wait without polling until a fetch finds a job (`found`: there may
+ * be more, so the slot that waited longest fetches at once) or until one of them comes to poll. An
+ * idle worker looks at each queue once an interval, not once per slot, whatever its concurrency.
+ */
+export class IdleLine {
+  /** Wakes the slot polling, if one is. */
+  private poller: (() => void) | undefined;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly pollMs: number,
+    private readonly stopped: () => boolean,
+  ) {}
+
+  get stopping(): boolean {
+    return this.stopped();
+  }
+
+  /**
+   * A slot found the queue empty: resolves when it should fetch again (the poller after one
+   * interval, a waiting slot when `found` wakes it), or at once when stopping.
+   */
+  pause(): Promise<void> {
+    if (this.stopped()) return Promise.resolve();
+    if (this.poller !== undefined) return new Promise<void>((resolve) => this.waiting.push(resolve));
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        if (this.poller === wake) this.poller = undefined;
+        resolve();
+      };
+      const timer = setTimeout(wake, this.pollMs);
+      this.poller = wake;
+    });
+  }
+
+  /** A slot of this line fetched a job: the slot that waited longest fetches at once. */
+  found(): void {
+    this.waiting.shift()?.();
+  }
+
+  /** Every paused slot fetches (or, stopping, ends) at once. */
+  wakeAll(): void {
+    this.poller?.();
+    for (const wake of this.waiting.splice(0)) wake();
   }
 }

@@ -190,6 +190,39 @@ describe('the window queue (pg-boss)', () => {
     expect(windows.map((w) => w.status)).toEqual(Array(10).fill('loaded'));
   });
 
+  it('an idle worker looks at the queue once an interval whatever its concurrency, and every slot takes the windows that come', async () => {
+    const queue = await open();
+    let fetches = 0;
+    const fetch = queue.fetch.bind(queue);
+    queue.fetch = (perCredential) => {
+      fetches++;
+      return fetch(perCredential);
+    };
+    let inFlight = 0;
+    let most = 0;
+    let release: () => void = () => {};
+    const released = new Promise<void>((r) => (release = r));
+    const load = async () => {
+      most = Math.max(most, ++inFlight);
+      await released;
+      inFlight--;
+    };
+    const started = Date.now();
+    const w = await worker(queue, load, { concurrency: 4 });
+    await new Promise((r) => setTimeout(r, 1600));
+    // Each slot fetches once as it starts; then one of the idle slots polls, every 500 ms.
+    expect(fetches).toBeLessThanOrEqual(4 + Math.floor((Date.now() - started) / 500) + 1);
+    // Windows come: the slot that finds one wakes the next, until all four hold one (alpha's own
+    // concurrency lets two of them load at once).
+    await queues[0]!.enqueue(await planned());
+    const active = async () => (await jobStates()).filter((s) => s.endsWith(':active')).length;
+    await until(async () => (await active()) === 4);
+    release();
+    await until(async () => (await jobStates()).every((s) => s.endsWith(':completed')));
+    await w.stop(1000);
+    expect(most).toBe(2);
+  });
+
   it("holds a credential's limit over its window jobs and its one-time report jobs together, across processes", async () => {
     const [mine, theirs] = [queues[0]!, await open()];
     const all = await planned();
