@@ -67,22 +67,37 @@ interface Measured {
   seconds: number;
   rssMB: number;
   stdout: string;
+  /** CPU the command used (user + system, its own and its waited-for children's). */
+  cpuSeconds: number;
+  /**
+   * CPU PostgreSQL's processes used meanwhile, read from the server's postmaster (its reaped
+   * children: the command's backends, and any parallel or autovacuum worker that ended); undefined
+   * where the server is not the bench's local one.
+   */
+  pgCpuSeconds: number | undefined;
 }
 
 /**
- * Run a command under /usr/bin/time; its wall time and maximum RSS. A CHECKPOINT first, so that no
- * run pays for writing out the buffers an earlier one dirtied (a checkpoint falling inside one run
- * but not another makes runs of the same command differ widely).
+ * Run a command under /usr/bin/time; its wall time, maximum RSS and CPU, and PostgreSQL's CPU
+ * meanwhile (`postgres`: false where the command runs a server of its own). A CHECKPOINT first, so
+ * that no run pays for writing out the buffers an earlier one dirtied (a checkpoint falling inside
+ * one run but not another makes runs of the same command differ widely).
+ *
+ * On a shared machine the wall time of a load moves with what else runs, and a load that needs
+ * both cores (the loader beside PostgreSQL's backend) loses more of it than `psql \copy`, which
+ * needs one: the CPU figures say what each did, whatever the machine's phase.
  */
 async function measure(
   cmd: string,
   args: string[],
   env: Record<string, string> = {},
   cwd = root,
+  postgres = true,
 ): Promise<Measured> {
   await admin('checkpoint');
+  const pgBefore = postgres ? await postgresCpu() : undefined;
   const started = performance.now();
-  const child = spawn('/usr/bin/time', ['-f', 'BENCH_MAXRSS_KB=%M', cmd, ...args], {
+  const child = spawn('/usr/bin/time', ['-f', 'BENCH_MAXRSS_KB=%M BENCH_CPU_S=%U+%S', cmd, ...args], {
     cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -95,7 +110,51 @@ async function measure(
   const seconds = (performance.now() - started) / 1000;
   if (code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${code}:\n${out}\n${err}`);
   const m = /BENCH_MAXRSS_KB=(\d+)/.exec(err);
-  return { seconds, rssMB: m ? Number(m[1]) / 1024 : NaN, stdout: out };
+  const cpu = /BENCH_CPU_S=([\d.]+)\+([\d.]+)/.exec(err);
+  let pgCpuSeconds: number | undefined;
+  if (pgBefore !== undefined) {
+    // The command's backends end as it disconnects; the postmaster counts them once it reaps them.
+    await new Promise((r) => setTimeout(r, 300));
+    const pgAfter = await postgresCpu();
+    if (pgAfter !== undefined) pgCpuSeconds = pgAfter - pgBefore;
+  }
+  return {
+    seconds,
+    rssMB: m ? Number(m[1]) / 1024 : NaN,
+    stdout: out,
+    cpuSeconds: cpu ? Number(cpu[1]) + Number(cpu[2]) : NaN,
+    pgCpuSeconds,
+  };
+}
+
+/** The local server's postmaster (the parent of an admin backend); undefined when not on this machine. */
+let postmasterPid: Promise<number | undefined> | undefined;
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim()) || 100;
+
+/**
+ * CPU seconds of the postmaster's ended children so far (user + system, /proc/<pid>/stat's cutime
+ * and cstime); undefined when the server is not a process of this machine.
+ */
+async function postgresCpu(): Promise<number | undefined> {
+  postmasterPid ??= (async () => {
+    const c = new pg.Client({ connectionString: ADMIN_URL });
+    await c.connect();
+    try {
+      const pid = Number((await c.query('select pg_backend_pid() as pid')).rows[0].pid);
+      const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+      const ppid = /^PPid:\s+(\d+)/m.exec(status);
+      return ppid ? Number(ppid[1]) : undefined;
+    } finally {
+      await c.end();
+    }
+  })();
+  const pid = await postmasterPid;
+  if (pid === undefined) return undefined;
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (stat === undefined) return undefined;
+  // Fields after the command's closing parenthesis; cutime and cstime are the 16th and 17th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS;
 }
 
 interface Sim {
@@ -211,6 +270,12 @@ interface Figure {
   refRows?: number;
   /** Peak memory of the embedded PostgreSQL server beside the command (sum of its processes' PSS). */
   serverMB?: number;
+  /** Median CPU of the runs: the command's and PostgreSQL's together (undefined without the latter). */
+  cpuSeconds?: number;
+  /** Median CPU of PostgreSQL's processes in the runs. */
+  pgCpuSeconds?: number;
+  /** Median CPU (command and PostgreSQL) of the reference runs beside this case. */
+  refCpuSeconds?: number;
   note?: string;
 }
 const figures: Figure[] = [];
@@ -226,6 +291,9 @@ function record(
 ): Figure {
   const seconds = median(runs.map((r) => r.seconds));
   const refSeconds = refs && refs.length > 0 ? median(refs.map((r) => r.seconds)) : undefined;
+  const cpuSeconds = totalCpu(runs);
+  const refCpuSeconds = refs && refs.length > 0 ? totalCpu(refs) : undefined;
+  const pgCpu = runs.map((r) => r.pgCpuSeconds);
   const figure: Figure = {
     key,
     label,
@@ -236,6 +304,9 @@ function record(
     rowsPerSecond: rows / seconds,
     ...(note ? { note } : {}),
     ...(refSeconds !== undefined ? { refSeconds } : {}),
+    ...(cpuSeconds !== undefined ? { cpuSeconds } : {}),
+    ...(cpuSeconds !== undefined ? { pgCpuSeconds: median(pgCpu.map((c) => c!)) } : {}),
+    ...(refCpuSeconds !== undefined ? { refCpuSeconds } : {}),
   };
   figures.push(figure);
   // The workers' figures count windows, not rows (their note says so).
@@ -244,9 +315,22 @@ function record(
     `${label}: ${figure.seconds.toFixed(2)} s (runs ${runs.map((r) => r.seconds.toFixed(2)).join(', ')}), ${Math.round(figure.rowsPerSecond)} ${unit}, peak RSS ${figure.rssMB.toFixed(0)} MB` +
       (refs && refs.length > 0
         ? `; reference runs beside it ${refs.map((r) => r.seconds.toFixed(2)).join(', ')} s`
+        : '') +
+      (cpuSeconds !== undefined
+        ? `; CPU ${runs.map((r) => `${r.cpuSeconds.toFixed(2)} + ${r.pgCpuSeconds!.toFixed(2)}`).join(', ')} s (command + PostgreSQL)` +
+          (refs && refCpuSeconds !== undefined
+            ? `, reference ${refs.map((r) => `${r.cpuSeconds.toFixed(2)} + ${r.pgCpuSeconds!.toFixed(2)}`).join(', ')} s`
+            : '')
         : ''),
   );
   return figure;
+}
+
+/** Median CPU of runs, the command's and PostgreSQL's; undefined when PostgreSQL's was not read. */
+function totalCpu(runs: readonly Measured[]): number | undefined {
+  if (runs.length === 0 || runs.some((r) => r.pgCpuSeconds === undefined || Number.isNaN(r.cpuSeconds)))
+    return undefined;
+  return median(runs.map((r) => r.cpuSeconds + r.pgCpuSeconds!));
 }
 
 function rowsOf(stdout: string): { loaded: number; rejected: number } {
@@ -604,7 +688,8 @@ async function benchEmbedded(): Promise<void> {
       const dataDir = path.join(dir, 'data', 'warehouse');
       const step = async (name: 'start' | 'sql' | 'status', args: string[]): Promise<Measured> => {
         const stop = sampleServerPeak(dataDir);
-        const r = await measure(process.execPath, [...NODE_RUNTIME_FLAGS, cli, ...args], env, dir);
+        // The embedded server is the command's own, not the bench's PostgreSQL.
+        const r = await measure(process.execPath, [...NODE_RUNTIME_FLAGS, cli, ...args], env, dir, false);
         server[name].push(await stop());
         runs[name].push(r);
         return r;
@@ -700,6 +785,19 @@ function ratioOf(f: Figure, ref: Figure | undefined): number | undefined {
   return f.rowsPerSecond / refRate;
 }
 
+/**
+ * A figure's rows per CPU-second (the command's and PostgreSQL's) over its reference's, as ratioOf
+ * does for wall time: how much work each did for the same rows, which a busy machine moves less.
+ */
+function cpuRatioOf(f: Figure, ref: Figure | undefined): number | undefined {
+  if (f.cpuSeconds === undefined) return undefined;
+  if (f.refRows !== undefined && f.refCpuSeconds !== undefined)
+    return f.rows / f.cpuSeconds / (f.refRows / f.refCpuSeconds);
+  const refCpu = f.refCpuSeconds ?? ref?.cpuSeconds;
+  if (ref === undefined || refCpu === undefined) return undefined;
+  return f.rows / f.cpuSeconds / (ref.rows / refCpu);
+}
+
 function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
   const pad = (s: string, n: number) => s.padEnd(n);
   const lpad = (s: string, n: number) => s.padStart(n);
@@ -710,13 +808,15 @@ function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
       `node ${process.version}, ${new Date().toISOString()}`,
   );
   lines.push(
-    `${pad('case', 72)} ${lpad('rows', 9)} ${lpad('s', 7)} ${lpad('rows/s', 9)} ${lpad('MB/s', 6)} ${lpad('× \\copy', 8)} ${lpad('peak RSS', 9)}`,
+    `${pad('case', 72)} ${lpad('rows', 9)} ${lpad('s', 7)} ${lpad('rows/s', 9)} ${lpad('MB/s', 6)} ${lpad('× \\copy', 8)} ${lpad('CPU s', 7)} ${lpad('CPU ×', 7)} ${lpad('peak RSS', 9)}`,
   );
   for (const f of figures) {
     const ratio = ratioOf(f, ref) ?? NaN;
+    const cpuRatio = f === ref || f.key === 'prd_copy' ? NaN : (cpuRatioOf(f, ref) ?? NaN);
     lines.push(
       `${pad(f.label, 72)} ${lpad(String(f.rows), 9)} ${lpad(f.seconds.toFixed(2), 7)} ${lpad(Math.round(f.rowsPerSecond).toString(), 9)} ` +
         `${lpad(f.bytes === undefined ? '—' : (f.bytes / 1e6 / f.seconds).toFixed(1), 6)} ${lpad(Number.isNaN(ratio) ? '—' : ratio.toFixed(3), 8)} ` +
+        `${lpad(f.cpuSeconds === undefined ? '—' : f.cpuSeconds.toFixed(2), 7)} ${lpad(Number.isNaN(cpuRatio) ? '—' : cpuRatio.toFixed(3), 7)} ` +
         `${lpad(`${f.rssMB.toFixed(0)} MB`, 9)}${f.note ? `  (${f.note})` : ''}`,
     );
   }
@@ -732,6 +832,12 @@ function printReport(ref: Figure | undefined, info: { csvRows: number }): void {
     if (ratio !== undefined && f.key !== 'prd_copy') kv.push(`${f.key}_ratio=${ratio.toFixed(3)}`);
     if (f.refSeconds !== undefined && f.key !== 'prd_copy')
       kv.push(`${f.key}_ref_seconds=${f.refSeconds.toFixed(3)}`);
+    if (f.cpuSeconds !== undefined) {
+      kv.push(`${f.key}_cpu_seconds=${f.cpuSeconds.toFixed(3)}`);
+      kv.push(`${f.key}_pg_cpu_seconds=${f.pgCpuSeconds!.toFixed(3)}`);
+      const cpuRatio = f === ref || f.key === 'prd_copy' ? undefined : cpuRatioOf(f, ref);
+      if (cpuRatio !== undefined) kv.push(`${f.key}_cpu_ratio=${cpuRatio.toFixed(3)}`);
+    }
     kv.push(`${f.key}_peak_rss_mb=${f.rssMB.toFixed(0)}`);
     if (f.serverMB !== undefined) kv.push(`${f.key}_server_peak_mb=${f.serverMB.toFixed(0)}`);
   }
@@ -873,7 +979,8 @@ async function benchWorkers(cli: string, work: string): Promise<void> {
           ),
         );
         windows = await windowsIn(url);
-        runs.push({ seconds, rssMB, stdout: planner.stdout });
+        // Several processes: their CPU is not read (the figure is windows/s).
+        runs.push({ seconds, rssMB, stdout: planner.stdout, cpuSeconds: NaN, pgCpuSeconds: undefined });
         await dropDatabases();
       }
       record(
