@@ -54,10 +54,6 @@ export class SlotPacer {
 
   constructor(private readonly pollMs: number) {}
 
-  get stopping(): boolean {
-    return this.stopped;
-  }
-
   /** A line for the slots of one queue (a worker's window slots; its report slot). */
   line(): IdleLine {
     const line = new IdleLine(this.pollMs, () => this.stopped);
