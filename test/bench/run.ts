@@ -85,7 +85,8 @@ interface Measured {
  *
  * On a shared machine the wall time of a load moves with what else runs, and a load that needs
  * both cores (the loader beside PostgreSQL's backend) loses more of it than `psql \copy`, which
- * needs one: the CPU figures say what each did, whatever the machine's phase.
+ * needs one: the CPU figures say how much work each path did. They move with the machine's phase
+ * too (its other work slows each core), so they are compared within one run as well.
  */
 async function measure(
   cmd: string,
@@ -787,7 +788,7 @@ function ratioOf(f: Figure, ref: Figure | undefined): number | undefined {
 
 /**
  * A figure's rows per CPU-second (the command's and PostgreSQL's) over its reference's, as ratioOf
- * does for wall time: how much work each did for the same rows, which a busy machine moves less.
+ * does for wall time: how much work each did for the same rows.
  */
 function cpuRatioOf(f: Figure, ref: Figure | undefined): number | undefined {
   if (f.cpuSeconds === undefined) return undefined;
