@@ -528,17 +528,21 @@ function notSpooled(source: string): AsyncIterable<LoadBatch> {
 
 /**
  * A set of strings numbered 0, 1, 2, … in the order they were added, kept as their UTF-8 bytes in
- * one buffer and an open-addressing table of those numbers: ≈ 40 bytes per id, outside the heap,
+ * one buffer and an open-addressing table of those numbers: ≈ 48 bytes per id, outside the heap,
  * where a Map of strings took ≈ 75 in it, and no id keeps alive the page text it was sliced from.
- * Ids are compared byte for byte: exact.
+ * Ids are compared byte for byte: exact. The table holds each id's hash beside its number, so that
+ * a probe compares bytes only with an id of the same hash, and growing it hashes no id again.
  */
 export class RequestIds {
   private bytes = Buffer.allocUnsafe(1 << 16);
   private used = 0;
   /** Id n is bytes[ends[n - 1] ?? 0 .. ends[n]). */
   private ends = new Uint32Array(1024);
-  /** Id number + 1 at its hash's slot (0: empty); a power of two, at most half full. */
-  private table = new Int32Array(2048);
+  /**
+   * Two words a slot: id number + 1 (0: empty) and the id's hash. Its slots are a power of two, at
+   * most half of them full.
+   */
+  private table = new Int32Array(2 * 2048);
   private count = 0;
   private scratch = Buffer.allocUnsafe(256);
 
@@ -561,16 +565,21 @@ export class RequestIds {
    * hashBytes of those bytes, when the caller computed it already.
    */
   find(key: Buffer, start: number, end: number, hash = hashBytes(key, start, end)): number | undefined {
-    const mask = this.table.length - 1;
+    const table = this.table;
+    const mask = (table.length >> 1) - 1;
+    const h = hash | 0;
     for (let at = hash & mask; ; at = (at + 1) & mask) {
-      const entry = this.table[at]!;
+      const entry = table[2 * at]!;
       if (entry === 0) return undefined;
-      if (this.equals(entry - 1, key, start, end)) return entry - 1;
+      if (table[2 * at + 1] === h && this.equals(entry - 1, key, start, end)) return entry - 1;
     }
   }
 
-  /** Add the id whose UTF-8 bytes are key[start .. end) (not added before); its number. */
-  addBytes(key: Buffer, start: number, end: number): number {
+  /**
+   * Add the id whose UTF-8 bytes are key[start .. end) (not added before); its number. `hash`
+   * as for find.
+   */
+  addBytes(key: Buffer, start: number, end: number, hash = hashBytes(key, start, end)): number {
     const length = end - start;
     // Each array outgrown is freed at once (releaseBuffer): nothing outside the set points into it.
     if (this.used + length > this.bytes.length) {
@@ -579,7 +588,9 @@ export class RequestIds {
       releaseBuffer(this.bytes);
       this.bytes = grown;
     }
-    key.copy(this.bytes, this.used, start, end);
+    // A request id is a few dozen bytes: copied in place, not through a call to the runtime.
+    if (length <= 64) for (let i = 0; i < length; i++) this.bytes[this.used + i] = key[start + i]!;
+    else key.copy(this.bytes, this.used, start, end);
     this.used += length;
     const n = this.count++;
     if (n === this.ends.length) {
@@ -589,8 +600,8 @@ export class RequestIds {
       this.ends = ends;
     }
     this.ends[n] = this.used;
-    if (this.count * 2 > this.table.length) this.rehash(this.table.length * 2);
-    else this.place(n);
+    if (this.count * 2 > this.table.length >> 1) this.grow();
+    place(this.table, n + 1, hash | 0);
     return n;
   }
 
@@ -614,18 +625,12 @@ export class RequestIds {
     return true;
   }
 
-  private place(n: number): void {
-    const start = n === 0 ? 0 : this.ends[n - 1]!;
-    const mask = this.table.length - 1;
-    let at = hashBytes(this.bytes, start, this.ends[n]!) & mask;
-    while (this.table[at] !== 0) at = (at + 1) & mask;
-    this.table[at] = n + 1;
-  }
-
-  private rehash(size: number): void {
-    releaseBuffer(this.table);
-    this.table = new Int32Array(size);
-    for (let n = 0; n < this.count; n++) this.place(n);
+  /** The table twice as large, its entries placed again by the hashes it holds. */
+  private grow(): void {
+    const old = this.table;
+    this.table = new Int32Array(old.length * 2);
+    for (let at = 0; at < old.length; at += 2) if (old[at] !== 0) place(this.table, old[at]!, old[at + 1]!);
+    releaseBuffer(old);
   }
 
   /** Give back the set's memory (releaseBuffer) once it is no longer asked; it is empty after. */
@@ -633,10 +638,19 @@ export class RequestIds {
     for (const array of [this.bytes, this.ends, this.table]) releaseBuffer(array);
     this.bytes = Buffer.alloc(0);
     this.ends = new Uint32Array(1);
-    this.table = new Int32Array(2);
+    this.table = new Int32Array(4);
     this.used = 0;
     this.count = 0;
   }
+}
+
+/** Put `entry` (an id number + 1) with its `hash` in the first free slot from the hash's on. */
+function place(table: Int32Array, entry: number, hash: number): void {
+  const mask = (table.length >> 1) - 1;
+  let at = hash & mask;
+  while (table[2 * at] !== 0) at = (at + 1) & mask;
+  table[2 * at] = entry;
+  table[2 * at + 1] = hash;
 }
 
 const LF = 0x0a;
@@ -737,7 +751,7 @@ class PageDigests {
   ): void {
     let slot = this.requests.find(idBytes, idStart, idEnd, idHash);
     if (slot === undefined) {
-      slot = this.requests.addBytes(idBytes, idStart, idEnd);
+      slot = this.requests.addBytes(idBytes, idStart, idEnd, idHash);
       if (slot === this.firstPage.length) {
         const pages = new Uint32Array(slot * 2);
         pages.set(this.firstPage);

@@ -44,4 +44,20 @@ describe('RequestIds', () => {
     expect(ids.idOf(0)).toBe('7000000000000000000001');
     expect(ids.idOf(1)).toBe('7000000000000000000002');
   });
+
+  it('tells apart ids whose hashes are equal, through the growth of its table', () => {
+    // Every id given the same hash: each probe meets ids of that hash, and only the bytes differ.
+    const ids = new RequestIds();
+    const line = Buffer.from(
+      Array.from({ length: 3000 }, (_, i) => `7${String(i).padStart(21, '0')}`).join(''),
+    );
+    const at = (n: number) => [n * 22, n * 22 + 22] as const;
+    for (let n = 0; n < 3000; n++) {
+      expect(ids.find(line, ...at(n), 42)).toBeUndefined();
+      expect(ids.addBytes(line, ...at(n), 42)).toBe(n);
+    }
+    for (let n = 0; n < 3000; n += 7) expect(ids.find(line, ...at(n), 42)).toBe(n);
+    expect(ids.find(Buffer.from('7000000000000000003000'), 0, 22, 42)).toBeUndefined();
+    expect(ids.idOf(2999)).toBe('7000000000000000002999');
+  });
 });
