@@ -136,6 +136,7 @@ export async function loadWindowIn(
     loadedAtNow: atStart.loadedAtNow,
     deferredIndexes: new Map(),
     tableColumns: atStart.columns,
+    noPages: atStart.noPages,
     stagingMade: new Set(),
   };
   if (taken.snapshot) {
