@@ -414,10 +414,9 @@ async function withDeferredIndexes(
  * The declared indexes of an existing table that holds no row, dropped in this transaction so that
  * its first rows go in without them; their statements (tableIndexDdl) are returned for the caller
  * to run, as for a table ensureTable creates. Undefined, and nothing changed, when the table has
- * rows or another transaction holds any lock on it (a load or a query in progress) or its DDL lock
- * (lockTableDdl: a load adding a column): the locks the drop needs are asked for without waiting,
- * inside a savepoint whose rollback gives them back, so that no load waits for another here and no
- * reader waits for a table that turns out to have rows.
+ * rows or another transaction holds any lock on it (a load or a query in progress): the lock that
+ * the drop needs is asked for without waiting, inside a savepoint whose rollback gives it back, so
+ * that no load waits for another here and no reader waits for a table that turns out to have rows.
  * A table whose pages pg_class counts is not looked at further (read without locking it; `noPages`:
  * the caller read none there already).
  */
@@ -436,17 +435,8 @@ export async function deferIndexesOfEmptyTable(
   await sql.raw(`savepoint ${DEFER_SAVEPOINT}`).execute(db);
   let empty = false;
   try {
-    // The table's DDL lock first (lockTableDdl's), as every other change to the table takes it
-    // before the table's own lock: a load adding a column holds it while it waits for the table.
-    const ddl = await sql<{
-      locked: boolean;
-    }>`select pg_try_advisory_xact_lock(hashtextextended(${ddlLockKey(decl.schema, decl.name)}, 0)) as locked`.execute(
-      db,
-    );
-    if (ddl.rows[0]?.locked === true) {
-      await sql.raw(`lock table ${table} in access exclusive mode nowait`).execute(db);
-      empty = (await sql.raw(`select 1 from ${table} limit 1`).execute(db)).rows.length === 0;
-    }
+    await sql.raw(`lock table ${table} in access exclusive mode nowait`).execute(db);
+    empty = (await sql.raw(`select 1 from ${table} limit 1`).execute(db)).rows.length === 0;
   } catch (error) {
     if ((error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw error;
   }
@@ -471,9 +461,7 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * at once must not both try to create the table or add the same column).
  */
 export async function lockTableDdl(db: Db, schema: string, name: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtextextended(${ddlLockKey(schema, name)}, 0))`.execute(db);
-}
-
-function ddlLockKey(schema: string, name: string): string {
-  return `cybs-etl:ddl:${schema}.${name}`;
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`cybs-etl:ddl:${schema}.${name}`}, 0))`.execute(
+    db,
+  );
 }

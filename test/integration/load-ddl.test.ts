@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTable, lockTableDdl, readTableColumns, tableDdl, tableIndexDdl } from '../../src/load/ddl.js';
+import { ensureTable, readTableColumns, tableDdl, tableIndexDdl } from '../../src/load/ddl.js';
 import type { TableDecl } from '../../src/load/table-spec.js';
 import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { declaredIndexes, indexesOf } from '../helpers/indexes.js';
@@ -170,38 +170,6 @@ describe.each(warehouseBackends('ddl'))('table DDL on %s', (_backend, open) => {
       expect(withRows.deferredIndexes).toBeUndefined();
       expect(await indexesOf(warehouse.db, empty)).toEqual(declaredIndexes(empty));
     }
-  });
-
-  it('with deferIndexes, leaves the indexes of an empty table whose DDL lock another load holds, and the two loads go on', async () => {
-    // A load adding a column holds the table's DDL lock, then waits for the table's own lock. A
-    // load that took the table's lock first and then asked for the DDL lock would deadlock with it.
-    const busy: TableDecl = { ...decl, name: 'payment_batch_detail_busy' };
-    await ensureTable(warehouse.db, busy);
-    let locked!: () => void;
-    const ddlHeld = new Promise<void>((resolve) => (locked = resolve));
-    let deferDone!: () => void;
-    const deferred = new Promise<void>((resolve) => (deferDone = resolve));
-    const adding = warehouse.db.transaction().execute(async (trx) => {
-      await lockTableDdl(trx, 'cybs', busy.name);
-      locked();
-      await deferred;
-      await sql`alter table cybs.payment_batch_detail_busy add column added_here text`.execute(trx);
-    });
-    await ddlHeld;
-    const loading = warehouse.db.transaction().execute(async (trx) => {
-      try {
-        const result = await ensureTable(trx, busy, { deferIndexes: true });
-        expect(result.deferredIndexes).toBeUndefined();
-      } finally {
-        deferDone();
-      }
-      // Then, as a load adding a column of its own: it waits for the first one, which goes on.
-      await lockTableDdl(trx, 'cybs', busy.name);
-      await insertRow(trx, busy);
-    });
-    await Promise.all([adding, loading]);
-    expect(await indexesOf(warehouse.db, busy)).toEqual(declaredIndexes(busy));
-    expect((await readTableColumns(warehouse.db, 'cybs', busy.name))?.at(-1)?.name).toBe('added_here');
   });
 });
 
