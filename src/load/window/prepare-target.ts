@@ -117,7 +117,7 @@ export async function evolveSchema(
   source: LoadSourceBase,
 ): Promise<{ columns: ExistingColumn[]; added: string[] }> {
   const table = `${decl.schema}.${decl.name}`;
-  // A table that has every column already needs no column added, nor another look at the catalog.
+  // A table that has every column already needs no DDL, nor another look at the catalog.
   const known = ctx.tableColumns.get(table);
   const noPages = ctx.noPages.delete(table);
   if (known) {
