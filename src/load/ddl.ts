@@ -290,13 +290,11 @@ export function tableColumnsJson(tables: readonly TableDecl[]): RawBuilder<unkno
   const names = tables.map((t) => qualifiedName(t.schema, t.name));
   return sql`(select coalesce(json_agg(json_build_array(t.name, a.attname, format_type(a.atttypid, a.atttypmod),
                                                         case when a.attname = '_loaded_at'
-                                                             then pg_get_expr(d.adbin, d.adrelid) end,
-                                                        c.relpages)
+                                                             then pg_get_expr(d.adbin, d.adrelid) end)
                                        order by t.ord, a.attnum), '[]')
                 from unnest(${names}::text[]) with ordinality as t(name, ord)
                 join pg_catalog.pg_attribute a
                   on a.attrelid = to_regclass(t.name) and a.attnum > 0 and not a.attisdropped
-                join pg_catalog.pg_class c on c.oid = a.attrelid
                 left join pg_catalog.pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum)`;
 }
 
@@ -305,8 +303,6 @@ export interface TablesAtStart {
   columns: Map<string, readonly ExistingColumn[]>;
   /** Whether each table that existed has `_loaded_at` default to now(), by `schema.name`. */
   loadedAtNow: Map<string, boolean>;
-  /** The tables that existed and whose pages pg_class counts as none, by `schema.name`. */
-  noPages: Set<string>;
 }
 
 /** The result of tableColumnsJson, by `schema.name` of the tables given to it. */
@@ -314,26 +310,18 @@ export function tableColumnsOf(tables: readonly TableDecl[], json: unknown): Tab
   const byQualified = new Map(tables.map((t) => [qualifiedName(t.schema, t.name), `${t.schema}.${t.name}`]));
   const columns = new Map<string, ExistingColumn[]>();
   const loadedAtNow = new Map<string, boolean>();
-  const noPages = new Set<string>();
-  for (const [qualified, name, type, loadedAt, pages] of json as [
-    string,
-    string,
-    string,
-    string | null,
-    number,
-  ][]) {
+  for (const [qualified, name, type, loadedAt] of json as [string, string, string, string | null][]) {
     const table = byQualified.get(qualified);
     if (table === undefined) continue;
     let list = columns.get(table);
     if (!list) {
       columns.set(table, (list = []));
       loadedAtNow.set(table, false);
-      if (pages === 0) noPages.add(table);
     }
     list.push({ name, type });
     if (name === '_loaded_at') loadedAtNow.set(table, loadedAt === 'now()');
   }
-  return { columns, loadedAtNow, noPages };
+  return { columns, loadedAtNow };
 }
 
 export interface EnsureTableResult {
@@ -417,21 +405,14 @@ async function withDeferredIndexes(
  * rows or another transaction holds any lock on it (a load or a query in progress): the lock that
  * the drop needs is asked for without waiting, inside a savepoint whose rollback gives it back, so
  * that no load waits for another here and no reader waits for a table that turns out to have rows.
- * A table whose pages pg_class counts is not looked at further (read without locking it; `noPages`:
- * the caller read none there already).
+ * A table whose pages pg_class counts is not looked at further (read without locking it).
  */
-export async function deferIndexesOfEmptyTable(
-  db: Db,
-  decl: TableDecl,
-  options: { noPages?: boolean } = {},
-): Promise<string[] | undefined> {
+async function deferIndexesOfEmptyTable(db: Db, decl: TableDecl): Promise<string[] | undefined> {
   const table = qualifiedName(decl.schema, decl.name);
-  if (!options.noPages) {
-    const stats = await sql<{
-      pages: number;
-    }>`select relpages as pages from pg_class where oid = ${table}::regclass`.execute(db);
-    if ((stats.rows[0]?.pages ?? 1) !== 0) return undefined;
-  }
+  const stats = await sql<{
+    pages: number;
+  }>`select relpages as pages from pg_class where oid = ${table}::regclass`.execute(db);
+  if ((stats.rows[0]?.pages ?? 1) !== 0) return undefined;
   await sql.raw(`savepoint ${DEFER_SAVEPOINT}`).execute(db);
   let empty = false;
   try {

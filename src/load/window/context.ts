@@ -44,11 +44,6 @@ export interface WindowContext {
    */
   tableColumns: Map<string, readonly ExistingColumn[]>;
   /**
-   * The tables that existed as the load began with no pages counted in pg_class (they may hold no
-   * row), by `schema.name`, until prepared: evolveSchema asks once whether to defer their indexes.
-   */
-  noPages: Set<string>;
-  /**
    * The TEMP staging tables made in this transaction (ensureStaging), made only when rows go
    * through them; forgotten at a rollback to a savepoint, which may have taken them back.
    */

@@ -136,7 +136,6 @@ export async function loadWindowIn(
     loadedAtNow: atStart.loadedAtNow,
     deferredIndexes: new Map(),
     tableColumns: atStart.columns,
-    noPages: atStart.noPages,
     stagingMade: new Set(),
   };
   if (taken.snapshot) {
