@@ -344,9 +344,7 @@ export interface EnsureTableResult {
  * With `deferIndexes`, a table it creates gets no index yet: the statements are returned
  * (`deferredIndexes`) for the caller to run once the first rows are in, which PostgreSQL does in
  * one sort instead of one index insertion per row. No one else sees the table before the
- * transaction commits, so no one can miss its indexes. So does an existing table that holds no
- * row and that no one else is using (`migrate` makes the report tables before their first load):
- * see deferIndexesOfEmptyTable.
+ * transaction commits, so no one can miss its indexes.
  */
 export async function ensureTable(
   db: Db,
@@ -356,7 +354,7 @@ export async function ensureTable(
   validateTableDecl(decl);
   let existing = await readTableColumns(db, decl.schema, decl.name);
   if (existing && decl.columns.every((c) => existing!.some((e) => e.name === c.name))) {
-    return withDeferredIndexes(db, decl, options, { created: false, columnsAdded: [], columns: existing });
+    return { created: false, columnsAdded: [], columns: existing };
   }
   await lockTableDdl(db, decl.schema, decl.name);
   existing = await readTableColumns(db, decl.schema, decl.name);
@@ -383,59 +381,8 @@ export async function ensureTable(
     await sql.raw(commentOnColumnDdl(decl, column)).execute(db);
   }
   const columns = (await readTableColumns(db, decl.schema, decl.name)) ?? [];
-  return withDeferredIndexes(db, decl, options, { created: false, columnsAdded: missing, columns });
+  return { created: false, columnsAdded: missing, columns };
 }
-
-/** An existing table's result, with its index statements when deferIndexesOfEmptyTable took them. */
-async function withDeferredIndexes(
-  db: Db,
-  decl: TableDecl,
-  options: { deferIndexes?: boolean },
-  result: EnsureTableResult,
-): Promise<EnsureTableResult> {
-  if (!options.deferIndexes) return result;
-  const deferredIndexes = await deferIndexesOfEmptyTable(db, decl);
-  return deferredIndexes ? { ...result, deferredIndexes } : result;
-}
-
-/**
- * The declared indexes of an existing table that holds no row, dropped in this transaction so that
- * its first rows go in without them; their statements (tableIndexDdl) are returned for the caller
- * to run, as for a table ensureTable creates. Undefined, and nothing changed, when the table has
- * rows or another transaction holds any lock on it (a load or a query in progress): the lock that
- * the drop needs is asked for without waiting, inside a savepoint whose rollback gives it back, so
- * that no load waits for another here and no reader waits for a table that turns out to have rows.
- * A table whose pages pg_class counts is not looked at further (read without locking it).
- */
-async function deferIndexesOfEmptyTable(db: Db, decl: TableDecl): Promise<string[] | undefined> {
-  const table = qualifiedName(decl.schema, decl.name);
-  const stats = await sql<{
-    pages: number;
-  }>`select relpages as pages from pg_class where oid = ${table}::regclass`.execute(db);
-  if ((stats.rows[0]?.pages ?? 1) !== 0) return undefined;
-  await sql.raw(`savepoint ${DEFER_SAVEPOINT}`).execute(db);
-  let empty = false;
-  try {
-    await sql.raw(`lock table ${table} in access exclusive mode nowait`).execute(db);
-    empty = (await sql.raw(`select 1 from ${table} limit 1`).execute(db)).rows.length === 0;
-  } catch (error) {
-    if ((error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw error;
-  }
-  if (!empty) {
-    await sql.raw(`rollback to savepoint ${DEFER_SAVEPOINT}`).execute(db);
-    await sql.raw(`release savepoint ${DEFER_SAVEPOINT}`).execute(db);
-    return undefined;
-  }
-  const names = [naturalKeyIndexName(decl), ...(needsSourceIndex(decl) ? [sourceIndexName(decl)] : [])];
-  for (const name of names)
-    await sql.raw(`drop index if exists ${qualifiedName(decl.schema, name)}`).execute(db);
-  await sql.raw(`release savepoint ${DEFER_SAVEPOINT}`).execute(db);
-  return tableIndexDdl(decl);
-}
-
-const DEFER_SAVEPOINT = 'cybs_etl_defer_indexes';
-/** PostgreSQL's lock_not_available (a NOWAIT lock another transaction holds). */
-const LOCK_NOT_AVAILABLE = '55P03';
 
 /**
  * Serialise DDL on one table until the end of the transaction (two windows of one pipeline loading
