@@ -290,11 +290,13 @@ export function tableColumnsJson(tables: readonly TableDecl[]): RawBuilder<unkno
   const names = tables.map((t) => qualifiedName(t.schema, t.name));
   return sql`(select coalesce(json_agg(json_build_array(t.name, a.attname, format_type(a.atttypid, a.atttypmod),
                                                         case when a.attname = '_loaded_at'
-                                                             then pg_get_expr(d.adbin, d.adrelid) end)
+                                                             then pg_get_expr(d.adbin, d.adrelid) end,
+                                                        c.relpages)
                                        order by t.ord, a.attnum), '[]')
                 from unnest(${names}::text[]) with ordinality as t(name, ord)
                 join pg_catalog.pg_attribute a
                   on a.attrelid = to_regclass(t.name) and a.attnum > 0 and not a.attisdropped
+                join pg_catalog.pg_class c on c.oid = a.attrelid
                 left join pg_catalog.pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum)`;
 }
 
@@ -303,6 +305,8 @@ export interface TablesAtStart {
   columns: Map<string, readonly ExistingColumn[]>;
   /** Whether each table that existed has `_loaded_at` default to now(), by `schema.name`. */
   loadedAtNow: Map<string, boolean>;
+  /** The tables that existed and whose pages pg_class counts as none, by `schema.name`. */
+  noPages: Set<string>;
 }
 
 /** The result of tableColumnsJson, by `schema.name` of the tables given to it. */
@@ -310,25 +314,34 @@ export function tableColumnsOf(tables: readonly TableDecl[], json: unknown): Tab
   const byQualified = new Map(tables.map((t) => [qualifiedName(t.schema, t.name), `${t.schema}.${t.name}`]));
   const columns = new Map<string, ExistingColumn[]>();
   const loadedAtNow = new Map<string, boolean>();
-  for (const [qualified, name, type, loadedAt] of json as [string, string, string, string | null][]) {
+  const noPages = new Set<string>();
+  for (const [qualified, name, type, loadedAt, pages] of json as [
+    string,
+    string,
+    string,
+    string | null,
+    number,
+  ][]) {
     const table = byQualified.get(qualified);
     if (table === undefined) continue;
     let list = columns.get(table);
     if (!list) {
       columns.set(table, (list = []));
       loadedAtNow.set(table, false);
+      if (pages === 0) noPages.add(table);
     }
     list.push({ name, type });
     if (name === '_loaded_at') loadedAtNow.set(table, loadedAt === 'now()');
   }
-  return { columns, loadedAtNow };
+  return { columns, loadedAtNow, noPages };
 }
 
 export interface EnsureTableResult {
   created: boolean;
   /**
-   * With `deferIndexes`, when the table was created: its index statements (tableIndexDdl), not yet
-   * run. The caller runs them before the transaction commits.
+   * With `deferIndexes`, when the table was created (or, with `deferEmpty`, found holding no row):
+   * its index statements (tableIndexDdl), not yet run. The caller runs them before the transaction
+   * commits.
    */
   deferredIndexes?: string[];
   /** Declared columns that an existing table lacked and that were added. */
@@ -344,17 +357,19 @@ export interface EnsureTableResult {
  * With `deferIndexes`, a table it creates gets no index yet: the statements are returned
  * (`deferredIndexes`) for the caller to run once the first rows are in, which PostgreSQL does in
  * one sort instead of one index insertion per row. No one else sees the table before the
- * transaction commits, so no one can miss its indexes.
+ * transaction commits, so no one can miss its indexes. With `deferEmpty` as well, so does an
+ * existing table that holds no row and that no one else is using (`migrate` makes the report tables
+ * before their first load): see deferIndexesOfEmptyTable, and the condition it puts on the caller.
  */
 export async function ensureTable(
   db: Db,
   decl: TableDecl,
-  options: { deferIndexes?: boolean } = {},
+  options: EnsureTableOptions = {},
 ): Promise<EnsureTableResult> {
   validateTableDecl(decl);
   let existing = await readTableColumns(db, decl.schema, decl.name);
   if (existing && decl.columns.every((c) => existing!.some((e) => e.name === c.name))) {
-    return { created: false, columnsAdded: [], columns: existing };
+    return withDeferredIndexes(db, decl, options, { created: false, columnsAdded: [], columns: existing });
   }
   await lockTableDdl(db, decl.schema, decl.name);
   existing = await readTableColumns(db, decl.schema, decl.name);
@@ -381,15 +396,95 @@ export async function ensureTable(
     await sql.raw(commentOnColumnDdl(decl, column)).execute(db);
   }
   const columns = (await readTableColumns(db, decl.schema, decl.name)) ?? [];
-  return { created: false, columnsAdded: missing, columns };
+  return withDeferredIndexes(db, decl, options, { created: false, columnsAdded: missing, columns });
 }
+
+export interface EnsureTableOptions {
+  /** A table created now gets its indexes from the caller, after its first rows. */
+  deferIndexes?: boolean;
+  /** So does an existing table found holding no row (deferIndexesOfEmptyTable), with deferIndexes. */
+  deferEmpty?: boolean;
+}
+
+/** An existing table's result, with its index statements when deferIndexesOfEmptyTable took them. */
+async function withDeferredIndexes(
+  db: Db,
+  decl: TableDecl,
+  options: EnsureTableOptions,
+  result: EnsureTableResult,
+): Promise<EnsureTableResult> {
+  if (!options.deferIndexes || !options.deferEmpty) return result;
+  const deferredIndexes = await deferIndexesOfEmptyTable(db, decl);
+  return deferredIndexes ? { ...result, deferredIndexes } : result;
+}
+
+/**
+ * The declared indexes of an existing table that holds no row, dropped in this transaction so that
+ * its first rows go in without them; their statements (tableIndexDdl) are returned for the caller
+ * to run, as for a table ensureTable creates. Undefined, and nothing changed, when the table has
+ * rows or another transaction holds any lock on it (a load or a query in progress) or its DDL lock
+ * (lockTableDdl: a load adding a column): the locks the drop needs are asked for without waiting,
+ * inside a savepoint whose rollback gives them back, so that no load waits for another here and no
+ * reader waits for a table that turns out to have rows.
+ * A table whose pages pg_class counts is not looked at further (read without locking it; `noPages`:
+ * the caller read none there already).
+ * Once taken, the exclusive lock makes every other transaction that touches the table wait for
+ * this one, a reader too: only a transaction that then waits for nothing such a transaction may
+ * hold may ask (WindowContext.mayDeferIndexes).
+ */
+export async function deferIndexesOfEmptyTable(
+  db: Db,
+  decl: TableDecl,
+  options: { noPages?: boolean } = {},
+): Promise<string[] | undefined> {
+  const table = qualifiedName(decl.schema, decl.name);
+  if (!options.noPages) {
+    const stats = await sql<{
+      pages: number;
+    }>`select relpages as pages from pg_class where oid = ${table}::regclass`.execute(db);
+    if ((stats.rows[0]?.pages ?? 1) !== 0) return undefined;
+  }
+  await sql.raw(`savepoint ${DEFER_SAVEPOINT}`).execute(db);
+  let empty = false;
+  try {
+    // The table's DDL lock first (lockTableDdl's), as every other change to the table takes it
+    // before the table's own lock: a load adding a column holds it while it waits for the table.
+    const ddl = await sql<{
+      locked: boolean;
+    }>`select pg_try_advisory_xact_lock(hashtextextended(${ddlLockKey(decl.schema, decl.name)}, 0)) as locked`.execute(
+      db,
+    );
+    if (ddl.rows[0]?.locked === true) {
+      await sql.raw(`lock table ${table} in access exclusive mode nowait`).execute(db);
+      empty = (await sql.raw(`select 1 from ${table} limit 1`).execute(db)).rows.length === 0;
+    }
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw error;
+  }
+  if (!empty) {
+    await sql.raw(`rollback to savepoint ${DEFER_SAVEPOINT}`).execute(db);
+    await sql.raw(`release savepoint ${DEFER_SAVEPOINT}`).execute(db);
+    return undefined;
+  }
+  const names = [naturalKeyIndexName(decl), ...(needsSourceIndex(decl) ? [sourceIndexName(decl)] : [])];
+  for (const name of names)
+    await sql.raw(`drop index if exists ${qualifiedName(decl.schema, name)}`).execute(db);
+  await sql.raw(`release savepoint ${DEFER_SAVEPOINT}`).execute(db);
+  return tableIndexDdl(decl);
+}
+
+const DEFER_SAVEPOINT = 'cybs_etl_defer_indexes';
+/** PostgreSQL's lock_not_available (a NOWAIT lock another transaction holds). */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 /**
  * Serialise DDL on one table until the end of the transaction (two windows of one pipeline loading
  * at once must not both try to create the table or add the same column).
  */
 export async function lockTableDdl(db: Db, schema: string, name: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`cybs-etl:ddl:${schema}.${name}`}, 0))`.execute(
-    db,
-  );
+  await sql`select pg_advisory_xact_lock(hashtextextended(${ddlLockKey(schema, name)}, 0))`.execute(db);
+}
+
+function ddlLockKey(schema: string, name: string): string {
+  return `cybs-etl:ddl:${schema}.${name}`;
 }

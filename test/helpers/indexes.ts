@@ -31,6 +31,23 @@ export async function indexesOf(db: Db, decl: Pick<TableDecl, 'schema' | 'name'>
   return result.rows;
 }
 
+/**
+ * The OIDs of a table's indexes, by name: an index dropped and built again (a first load that
+ * deferred it) has a new one.
+ */
+export async function indexOidsOf(
+  db: Db,
+  decl: Pick<TableDecl, 'schema' | 'name'>,
+): Promise<{ name: string; oid: string }[]> {
+  const result = await sql<{ name: string; oid: string }>`
+    select i.relname::text as name, i.oid::text as oid
+      from pg_catalog.pg_index x
+      join pg_catalog.pg_class i on i.oid = x.indexrelid
+     where x.indrelid = to_regclass(${qualifiedName(decl.schema, decl.name)})
+     order by 1`.execute(db);
+  return result.rows;
+}
+
 /** The indexes the table of `decl` is declared with (tableIndexDdl), as indexesOf gives them. */
 export function declaredIndexes(decl: TableDecl): IndexShape[] {
   const indexes: IndexShape[] = [

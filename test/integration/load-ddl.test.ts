@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTable, readTableColumns, tableDdl, tableIndexDdl } from '../../src/load/ddl.js';
+import { ensureTable, lockTableDdl, readTableColumns, tableDdl, tableIndexDdl } from '../../src/load/ddl.js';
 import type { TableDecl } from '../../src/load/table-spec.js';
 import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { declaredIndexes, indexesOf } from '../helpers/indexes.js';
@@ -109,14 +109,118 @@ describe.each(warehouseBackends('ddl'))('table DDL on %s', (_backend, open) => {
         ['request_id', '_organization_id'],
         ['_source_key'],
       ]);
-      // An existing table is never touched: nothing deferred.
+      // An existing table that holds rows is never touched: nothing deferred.
+      await insertRow(trx, later);
       const again = await ensureTable(trx, later, { deferIndexes: true });
       expect(again).toMatchObject({ created: false });
       expect(again.deferredIndexes).toBeUndefined();
+      expect(await indexesOf(trx, later)).toEqual(declaredIndexes(later));
       throw rollback;
     });
     await expect(done).rejects.toBe(rollback);
     expect(await readTableColumns(warehouse.db, 'cybs', later.name)).toBeNull();
     expect(await indexesOf(warehouse.db, decl)).toEqual(declaredIndexes(decl));
   });
+
+  it('with deferIndexes and deferEmpty, drops the indexes of an existing table that holds no row and returns them; not when the table has rows or is in use', async () => {
+    const empty: TableDecl = { ...decl, name: 'payment_batch_detail_empty' };
+    await ensureTable(warehouse.db, empty);
+    // Without deferEmpty (a load that may wait for another while it holds the table): untouched.
+    const kept = await warehouse.db
+      .transaction()
+      .execute(async (trx) => [
+        await ensureTable(trx, empty, { deferIndexes: true }),
+        await indexesOf(trx, empty),
+      ]);
+    expect(kept).toEqual([
+      expect.not.objectContaining({ deferredIndexes: expect.anything() }),
+      declaredIndexes(empty),
+    ]);
+    const rollback = new Error('rollback');
+    const deferred = warehouse.db.transaction().execute(async (trx) => {
+      const result = await ensureTable(trx, empty, { deferIndexes: true, deferEmpty: true });
+      expect(result.created).toBe(false);
+      expect(result.deferredIndexes).toEqual(tableIndexDdl(empty));
+      expect(await indexesOf(trx, empty)).toEqual([]);
+      for (const statement of result.deferredIndexes!) await sql.raw(statement).execute(trx);
+      expect(await indexesOf(trx, empty)).toEqual(declaredIndexes(empty));
+      throw rollback;
+    });
+    await expect(deferred).rejects.toBe(rollback);
+    expect(await indexesOf(warehouse.db, empty)).toEqual(declaredIndexes(empty));
+
+    // Another transaction reads the table meanwhile: its indexes stay, and the load does not wait.
+    let reading!: () => void;
+    const read = new Promise<void>((resolve) => (reading = resolve));
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    const reader = warehouse.db.transaction().execute(async (trx) => {
+      await sql`select count(*) from cybs.payment_batch_detail_empty`.execute(trx);
+      reading();
+      await finished;
+    });
+    await read;
+    try {
+      const inUse = await warehouse.db
+        .transaction()
+        .execute(async (trx) => ensureTable(trx, empty, { deferIndexes: true, deferEmpty: true }));
+      expect(inUse.deferredIndexes).toBeUndefined();
+    } finally {
+      finish();
+      await reader;
+    }
+    expect(await indexesOf(warehouse.db, empty)).toEqual(declaredIndexes(empty));
+
+    // A row in it: its indexes stay, whether or not pg_class counts its pages yet.
+    await insertRow(warehouse.db, empty);
+    for (const analyzed of [false, true]) {
+      if (analyzed) await sql`analyze cybs.payment_batch_detail_empty`.execute(warehouse.db);
+      const withRows = await warehouse.db
+        .transaction()
+        .execute(async (trx) => ensureTable(trx, empty, { deferIndexes: true, deferEmpty: true }));
+      expect(withRows.deferredIndexes).toBeUndefined();
+      expect(await indexesOf(warehouse.db, empty)).toEqual(declaredIndexes(empty));
+    }
+  });
+
+  it('with deferIndexes and deferEmpty, leaves the indexes of an empty table whose DDL lock another load holds, and the two loads go on', async () => {
+    // A load adding a column holds the table's DDL lock, then waits for the table's own lock. A
+    // load that took the table's lock first and then asked for the DDL lock would deadlock with it.
+    const busy: TableDecl = { ...decl, name: 'payment_batch_detail_busy' };
+    await ensureTable(warehouse.db, busy);
+    let locked!: () => void;
+    const ddlHeld = new Promise<void>((resolve) => (locked = resolve));
+    let deferDone!: () => void;
+    const deferred = new Promise<void>((resolve) => (deferDone = resolve));
+    const adding = warehouse.db.transaction().execute(async (trx) => {
+      await lockTableDdl(trx, 'cybs', busy.name);
+      locked();
+      await deferred;
+      await sql`alter table cybs.payment_batch_detail_busy add column added_here text`.execute(trx);
+    });
+    await ddlHeld;
+    const loading = warehouse.db.transaction().execute(async (trx) => {
+      try {
+        const result = await ensureTable(trx, busy, { deferIndexes: true, deferEmpty: true });
+        expect(result.deferredIndexes).toBeUndefined();
+      } finally {
+        deferDone();
+      }
+      // Then, as a load adding a column of its own: it waits for the first one, which goes on.
+      await lockTableDdl(trx, 'cybs', busy.name);
+      await insertRow(trx, busy);
+    });
+    await Promise.all([adding, loading]);
+    expect(await indexesOf(warehouse.db, busy)).toEqual(declaredIndexes(busy));
+    expect((await readTableColumns(warehouse.db, 'cybs', busy.name))?.at(-1)?.name).toBe('added_here');
+  });
 });
+
+/** One row in `table` (its key columns and lineage set). */
+async function insertRow(db: Parameters<typeof indexesOf>[0], table: TableDecl): Promise<void> {
+  await sql
+    .raw(
+      `insert into cybs.${table.name} (request_id, _organization_id, _source, _source_row, _source_key) values ('1', 'org', 'test', 1, 1)`,
+    )
+    .execute(db);
+}

@@ -7,6 +7,8 @@ import type { SourceColumn, TableDecl } from '../../src/load/table-spec.js';
 import type { LoadValue } from '../../src/copy-text/bodies.js';
 import type { Db, Warehouse } from '../../src/warehouse/warehouse.js';
 import { count, generatedSource, warehouseBackends } from '../helpers/load.js';
+import { declaredIndexes, indexOidsOf, indexesOf } from '../helpers/indexes.js';
+import { ensureTable } from '../../src/load/ddl.js';
 import type { SourceItem } from '../helpers/load.js';
 
 const ORG = 'org_1';
@@ -155,6 +157,60 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
       deleted: 0,
     });
     expect(await snapshot(warehouse.db, 'reload')).toEqual(before);
+  });
+
+  it('a first load into a table made beforehand (as migrate makes them) builds its indexes after its rows; a later load leaves them', async () => {
+    const decl = txnDecl('made_before');
+    await ensureTable(warehouse.db, decl);
+    const indexOids = () => indexOidsOf(warehouse.db, decl);
+    const made = await indexOids();
+    expect(made.map((i) => i.name)).toEqual(declaredIndexes(decl).map((i) => i.name));
+    const rows = (from: number, to: number) =>
+      generatedSource(
+        `report-made-before-${from}`,
+        TXN_COLUMNS,
+        range(from, to).map((i) => txnRow(i)),
+        30,
+      );
+    const first = await load({ targets: [{ table: decl, source: rows(1, 100) }], runId: run1 });
+    expect(tableResult(first, 'made_before')).toMatchObject({ inserted: 100, rejected: 0 });
+    // Dropped and built again over the rows: new indexes of the same names and shape.
+    const built = await indexOids();
+    expect(built.map((i) => i.name)).toEqual(made.map((i) => i.name));
+    for (const [k, index] of built.entries()) expect(index.oid).not.toBe(made[k]!.oid);
+    expect(await indexesOf(warehouse.db, decl)).toEqual(declaredIndexes(decl));
+    // Another window into the table, which now has rows: its indexes are the same ones.
+    const later = await loadWindowThen(warehouse, {
+      window: { pipeline: 'test', organizationId: ORG, windowKey: '2026-11-21' },
+      runId: run2,
+      targets: [{ table: decl, source: rows(101, 150) }],
+    });
+    expect(tableResult(later, 'made_before')).toMatchObject({ inserted: 50 });
+    expect(await indexOids()).toEqual(built);
+    expect(await count(warehouse.db, 'cybs.made_before')).toBe(150);
+  });
+
+  it('a first load of two tables made beforehand leaves their indexes as they are', async () => {
+    // Holding one table's exclusive lock, it could wait for a lock on the other that a load
+    // waiting for the first one holds (deferIndexesOfEmptyTable).
+    const decls = [txnDecl('made_before_a'), txnDecl('made_before_b')];
+    for (const decl of decls) await ensureTable(warehouse.db, decl);
+    const oids = async () => Promise.all(decls.map((decl) => indexOidsOf(warehouse.db, decl)));
+    const made = await oids();
+    const rows = (name: string) =>
+      generatedSource(
+        `report-${name}`,
+        TXN_COLUMNS,
+        range(1, 40).map((i) => txnRow(i)),
+        30,
+      );
+    const result = await load({
+      targets: decls.map((decl) => ({ table: decl, source: rows(decl.name) })),
+      runId: run1,
+    });
+    expect(tableResult(result, 'made_before_a')).toMatchObject({ inserted: 40, rejected: 0 });
+    expect(tableResult(result, 'made_before_b')).toMatchObject({ inserted: 40, rejected: 0 });
+    expect(await oids()).toEqual(made);
   });
 
   it('a corrected source updates changed rows and deletes vanished ones', async () => {

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ON_DEMAND_PIPELINES } from '../../pipelines/index.js';
 import { fastPageCheck } from '../../src/api/fast-page-check.js';
 import { purchaseRefundDetailsResponseSchema } from '../../src/api/types.js';
+import { ensureTable } from '../../src/load/ddl.js';
 import { loadWindow } from '../../src/load/window/load-window.js';
 import type { LoadWindowOptions, LoadWindowResult } from '../../src/load/window/load-window.js';
 import type { LoadBatch, LoadSource } from '../../src/load/table-spec.js';
@@ -34,7 +35,7 @@ import { SpoolDir } from '../../src/spool/byte-spool.js';
 import { RecordSpool } from '../../src/pipeline/record-source.js';
 import { createTestDatabase } from '../helpers/db.js';
 import type { TestDatabase } from '../helpers/db.js';
-import { declaredIndexes, indexesOf } from '../helpers/indexes.js';
+import { declaredIndexes, indexOidsOf, indexesOf } from '../helpers/indexes.js';
 
 const def = ON_DEMAND_PIPELINES.find((p) => p.name === 'purchase_refund_details')!;
 const SOURCE = 'purchase-refund-details/2026-11-16T00:00:00.000Z..2026-11-17T00:00:00.000Z';
@@ -352,9 +353,24 @@ describe('on-demand COPY-text path against the JSON-lines path (PostgreSQL)', ()
   });
 
   it('loads the same rows and rejects, with bad rows mixed in', async () => {
+    const tables = Object.values(def.tables);
+    const oids = async () => {
+      const out: unknown[] = [];
+      for (const side of [reference, fast, live])
+        for (const t of tables) out.push(await indexOidsOf(side.warehouse.db, t));
+      return out;
+    };
+    // Made beforehand, as `migrate` makes the report tables.
+    for (const side of [reference, fast, live])
+      for (const t of tables) await ensureTable(side.warehouse.db, t);
+    const made = await oids();
     const a = await load(reference);
     const b = await load(fast);
     const c = await load(live);
+    // The first loads into the tables made beforehand kept their indexes: a window of several
+    // tables, or one fetched while it loads, never drops them (deferIndexesOfEmptyTable).
+    expect(await oids()).toEqual(made);
+    for (const indexes of made) expect(indexes).not.toEqual([]);
     expect(c).toEqual(b);
     expect(b).toEqual(a);
     expect(a.rowsRejected).toBeGreaterThan(20);

@@ -136,6 +136,8 @@ export async function loadWindowIn(
     loadedAtNow: atStart.loadedAtNow,
     deferredIndexes: new Map(),
     tableColumns: atStart.columns,
+    noPages: atStart.noPages,
+    mayDeferIndexes: !options.live && new Set(decls.map((d) => `${d.schema}.${d.name}`)).size === 1,
     stagingMade: new Set(),
   };
   if (taken.snapshot) {
