@@ -339,9 +339,8 @@ export function tableColumnsOf(tables: readonly TableDecl[], json: unknown): Tab
 export interface EnsureTableResult {
   created: boolean;
   /**
-   * With `deferIndexes`, when the table was created (or, with `deferEmpty`, found holding no row):
-   * its index statements (tableIndexDdl), not yet run. The caller runs them before the transaction
-   * commits.
+   * With `deferIndexes`, when the table was created: its index statements (tableIndexDdl), not yet
+   * run. The caller runs them before the transaction commits.
    */
   deferredIndexes?: string[];
   /** Declared columns that an existing table lacked and that were added. */
@@ -357,19 +356,18 @@ export interface EnsureTableResult {
  * With `deferIndexes`, a table it creates gets no index yet: the statements are returned
  * (`deferredIndexes`) for the caller to run once the first rows are in, which PostgreSQL does in
  * one sort instead of one index insertion per row. No one else sees the table before the
- * transaction commits, so no one can miss its indexes. With `deferEmpty` as well, so does an
- * existing table that holds no row and that no one else is using (`migrate` makes the report tables
- * before their first load): see deferIndexesOfEmptyTable, and the condition it puts on the caller.
+ * transaction commits, so no one can miss its indexes. (An existing table that holds no row:
+ * deferIndexesOfEmptyTables.)
  */
 export async function ensureTable(
   db: Db,
   decl: TableDecl,
-  options: EnsureTableOptions = {},
+  options: { deferIndexes?: boolean } = {},
 ): Promise<EnsureTableResult> {
   validateTableDecl(decl);
   let existing = await readTableColumns(db, decl.schema, decl.name);
   if (existing && decl.columns.every((c) => existing!.some((e) => e.name === c.name))) {
-    return withDeferredIndexes(db, decl, options, { created: false, columnsAdded: [], columns: existing });
+    return { created: false, columnsAdded: [], columns: existing };
   }
   await lockTableDdl(db, decl.schema, decl.name);
   existing = await readTableColumns(db, decl.schema, decl.name);
@@ -396,81 +394,73 @@ export async function ensureTable(
     await sql.raw(commentOnColumnDdl(decl, column)).execute(db);
   }
   const columns = (await readTableColumns(db, decl.schema, decl.name)) ?? [];
-  return withDeferredIndexes(db, decl, options, { created: false, columnsAdded: missing, columns });
-}
-
-export interface EnsureTableOptions {
-  /** A table created now gets its indexes from the caller, after its first rows. */
-  deferIndexes?: boolean;
-  /** So does an existing table found holding no row (deferIndexesOfEmptyTable), with deferIndexes. */
-  deferEmpty?: boolean;
-}
-
-/** An existing table's result, with its index statements when deferIndexesOfEmptyTable took them. */
-async function withDeferredIndexes(
-  db: Db,
-  decl: TableDecl,
-  options: EnsureTableOptions,
-  result: EnsureTableResult,
-): Promise<EnsureTableResult> {
-  if (!options.deferIndexes || !options.deferEmpty) return result;
-  const deferredIndexes = await deferIndexesOfEmptyTable(db, decl);
-  return deferredIndexes ? { ...result, deferredIndexes } : result;
+  return { created: false, columnsAdded: missing, columns };
 }
 
 /**
- * The declared indexes of an existing table that holds no row, dropped in this transaction so that
- * its first rows go in without them; their statements (tableIndexDdl) are returned for the caller
- * to run, as for a table ensureTable creates. Undefined, and nothing changed, when the table has
- * rows or another transaction holds any lock on it (a load or a query in progress) or its DDL lock
- * (lockTableDdl: a load adding a column): the locks the drop needs are asked for without waiting,
- * inside a savepoint whose rollback gives them back, so that no load waits for another here and no
- * reader waits for a table that turns out to have rows.
- * A table whose pages pg_class counts is not looked at further (read without locking it; `noPages`:
- * the caller read none there already).
- * Once taken, the exclusive lock makes every other transaction that touches the table wait for
- * this one, a reader too: only a transaction that then waits for nothing such a transaction may
- * hold may ask (WindowContext.mayDeferIndexes).
+ * The declared indexes of existing tables that hold no row (`migrate` makes the report tables
+ * before their first load), dropped in this transaction so that their first rows go in without
+ * them: their statements (tableIndexDdl), by `schema.name`, for the caller to run once the rows
+ * are in, as for a table ensureTable creates. All of the tables or none: undefined, and nothing
+ * changed, when one has a row or another transaction holds any lock on it (a load or a query in
+ * progress) or its DDL lock (lockTableDdl: a load adding a column). Every lock is asked for without
+ * waiting, in a savepoint whose rollback gives them all back: no load waits for another here, and
+ * no reader waits for a table that turns out to have rows.
+ *
+ * Once they are taken, every other transaction that touches one of the tables, a reader too, waits
+ * for this one, which holds the strongest lock of each table it writes and each table's DDL lock:
+ * it waits for no such transaction in turn. Only a caller that waits for nothing else another load
+ * may hold, until it commits, may ask (WindowContext: not a load fetching its pages).
  */
-export async function deferIndexesOfEmptyTable(
+export async function deferIndexesOfEmptyTables(
   db: Db,
-  decl: TableDecl,
-  options: { noPages?: boolean } = {},
-): Promise<string[] | undefined> {
-  const table = qualifiedName(decl.schema, decl.name);
-  if (!options.noPages) {
-    const stats = await sql<{
-      pages: number;
-    }>`select relpages as pages from pg_class where oid = ${table}::regclass`.execute(db);
-    if ((stats.rows[0]?.pages ?? 1) !== 0) return undefined;
-  }
+  decls: readonly TableDecl[],
+): Promise<Map<string, string[]> | undefined> {
+  // In one order, so that two loads of the same tables meet at the first.
+  const sorted = [...new Map(decls.map((d) => [`${d.schema}.${d.name}`, d])).entries()].sort(([a], [b]) =>
+    a < b ? -1 : a > b ? 1 : 0,
+  );
+  if (sorted.length === 0) return undefined;
   await sql.raw(`savepoint ${DEFER_SAVEPOINT}`).execute(db);
-  let empty = false;
+  let empty = true;
   try {
-    // The table's DDL lock first (lockTableDdl's), as every other change to the table takes it
-    // before the table's own lock: a load adding a column holds it while it waits for the table.
-    const ddl = await sql<{
-      locked: boolean;
-    }>`select pg_try_advisory_xact_lock(hashtextextended(${ddlLockKey(decl.schema, decl.name)}, 0)) as locked`.execute(
-      db,
-    );
-    if (ddl.rows[0]?.locked === true) {
+    for (const [, decl] of sorted) {
+      const table = qualifiedName(decl.schema, decl.name);
+      // The table's DDL lock first (lockTableDdl's), as every other change to the table takes it
+      // before the table's own lock: a load adding a column holds it while it waits for the table.
+      const ddl = await sql<{
+        locked: boolean;
+      }>`select pg_try_advisory_xact_lock(hashtextextended(${ddlLockKey(decl.schema, decl.name)}, 0)) as locked`.execute(
+        db,
+      );
+      if (ddl.rows[0]?.locked !== true) {
+        empty = false;
+        break;
+      }
       await sql.raw(`lock table ${table} in access exclusive mode nowait`).execute(db);
-      empty = (await sql.raw(`select 1 from ${table} limit 1`).execute(db)).rows.length === 0;
+      if ((await sql.raw(`select 1 from ${table} limit 1`).execute(db)).rows.length > 0) {
+        empty = false;
+        break;
+      }
     }
   } catch (error) {
     if ((error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw error;
+    empty = false;
   }
   if (!empty) {
     await sql.raw(`rollback to savepoint ${DEFER_SAVEPOINT}`).execute(db);
     await sql.raw(`release savepoint ${DEFER_SAVEPOINT}`).execute(db);
     return undefined;
   }
-  const names = [naturalKeyIndexName(decl), ...(needsSourceIndex(decl) ? [sourceIndexName(decl)] : [])];
-  for (const name of names)
-    await sql.raw(`drop index if exists ${qualifiedName(decl.schema, name)}`).execute(db);
+  const deferred = new Map<string, string[]>();
+  for (const [key, decl] of sorted) {
+    const names = [naturalKeyIndexName(decl), ...(needsSourceIndex(decl) ? [sourceIndexName(decl)] : [])];
+    for (const name of names)
+      await sql.raw(`drop index if exists ${qualifiedName(decl.schema, name)}`).execute(db);
+    deferred.set(key, tableIndexDdl(decl));
+  }
   await sql.raw(`release savepoint ${DEFER_SAVEPOINT}`).execute(db);
-  return tableIndexDdl(decl);
+  return deferred;
 }
 
 const DEFER_SAVEPOINT = 'cybs_etl_defer_indexes';

@@ -1,6 +1,13 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTable, lockTableDdl, readTableColumns, tableDdl, tableIndexDdl } from '../../src/load/ddl.js';
+import {
+  deferIndexesOfEmptyTables,
+  ensureTable,
+  lockTableDdl,
+  readTableColumns,
+  tableDdl,
+  tableIndexDdl,
+} from '../../src/load/ddl.js';
 import type { TableDecl } from '../../src/load/table-spec.js';
 import type { Warehouse } from '../../src/warehouse/warehouse.js';
 import { declaredIndexes, indexesOf } from '../helpers/indexes.js';
@@ -109,12 +116,10 @@ describe.each(warehouseBackends('ddl'))('table DDL on %s', (_backend, open) => {
         ['request_id', '_organization_id'],
         ['_source_key'],
       ]);
-      // An existing table that holds rows is never touched: nothing deferred.
-      await insertRow(trx, later);
+      // An existing table is never touched: nothing deferred.
       const again = await ensureTable(trx, later, { deferIndexes: true });
       expect(again).toMatchObject({ created: false });
       expect(again.deferredIndexes).toBeUndefined();
-      expect(await indexesOf(trx, later)).toEqual(declaredIndexes(later));
       throw rollback;
     });
     await expect(done).rejects.toBe(rollback);
@@ -122,68 +127,70 @@ describe.each(warehouseBackends('ddl'))('table DDL on %s', (_backend, open) => {
     expect(await indexesOf(warehouse.db, decl)).toEqual(declaredIndexes(decl));
   });
 
-  it('with deferIndexes and deferEmpty, drops the indexes of an existing table that holds no row and returns them; not when the table has rows or is in use', async () => {
+  it('deferIndexesOfEmptyTables drops the indexes of existing tables that hold no row and returns them: all or none', async () => {
     const empty: TableDecl = { ...decl, name: 'payment_batch_detail_empty' };
-    await ensureTable(warehouse.db, empty);
-    // Without deferEmpty (a load that may wait for another while it holds the table): untouched.
-    const kept = await warehouse.db
-      .transaction()
-      .execute(async (trx) => [
-        await ensureTable(trx, empty, { deferIndexes: true }),
-        await indexesOf(trx, empty),
-      ]);
-    expect(kept).toEqual([
-      expect.not.objectContaining({ deferredIndexes: expect.anything() }),
-      declaredIndexes(empty),
-    ]);
+    const other: TableDecl = { ...decl, name: 'payment_batch_detail_other' };
+    for (const t of [empty, other]) await ensureTable(warehouse.db, t);
+    const both = [empty, other];
     const rollback = new Error('rollback');
     const deferred = warehouse.db.transaction().execute(async (trx) => {
-      const result = await ensureTable(trx, empty, { deferIndexes: true, deferEmpty: true });
-      expect(result.created).toBe(false);
-      expect(result.deferredIndexes).toEqual(tableIndexDdl(empty));
-      expect(await indexesOf(trx, empty)).toEqual([]);
-      for (const statement of result.deferredIndexes!) await sql.raw(statement).execute(trx);
+      const result = await deferIndexesOfEmptyTables(trx, both);
+      expect(result).toEqual(
+        new Map([
+          ['cybs.payment_batch_detail_empty', tableIndexDdl(empty)],
+          ['cybs.payment_batch_detail_other', tableIndexDdl(other)],
+        ]),
+      );
+      for (const t of both) expect(await indexesOf(trx, t)).toEqual([]);
+      for (const statement of result!.get('cybs.payment_batch_detail_empty')!)
+        await sql.raw(statement).execute(trx);
       expect(await indexesOf(trx, empty)).toEqual(declaredIndexes(empty));
       throw rollback;
     });
     await expect(deferred).rejects.toBe(rollback);
-    expect(await indexesOf(warehouse.db, empty)).toEqual(declaredIndexes(empty));
+    for (const t of both) expect(await indexesOf(warehouse.db, t)).toEqual(declaredIndexes(t));
 
-    // Another transaction reads the table meanwhile: its indexes stay, and the load does not wait.
+    // Another transaction reads one of them meanwhile: the indexes of both stay, the load does not
+    // wait, and it holds no lock on either afterwards.
     let reading!: () => void;
     const read = new Promise<void>((resolve) => (reading = resolve));
     let finish!: () => void;
     const finished = new Promise<void>((resolve) => (finish = resolve));
     const reader = warehouse.db.transaction().execute(async (trx) => {
-      await sql`select count(*) from cybs.payment_batch_detail_empty`.execute(trx);
+      await sql`select count(*) from cybs.payment_batch_detail_other`.execute(trx);
       reading();
       await finished;
     });
     await read;
     try {
-      const inUse = await warehouse.db
-        .transaction()
-        .execute(async (trx) => ensureTable(trx, empty, { deferIndexes: true, deferEmpty: true }));
-      expect(inUse.deferredIndexes).toBeUndefined();
+      await warehouse.db.transaction().execute(async (trx) => {
+        expect(await deferIndexesOfEmptyTables(trx, both)).toBeUndefined();
+        for (const t of both) expect(await indexesOf(trx, t)).toEqual(declaredIndexes(t));
+        const held = await sql<{ n: number }>`
+          select count(*)::int as n from pg_locks
+           where pid = pg_backend_pid() and locktype = 'relation'
+             and relation in ('cybs.payment_batch_detail_empty'::regclass, 'cybs.payment_batch_detail_other'::regclass)
+             and mode = 'AccessExclusiveLock'`.execute(trx);
+        expect(held.rows[0]!.n).toBe(0);
+      });
     } finally {
       finish();
       await reader;
     }
-    expect(await indexesOf(warehouse.db, empty)).toEqual(declaredIndexes(empty));
 
-    // A row in it: its indexes stay, whether or not pg_class counts its pages yet.
-    await insertRow(warehouse.db, empty);
+    // A row in one of them: the indexes of both stay, whether or not pg_class counts its pages yet.
+    await insertRow(warehouse.db, other);
     for (const analyzed of [false, true]) {
-      if (analyzed) await sql`analyze cybs.payment_batch_detail_empty`.execute(warehouse.db);
+      if (analyzed) await sql`analyze cybs.payment_batch_detail_other`.execute(warehouse.db);
       const withRows = await warehouse.db
         .transaction()
-        .execute(async (trx) => ensureTable(trx, empty, { deferIndexes: true, deferEmpty: true }));
-      expect(withRows.deferredIndexes).toBeUndefined();
-      expect(await indexesOf(warehouse.db, empty)).toEqual(declaredIndexes(empty));
+        .execute(async (trx) => deferIndexesOfEmptyTables(trx, both));
+      expect(withRows).toBeUndefined();
+      for (const t of both) expect(await indexesOf(warehouse.db, t)).toEqual(declaredIndexes(t));
     }
   });
 
-  it('with deferIndexes and deferEmpty, leaves the indexes of an empty table whose DDL lock another load holds, and the two loads go on', async () => {
+  it('deferIndexesOfEmptyTables leaves the indexes of an empty table whose DDL lock another load holds, and the two loads go on', async () => {
     // A load adding a column holds the table's DDL lock, then waits for the table's own lock. A
     // load that took the table's lock first and then asked for the DDL lock would deadlock with it.
     const busy: TableDecl = { ...decl, name: 'payment_batch_detail_busy' };
@@ -201,8 +208,7 @@ describe.each(warehouseBackends('ddl'))('table DDL on %s', (_backend, open) => {
     await ddlHeld;
     const loading = warehouse.db.transaction().execute(async (trx) => {
       try {
-        const result = await ensureTable(trx, busy, { deferIndexes: true, deferEmpty: true });
-        expect(result.deferredIndexes).toBeUndefined();
+        expect(await deferIndexesOfEmptyTables(trx, [busy])).toBeUndefined();
       } finally {
         deferDone();
       }

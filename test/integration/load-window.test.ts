@@ -190,27 +190,39 @@ describe.each(warehouseBackends('lw'))('loadWindow on %s', (_backend, open) => {
     expect(await count(warehouse.db, 'cybs.made_before')).toBe(150);
   });
 
-  it('a first load of two tables made beforehand leaves their indexes as they are', async () => {
-    // Holding one table's exclusive lock, it could wait for a lock on the other that a load
-    // waiting for the first one holds (deferIndexesOfEmptyTable).
+  it('a first load of two tables made beforehand builds the indexes of both after the rows, or of neither when one has a row', async () => {
     const decls = [txnDecl('made_before_a'), txnDecl('made_before_b')];
     for (const decl of decls) await ensureTable(warehouse.db, decl);
     const oids = async () => Promise.all(decls.map((decl) => indexOidsOf(warehouse.db, decl)));
-    const made = await oids();
-    const rows = (name: string) =>
+    const rows = (name: string, from: number) =>
       generatedSource(
-        `report-${name}`,
+        `report-${name}-${from}`,
         TXN_COLUMNS,
-        range(1, 40).map((i) => txnRow(i)),
+        range(from, from + 39).map((i) => txnRow(i)),
         30,
       );
-    const result = await load({
-      targets: decls.map((decl) => ({ table: decl, source: rows(decl.name) })),
-      runId: run1,
-    });
-    expect(tableResult(result, 'made_before_a')).toMatchObject({ inserted: 40, rejected: 0 });
-    expect(tableResult(result, 'made_before_b')).toMatchObject({ inserted: 40, rejected: 0 });
-    expect(await oids()).toEqual(made);
+    const loadBoth = async (from: number, windowKey: string) => {
+      const result = await loadWindowThen(warehouse, {
+        window: { pipeline: 'test', organizationId: ORG, windowKey },
+        runId: run1,
+        targets: decls.map((decl) => ({ table: decl, source: rows(decl.name, from) })),
+      });
+      for (const decl of decls)
+        expect(tableResult(result, decl.name)).toMatchObject({ inserted: 40, rejected: 0 });
+    };
+    const made = await oids();
+    await loadBoth(1, 'two-tables-1');
+    const built = await oids();
+    for (const [t, indexes] of built.entries()) {
+      expect(indexes.map((i) => i.name)).toEqual(made[t]!.map((i) => i.name));
+      for (const [k, index] of indexes.entries()) expect(index.oid).not.toBe(made[t]![k]!.oid);
+      expect(await indexesOf(warehouse.db, decls[t]!)).toEqual(declaredIndexes(decls[t]!));
+    }
+    // Both emptied by hand but for one row of the second: neither table's indexes are dropped.
+    await sql`delete from cybs.made_before_a`.execute(warehouse.db);
+    await sql`delete from cybs.made_before_b where _source_row > 1`.execute(warehouse.db);
+    await loadBoth(101, 'two-tables-2');
+    expect(await oids()).toEqual(built);
   });
 
   it('a corrected source updates changed rows and deletes vanished ones', async () => {

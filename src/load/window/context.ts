@@ -34,8 +34,9 @@ export interface WindowContext {
    */
   loadedAtNow: ReadonlyMap<string, boolean>;
   /**
-   * The index statements of the tables this transaction created, deferred until their first rows
-   * are in (buildDeferredIndexes), by `schema.name`.
+   * The index statements of the tables this transaction created, or whose indexes it dropped while
+   * they held no row (deferIndexesOfEmptyTables), deferred until their first rows are in
+   * (buildDeferredIndexes), by `schema.name`.
    */
   deferredIndexes: Map<string, string[]>;
   /**
@@ -43,20 +44,6 @@ export interface WindowContext {
    * (tables that existed then), and as the load found or made them once it has prepared a table.
    */
   tableColumns: Map<string, readonly ExistingColumn[]>;
-  /**
-   * The tables that existed as the load began with no pages counted in pg_class (they may hold no
-   * row), by `schema.name`, until prepared: evolveSchema asks once whether to defer their indexes.
-   */
-  noPages: Set<string>;
-  /**
-   * Whether an existing table found holding no row may have its indexes dropped until its first
-   * rows are in (deferIndexesOfEmptyTable): only for a load of one table whose source is complete
-   * before it begins. The lock that takes makes every other transaction touching the table wait
-   * for this one; a load that fetched pages in its transaction (LoadWindowOptions.live) could wait
-   * in turn for a connection or a page that such a transaction holds, and one that writes other
-   * tables for a lock that such a transaction took on one of them: neither would ever end.
-   */
-  mayDeferIndexes: boolean;
   /**
    * The TEMP staging tables made in this transaction (ensureStaging), made only when rows go
    * through them; forgotten at a rollback to a savepoint, which may have taken them back.

@@ -1,7 +1,7 @@
 import { CybsError } from '../../errors.js';
 import { toLoadError } from '../../warehouse/database-errors.js';
 import type { Db, Warehouse, WarehouseSession } from '../../warehouse/warehouse.js';
-import { tableColumnsJson, tableColumnsOf, validateTableDecl } from '../ddl.js';
+import { deferIndexesOfEmptyTables, tableColumnsJson, tableColumnsOf, validateTableDecl } from '../ddl.js';
 import type { TableDecl } from '../table-spec.js';
 import type { WindowContext } from './context.js';
 import { loadLive } from './live-copy.js';
@@ -136,8 +136,6 @@ export async function loadWindowIn(
     loadedAtNow: atStart.loadedAtNow,
     deferredIndexes: new Map(),
     tableColumns: atStart.columns,
-    noPages: atStart.noPages,
-    mayDeferIndexes: !options.live && new Set(decls.map((d) => `${d.schema}.${d.name}`)).size === 1,
     stagingMade: new Set(),
   };
   if (taken.snapshot) {
@@ -152,6 +150,14 @@ export async function loadWindowIn(
     const restored = await restoreTouched(ctx, trx, options.targets, previous, counts);
     if (restored) return restored;
     await deleteWindowRejects(trx, options.window);
+  }
+  // Tables that existed with no page counted, all of them: their indexes are built after their first
+  // rows, when they hold none and no one else uses them. Not for a load fetching its pages inside
+  // this transaction: holding the tables, it would wait for the service, and for connections or
+  // pages that loads waiting for those tables may hold.
+  if (!options.live && decls.every((d) => atStart.noPages.has(`${d.schema}.${d.name}`))) {
+    const deferred = await deferIndexesOfEmptyTables(trx, decls);
+    for (const [table, statements] of deferred ?? []) ctx.deferredIndexes.set(table, statements);
   }
   const tables: TableLoadResult[] = [];
   /** The table and source of each of `tables`. */

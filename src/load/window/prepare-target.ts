@@ -13,7 +13,6 @@ import {
   assertIdentifier,
   assertSafePgType,
   commentOnColumnDdl,
-  deferIndexesOfEmptyTable,
   ensureTable,
   lockTableDdl,
   readTableColumns,
@@ -117,20 +116,14 @@ export async function evolveSchema(
   source: LoadSourceBase,
 ): Promise<{ columns: ExistingColumn[]; added: string[] }> {
   const table = `${decl.schema}.${decl.name}`;
-  // A table that has every column already needs no column added, nor another look at the catalog.
+  // A table that has every column already needs no DDL, nor another look at the catalog.
   const known = ctx.tableColumns.get(table);
-  const noPages = ctx.noPages.delete(table);
   if (known) {
     const have = new Set(known.map((c) => c.name));
-    if ([...decl.columns, ...source.columns].every((c) => have.has(c.name))) {
-      // A table that may hold no row gets its indexes after its first rows (deferIndexesOfEmptyTable).
-      const deferred =
-        noPages && ctx.mayDeferIndexes ? await deferIndexesOfEmptyTable(trx, decl, { noPages }) : undefined;
-      if (deferred) ctx.deferredIndexes.set(table, deferred);
+    if ([...decl.columns, ...source.columns].every((c) => have.has(c.name)))
       return { columns: [...known], added: [] };
-    }
   }
-  const ensured = await ensureTable(trx, decl, { deferIndexes: true, deferEmpty: ctx.mayDeferIndexes });
+  const ensured = await ensureTable(trx, decl, { deferIndexes: true });
   if (ensured.deferredIndexes)
     ctx.deferredIndexes.set(`${decl.schema}.${decl.name}`, ensured.deferredIndexes);
   let columns = ensured.columns;
