@@ -410,7 +410,7 @@ export async function ensureTable(
  * Once they are taken, every other transaction that touches one of the tables, a reader too, waits
  * for this one, which holds the strongest lock of each table it writes and each table's DDL lock:
  * it waits for no such transaction in turn. Only a caller that waits for nothing else another load
- * may hold, until it commits, may ask (WindowContext: not a load fetching its pages).
+ * may hold, until it commits, may ask (loadWindowIn: not a load fetching its pages).
  */
 export async function deferIndexesOfEmptyTables(
   db: Db,
