@@ -217,14 +217,20 @@ export function tableDdl(decl: TableDecl): string[] {
 export function tableIndexDdl(decl: TableDecl): string[] {
   validateTableDecl(decl);
   const table = qualifiedName(decl.schema, decl.name);
+  return tableIndexes(decl).map(
+    (index) =>
+      `create ${index.unique ? 'unique ' : ''}index if not exists ${quoteIdent(index.name)} on ${table} (${index.columns
+        .map(quoteIdent)
+        .join(', ')})`,
+  );
+}
+
+/** The indexes a table of `decl` is declared with: its natural key's, and `_source_key`'s when needed. */
+function tableIndexes(decl: TableDecl): { name: string; unique: boolean; columns: string[] }[] {
   return [
-    `create unique index if not exists ${quoteIdent(naturalKeyIndexName(decl))} on ${table} (${naturalKeyIndexColumns(
-      decl,
-    )
-      .map(quoteIdent)
-      .join(', ')})`,
+    { name: naturalKeyIndexName(decl), unique: true, columns: naturalKeyIndexColumns(decl) },
     ...(needsSourceIndex(decl)
-      ? [`create index if not exists ${quoteIdent(sourceIndexName(decl))} on ${table} ("_source_key")`]
+      ? [{ name: sourceIndexName(decl), unique: false, columns: ['_source_key'] }]
       : []),
   ];
 }
@@ -422,7 +428,7 @@ export async function deferIndexesOfEmptyTables(
   );
   if (sorted.length === 0) return undefined;
   await sql.raw(`savepoint ${DEFER_SAVEPOINT}`).execute(db);
-  let empty = true;
+  let deferrable = true;
   try {
     for (const [, decl] of sorted) {
       const table = qualifiedName(decl.schema, decl.name);
@@ -434,28 +440,27 @@ export async function deferIndexesOfEmptyTables(
         db,
       );
       if (ddl.rows[0]?.locked !== true) {
-        empty = false;
+        deferrable = false;
         break;
       }
       await sql.raw(`lock table ${table} in access exclusive mode nowait`).execute(db);
       if ((await sql.raw(`select 1 from ${table} limit 1`).execute(db)).rows.length > 0) {
-        empty = false;
+        deferrable = false;
         break;
       }
     }
   } catch (error) {
     if ((error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw error;
-    empty = false;
+    deferrable = false;
   }
-  if (!empty) {
+  if (!deferrable) {
     await sql.raw(`rollback to savepoint ${DEFER_SAVEPOINT}`).execute(db);
     await sql.raw(`release savepoint ${DEFER_SAVEPOINT}`).execute(db);
     return undefined;
   }
   const deferred = new Map<string, string[]>();
   for (const [key, decl] of sorted) {
-    const names = [naturalKeyIndexName(decl), ...(needsSourceIndex(decl) ? [sourceIndexName(decl)] : [])];
-    for (const name of names)
+    for (const { name } of tableIndexes(decl))
       await sql.raw(`drop index if exists ${qualifiedName(decl.schema, name)}`).execute(db);
     deferred.set(key, tableIndexDdl(decl));
   }
